@@ -1,0 +1,41 @@
+/**
+ * The project's custom search attributes, registered on every server we start and upserted by the
+ * workflows. Adding one is a one-line change here; the dev-server launcher and the tests read this list.
+ *
+ * Deterministic and dependency-light: imported by workflow code.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const SEARCH_ATTRIBUTES = {
+  /** Operation state: running | completed | failed | aborted. */
+  status: defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD),
+  /** The repository the operation works on (path or URL). */
+  repo: defineSearchAttributeKey('AgentRepo', SearchAttributeType.KEYWORD),
+  /** The lane of the session the operation runs on (`main`, `subagent:<id>`, ...). */
+  lane: defineSearchAttributeKey('AgentLane', SearchAttributeType.KEYWORD),
+  /** Kind of operation: run | compaction | coding-task. */
+  kind: defineSearchAttributeKey('AgentKind', SearchAttributeType.KEYWORD),
+  /** Total tokens (input + cache write + cache read + output) consumed so far. */
+  tokens: defineSearchAttributeKey('AgentTokens', SearchAttributeType.INT),
+  /** Estimated cost so far in US dollars. */
+  costUsd: defineSearchAttributeKey('AgentCostUsd', SearchAttributeType.DOUBLE),
+  /** Model turns taken so far. */
+  turns: defineSearchAttributeKey('AgentTurns', SearchAttributeType.INT),
+} as const;
+
+/** `NAME=Type` pairs as the `temporal server start-dev --search-attribute` flag expects them. */
+export function searchAttributeFlags(): string[] {
+  return Object.values(SEARCH_ATTRIBUTES).map((key) => `${key.name}=${cliTypeName(key.type)}`);
+}
+
+function cliTypeName(type: SearchAttributeType): string {
+  switch (type) {
+    case SearchAttributeType.KEYWORD: return 'Keyword';
+    case SearchAttributeType.TEXT: return 'Text';
+    case SearchAttributeType.INT: return 'Int';
+    case SearchAttributeType.DOUBLE: return 'Double';
+    case SearchAttributeType.BOOL: return 'Bool';
+    case SearchAttributeType.DATETIME: return 'Datetime';
+    case SearchAttributeType.KEYWORD_LIST: return 'KeywordList';
+  }
+}

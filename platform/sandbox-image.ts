@@ -1,0 +1,159 @@
+/**
+ * Builds the sandbox image (`sandbox-images/agent-sandbox/`) and names it by a hash of its inputs.
+ *
+ * Two paths produce the same image:
+ *  - registry: `docker build` of `Dockerfile` (`FROM debian:bookworm-slim` + apt), where a registry
+ *    is reachable;
+ *  - offline: `debootstrap` of bookworm with `packages.txt` from the machine's Debian mirror →
+ *    `docker import` as a base → `docker build` of `Dockerfile.offline` on top of it.
+ * `AGENT_SANDBOX_BUILD=registry|offline` forces one. A tag that already exists is never rebuilt.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type Docker from 'dockerode';
+import { DATA_DIR, PROJECT_ROOT } from './paths';
+import { PlatformError } from './temporal-cli';
+
+export const SANDBOX_CONTEXT = path.join(PROJECT_ROOT, 'sandbox-images', 'agent-sandbox');
+const INPUT_FILES = ['Dockerfile', 'Dockerfile.offline', 'packages.txt', 'setup.sh'];
+/** Bump when the build procedure itself changes in a way that alters the image. */
+const RECIPE_VERSION = '1';
+
+export function sandboxPackages(): string[] {
+  return fs
+    .readFileSync(path.join(SANDBOX_CONTEXT, 'packages.txt'), 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'));
+}
+
+function hashOf(parts: string[]): string {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part).update('\0');
+  return hash.digest('hex').slice(0, 12);
+}
+
+/** The image the harness runs sandboxes from: `AGENT_SANDBOX_IMAGE`, or `agent-sandbox:<input hash>`. */
+export function sandboxImageTag(): string {
+  if (process.env.AGENT_SANDBOX_IMAGE) return process.env.AGENT_SANDBOX_IMAGE;
+  const contents = INPUT_FILES.map((name) => `${name}\n${fs.readFileSync(path.join(SANDBOX_CONTEXT, name), 'utf8')}`);
+  return `agent-sandbox:${hashOf([RECIPE_VERSION, ...contents])}`;
+}
+
+function baseImageTag(): string {
+  return `agent-sandbox-base:${hashOf([RECIPE_VERSION, 'bookworm', ...sandboxPackages()])}`;
+}
+
+export async function imageExists(docker: Docker, tag: string): Promise<boolean> {
+  try {
+    await docker.getImage(tag).inspect();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface BuildResult {
+  tag: string;
+  built: boolean;
+  path?: 'registry' | 'offline';
+  seconds: number;
+}
+
+export async function buildSandboxImage(docker: Docker, log: (line: string) => void = () => undefined): Promise<BuildResult> {
+  const started = Date.now();
+  const tag = sandboxImageTag();
+  if (await imageExists(docker, tag)) return { tag, built: false, seconds: 0 };
+
+  const forced = process.env.AGENT_SANDBOX_BUILD;
+  if (forced && forced !== 'registry' && forced !== 'offline') {
+    throw new PlatformError(`AGENT_SANDBOX_BUILD=${forced} is not valid: use registry or offline`);
+  }
+  const useRegistry = forced === 'registry' || (forced === undefined && (await registryReachable(docker, log)));
+  if (useRegistry) {
+    log(`building ${tag} from Dockerfile (registry path)`);
+    await exec('docker', ['build', '-t', tag, SANDBOX_CONTEXT], log);
+  } else {
+    const base = baseImageTag();
+    if (!(await imageExists(docker, base))) await buildOfflineBase(base, log);
+    log(`building ${tag} on ${base} (offline path)`);
+    await exec('docker', ['build', '--network', 'none', '--build-arg', `BASE=${base}`, '-f', path.join(SANDBOX_CONTEXT, 'Dockerfile.offline'), '-t', tag, SANDBOX_CONTEXT], log);
+  }
+  return { tag, built: true, path: useRegistry ? 'registry' : 'offline', seconds: (Date.now() - started) / 1000 };
+}
+
+async function registryReachable(docker: Docker, log: (line: string) => void): Promise<boolean> {
+  if (await imageExists(docker, 'debian:bookworm-slim')) return true;
+  log('checking whether an image registry is reachable (docker pull debian:bookworm-slim)');
+  const result = spawnSync('docker', ['pull', '-q', 'debian:bookworm-slim'], { encoding: 'utf8', timeout: 30_000 });
+  if (result.status === 0) return true;
+  log('no registry reachable: using the offline path');
+  return false;
+}
+
+async function buildOfflineBase(base: string, log: (line: string) => void): Promise<void> {
+  if (spawnSync('sh', ['-c', 'command -v debootstrap'], { stdio: 'ignore' }).status !== 0) {
+    if (process.getuid?.() !== 0 || !fs.existsSync('/etc/debian_version')) {
+      throw new PlatformError('the offline sandbox build needs debootstrap: install it (`apt-get install debootstrap`) or make a registry reachable');
+    }
+    log('installing Debian package debootstrap');
+    await exec('apt-get', ['install', '-y', '-qq', 'debootstrap'], log, { DEBIAN_FRONTEND: 'noninteractive' });
+  }
+  const mirror = debianMirror();
+  const rootfs = path.join(DATA_DIR, 'sandbox-build', 'rootfs');
+  fs.rmSync(rootfs, { recursive: true, force: true });
+  fs.mkdirSync(rootfs, { recursive: true });
+  log(`debootstrap bookworm (${sandboxPackages().length} packages) into ${rootfs}`);
+  await exec('debootstrap', ['--variant=minbase', `--include=${sandboxPackages().join(',')}`, 'bookworm', rootfs, mirror], log);
+  log(`importing the base as ${base}`);
+  await exec('sh', ['-c', `tar -C '${rootfs}' -c . | docker import - '${base}'`], log);
+  fs.rmSync(rootfs, { recursive: true, force: true });
+}
+
+/** The Debian mirror this machine's apt uses (or `AGENT_DEBIAN_MIRROR`). */
+export function debianMirror(): string {
+  if (process.env.AGENT_DEBIAN_MIRROR) return process.env.AGENT_DEBIAN_MIRROR;
+  const candidates: string[] = [];
+  const deb822Dir = '/etc/apt/sources.list.d';
+  const files = ['/etc/apt/sources.list', ...(fs.existsSync(deb822Dir) ? fs.readdirSync(deb822Dir).map((f) => path.join(deb822Dir, f)) : [])];
+  for (const file of files) {
+    if (!fs.existsSync(file) || !(file.endsWith('.list') || file.endsWith('.sources'))) continue;
+    const text = fs.readFileSync(file, 'utf8');
+    for (const stanza of text.split(/\n\s*\n/)) {
+      const uris = /^URIs:\s*(\S+)/m.exec(stanza);
+      const suites = /^Suites:\s*(.+)$/m.exec(stanza);
+      if (uris && suites && !/security/.test(suites[1]) && !/enabled:\s*no/i.test(stanza)) candidates.push(uris[1]);
+    }
+    for (const line of text.split('\n')) {
+      const m = /^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)/.exec(line.trim());
+      if (m && !/security/.test(m[2])) candidates.push(m[1]);
+    }
+  }
+  const mirror = candidates.find((uri) => !/security/.test(uri));
+  if (!mirror) throw new PlatformError('no Debian mirror found in /etc/apt: set AGENT_DEBIAN_MIRROR to a bookworm mirror URL');
+  return mirror;
+}
+
+function exec(cmd: string, args: string[], log: (line: string) => void, env: Record<string, string> = {}): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: { ...process.env, DOCKER_BUILDKIT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const recent: string[] = [];
+    const onData = (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n')) {
+        if (!line.trim()) continue;
+        recent.push(line);
+        if (recent.length > 20) recent.shift();
+        if (/^(Step \d+|I: Retrieving (InRelease|Packages)|I: Installing core|I: Base system installed|Successfully)/.test(line)) log(`  ${line.trim()}`);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('error', (err) => reject(new PlatformError(`${cmd} could not start: ${err.message}`)));
+    child.on('close', (code) => {
+      if (code === 0) resolve();
+      else reject(new PlatformError(`${cmd} ${args[0]} failed (exit ${code}):\n${recent.join('\n')}`));
+    });
+  });
+}

@@ -1,0 +1,58 @@
+/**
+ * Test helpers for the real Temporal server started by the global setup: a client, and a worker on
+ * a unique task queue built from the shared workflow bundle.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Runtime, Worker, WorkerOptions, DefaultLogger } from '@temporalio/worker';
+import { testPlatform } from './env';
+
+let runtimeInstalled = false;
+function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // Already installed by an earlier file in this jest worker.
+  }
+}
+
+export interface TestTemporal {
+  client: Client;
+  connection: Connection;
+  nativeConnection: NativeConnection;
+  close(): Promise<void>;
+}
+
+export async function connectTestTemporal(): Promise<TestTemporal> {
+  quietRuntime();
+  const { temporalAddress, namespace } = testPlatform();
+  const connection = await Connection.connect({ address: temporalAddress });
+  const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+  return {
+    client: new Client({ connection, namespace }),
+    connection,
+    nativeConnection,
+    async close() {
+      await connection.close();
+      await nativeConnection.close();
+    },
+  };
+}
+
+export const uniqueQueue = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+/** A worker on the shared test bundle; `workflowBundle`/`connection`/`namespace` are filled in. */
+export async function createTestWorker(
+  temporal: TestTemporal,
+  options: Omit<WorkerOptions, 'connection' | 'namespace' | 'workflowBundle' | 'workflowsPath'>,
+): Promise<Worker> {
+  const { namespace, workflowBundlePath } = testPlatform();
+  return Worker.create({
+    connection: temporal.nativeConnection,
+    namespace,
+    workflowBundle: { codePath: workflowBundlePath },
+    ...options,
+  });
+}

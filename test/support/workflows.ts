@@ -1,0 +1,5 @@
+/**
+ * Entry of the test workflow bundle: every product workflow plus the test-only ones. The global setup
+ * bundles this file once; tests pass the bundle to their workers.
+ */
+export { healthCheck } from '../../workflows';

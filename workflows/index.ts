@@ -1,0 +1,2 @@
+/** The workflow types this project registers. Worker bundles are built from this file. */
+export { healthCheck } from './health';
