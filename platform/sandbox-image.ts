@@ -105,8 +105,24 @@ async function buildOfflineBase(base: string, log: (line: string) => void): Prom
   const rootfs = path.join(DATA_DIR, 'sandbox-build', 'rootfs');
   fs.rmSync(rootfs, { recursive: true, force: true });
   fs.mkdirSync(rootfs, { recursive: true });
-  log(`debootstrap bookworm (${sandboxPackages().length} packages) into ${rootfs}`);
-  await exec('debootstrap', ['--variant=minbase', `--include=${sandboxPackages().join(',')}`, 'bookworm', rootfs, mirror], log);
+  log(`debootstrap bookworm into ${rootfs}`);
+  await exec('debootstrap', ['--variant=minbase', 'bookworm', rootfs, mirror], log);
+  // debootstrap's own resolver cannot install packages with virtual dependencies (npm), so the rest
+  // is installed by apt inside the new root.
+  log(`installing ${sandboxPackages().length} packages with apt in the new root`);
+  const proc = path.join(rootfs, 'proc');
+  await exec('mount', ['-t', 'proc', 'proc', proc], log);
+  try {
+    await exec('chroot', [rootfs, 'apt-get', 'update', '-qq'], log);
+    await exec('chroot', [rootfs, 'apt-get', 'install', '-y', '-qq', '--no-install-recommends', ...sandboxPackages()], log, {
+      DEBIAN_FRONTEND: 'noninteractive',
+    });
+    await exec('chroot', [rootfs, 'apt-get', 'clean'], log);
+  } finally {
+    await exec('umount', [proc], log);
+  }
+  fs.rmSync(path.join(rootfs, 'var', 'lib', 'apt', 'lists'), { recursive: true, force: true });
+  fs.mkdirSync(path.join(rootfs, 'var', 'lib', 'apt', 'lists', 'partial'), { recursive: true });
   log(`importing the base as ${base}`);
   await exec('sh', ['-c', `tar -C '${rootfs}' -c . | docker import - '${base}'`], log);
   fs.rmSync(rootfs, { recursive: true, force: true });

@@ -1,0 +1,31 @@
+/**
+ * Writes the run's counts to `test-results.json` (jest's own aggregated-result shape, trimmed), so
+ * `.ci/run` can print `tests: N passed, M failed` after running exactly `npm test`.
+ */
+const fs = require('node:fs');
+const path = require('node:path');
+
+class SummaryReporter {
+  constructor(globalConfig) {
+    this.rootDir = globalConfig.rootDir;
+  }
+
+  onRunComplete(_contexts, results) {
+    const summary = {
+      numTotalTests: results.numTotalTests,
+      numPassedTests: results.numPassedTests,
+      numFailedTests: results.numFailedTests,
+      numPendingTests: results.numPendingTests,
+      numTotalTestSuites: results.numTotalTestSuites,
+      numFailedTestSuites: results.numFailedTestSuites,
+      numRuntimeErrorTestSuites: results.numRuntimeErrorTestSuites,
+      success: results.success,
+      failedSuites: results.testResults
+        .filter((suite) => suite.numFailingTests > 0 || suite.testExecError)
+        .map((suite) => path.relative(this.rootDir, suite.testFilePath)),
+    };
+    fs.writeFileSync(path.join(this.rootDir, 'test-results.json'), JSON.stringify(summary, null, 2));
+  }
+}
+
+module.exports = SummaryReporter;
