@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { SEARCH_ATTRIBUTES, searchAttributeFlags } from '../common/search-attributes';
 import { PlatformError, ResolvedCli } from './temporal-cli';
 
@@ -135,10 +136,12 @@ export async function ensureSearchAttributes(address: string, namespace = 'defau
     const have = new Set([...Object.keys(existing.customAttributes ?? {}), ...Object.keys(existing.systemAttributes ?? {})]);
     const missing = Object.values(SEARCH_ATTRIBUTES).filter((key) => !have.has(key.name));
     if (missing.length === 0) return [];
-    const { encodeSearchAttributeIndexedValueType } = await import('@temporalio/common');
     await connection.operatorService.addSearchAttributes({
       namespace,
-      searchAttributes: Object.fromEntries(missing.map((key) => [key.name, encodeSearchAttributeIndexedValueType(key.type)])),
+      searchAttributes: Object.fromEntries(missing.flatMap((key) => {
+        const type = encodeSearchAttributeIndexedValueType(key.type);
+        return type === undefined ? [] : [[key.name, type] as const];
+      })),
     });
     return missing.map((key) => key.name);
   } finally {

@@ -1,2 +1,3 @@
 /** The workflow types this project registers. Worker bundles are built from this file. */
 export { healthCheck } from './health';
+export { operation } from './operation';

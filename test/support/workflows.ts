@@ -2,4 +2,4 @@
  * Entry of the test workflow bundle: every product workflow plus the test-only ones. The global setup
  * bundles this file once; tests pass the bundle to their workers.
  */
-export { healthCheck } from '../../workflows';
+export { healthCheck, operation } from '../../workflows';

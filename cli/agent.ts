@@ -1,0 +1,246 @@
+/**
+ * The `agent` command. Parses with `cli/args.ts`, talks to Temporal through the environment's
+ * connection settings, and prints errors as one line.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError, WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { totalTokens } from '../common/model-types';
+import {
+  abortUpdate,
+  OPERATION_WORKFLOW_TYPE,
+  OperationInput,
+  OperationResult,
+  parseOperationInput,
+  statusQuery,
+  steerUpdate,
+} from '../common/operation';
+import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
+import { connectClient, queueSettings, temporalSettings, workflowUrl } from '../workers/connection';
+import { startWorkers } from '../workers/run';
+import { isTemporalServing } from '../platform/dev-server';
+import { localServerSettings, startLocalServer, stopLocalServer } from '../platform/local-server';
+import { runMain } from '../scripts/main';
+import { AgentCommand, HELP, parseAgentArgs } from './args';
+import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
+import { sandboxCommand } from './sandbox';
+
+
+export async function main(argv: string[]): Promise<number> {
+  const command = parseAgentArgs(argv);
+  switch (command.kind) {
+    case 'help':
+      console.log(HELP);
+      return 0;
+    case 'run':
+      return run(command);
+    case 'status':
+      return status(command.id, command.json);
+    case 'abort':
+      return withHandle(command.id, async (handle) => {
+        await handle.executeUpdate(abortUpdate, { args: [{ reason: command.reason }] });
+        console.log(`abort accepted for ${command.id}: running tools are being stopped`);
+        return 0;
+      });
+    case 'steer':
+      return withHandle(command.id, async (handle) => {
+        const accepted = await handle.executeUpdate(steerUpdate, { args: [{ text: command.text }] });
+        console.log(`steering accepted for ${command.id} (queued #${accepted.position}); it enters the context at the next checkpoint`);
+        return 0;
+      });
+    case 'diff':
+      return diff(command.id);
+    case 'worker':
+      return worker(command.role);
+    case 'server':
+      return server(command.action);
+    case 'sandbox':
+      return sandboxCommand(command.args);
+  }
+}
+
+async function run(command: Extract<AgentCommand, { kind: 'run' }>): Promise<number> {
+  const input: OperationInput = { goal: command.goal, eagerSandbox: command.eagerSandbox, keepContainer: command.keepContainer };
+  if (command.repo) {
+    const repoPath = path.resolve(command.repo);
+    if (!fs.existsSync(repoPath) || !fs.statSync(repoPath).isDirectory()) throw new Error(`--repo ${command.repo}: no such directory`);
+    input.repo = { kind: 'local', path: repoPath };
+  }
+  if (command.model) input.model = command.model;
+  if (command.maxTurns) input.budget = { maxTurns: command.maxTurns };
+  const checked = parseOperationInput(input);
+  if (!checked.ok) throw new Error(`invalid operation: ${checked.error}`);
+
+  const settings = temporalSettings();
+  const queues = queueSettings();
+  const { client, connection } = await connectClient(settings);
+  const workers = command.withWorker ? await startWorkers('dev') : undefined;
+  const running = workers?.run();
+  try {
+    if (!workers) await requirePollers(client, queues.brain);
+    const workflowId = command.id ?? `op-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}-${randomUUID().slice(0, 6)}`;
+    const handle = await client.workflow.start(OPERATION_WORKFLOW_TYPE, {
+      taskQueue: queues.brain,
+      workflowId,
+      args: [input],
+      staticSummary: truncateBytes(command.goal, 200),
+      staticDetails: `repo: ${input.repo && input.repo.kind === 'local' ? input.repo.path : '(none)'}`,
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.status, value: 'running' },
+        { key: SEARCH_ATTRIBUTES.kind, value: 'run' },
+        ...(input.repo && input.repo.kind === 'local' ? [{ key: SEARCH_ATTRIBUTES.repo, value: input.repo.path }] : []),
+      ],
+    });
+    const url = workflowUrl(settings.namespace, workflowId, handle.firstExecutionRunId);
+    console.log(`operation ${workflowId} accepted`);
+    console.log(`Web UI: ${url}`);
+    if (command.detach) return 0;
+
+    let detach: () => void = () => undefined;
+    const stop = new Promise<void>((resolve) => {
+      detach = resolve;
+    });
+    const onSigint = () => detach();
+    if (!workers) process.once('SIGINT', onSigint);
+    const outcome = await followOperation(handle, { stop });
+    process.removeListener('SIGINT', onSigint);
+    if (outcome === 'detached') {
+      console.log(`\ndetached; the operation keeps running. Follow it with: agent status ${workflowId}`);
+      return 0;
+    }
+    const result = await operationResult(handle);
+    printResult(result, url);
+    return result.state === 'completed' ? 0 : 1;
+  } finally {
+    if (workers) {
+      workers.shutdown();
+      await running;
+      await workers.close();
+    }
+    await connection.close();
+  }
+}
+
+async function requirePollers(client: import('@temporalio/client').Client, taskQueue: string): Promise<void> {
+  const description = await client.workflowService.describeTaskQueue({
+    namespace: client.options.namespace,
+    taskQueue: { name: taskQueue },
+  });
+  if ((description.pollers ?? []).length === 0) {
+    throw new Error(`no worker polls task queue ${taskQueue}: start one with \`agent worker dev\` (or pass --with-worker)`);
+  }
+}
+
+/** The operation's result whether it completed, was aborted (returned) or failed (carried in the failure). */
+export async function operationResult(handle: WorkflowHandle): Promise<OperationResult> {
+  try {
+    return (await handle.result()) as OperationResult;
+  } catch (err) {
+    if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'OperationFailed') {
+      return err.cause.details?.[0] as OperationResult;
+    }
+    if (err instanceof WorkflowFailedError) throw new Error(`operation failed: ${err.cause?.message ?? err.message}`);
+    throw err;
+  }
+}
+
+function printResult(result: OperationResult, url: string): void {
+  console.log(`\n${result.state.toUpperCase()}: ${result.reason}`);
+  console.log(
+    `${result.turns} turns, ${result.steps} steps, ${formatTokens(totalTokens(result.usage))} tokens ` +
+      `(input ${result.usage.input}, cache write ${result.usage.cacheWrite}, cache read ${result.usage.cacheRead}, output ${result.usage.output}), $${result.costUsd.toFixed(4)}`,
+  );
+  if (result.finalText) console.log(`\n${result.finalText}\n`);
+  console.log(`workspace volume: ${result.workspaceVolume}`);
+  console.log(`Web UI: ${url}`);
+}
+
+async function status(id: string, json: boolean): Promise<number> {
+  return withHandle(id, async (handle) => {
+    const description = await handle.describe();
+    const url = workflowUrl(temporalSettings().namespace, id, description.runId);
+    if (description.status.name === 'RUNNING') {
+      const st = await handle.query(statusQuery);
+      if (json) console.log(JSON.stringify(st, null, 2));
+      else console.log(`${id}: running — ${formatProgress(st, Date.now() - Date.parse(st.startedAt))}\nWeb UI: ${url}`);
+      return 0;
+    }
+    if (description.status.name === 'CONTINUED_AS_NEW') return status(id, json);
+    const result = await operationResult(handle).catch((err: Error) => ({ error: err.message }));
+    if (json) console.log(JSON.stringify(result, null, 2));
+    else if ('error' in result) console.log(`${id}: ${description.status.name.toLowerCase()} — ${result.error}\nWeb UI: ${url}`);
+    else {
+      const took = description.closeTime ? formatElapsed(description.closeTime.getTime() - description.startTime.getTime()) : '';
+      console.log(`${id}: ${result.state} — ${result.reason} (${result.turns} turns, ${formatTokens(totalTokens(result.usage))} tokens${took ? `, ${took}` : ''})`);
+      if (result.finalText) console.log(result.finalText);
+      console.log(`Web UI: ${url}`);
+    }
+    return 0;
+  });
+}
+
+async function withHandle(id: string, fn: (handle: WorkflowHandle) => Promise<number>): Promise<number> {
+  const { client, connection } = await connectClient();
+  try {
+    return await fn(client.workflow.getHandle(id));
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw new Error(`no operation with id ${id}`);
+    throw err;
+  } finally {
+    await connection.close();
+  }
+}
+
+async function diff(id: string): Promise<number> {
+  return withHandle(id, async (handle) => {
+    const result = await operationResult(handle).catch(async () => {
+      const st = await handle.query(statusQuery);
+      return { sessionId: undefined, state: st.state } as Partial<OperationResult>;
+    });
+    const sessionId = result.sessionId ?? id;
+    const { workspaceDiff } = await import('./workspace');
+    const { stat, diff: text } = await workspaceDiff(sessionId);
+    console.log(stat ? `${stat}\n\n${text}` : 'no changes in the workspace');
+    return 0;
+  });
+}
+
+async function worker(role: 'brain' | 'hands' | 'dev'): Promise<number> {
+  const started = await startWorkers(role);
+  console.log(
+    `${role} worker running on ${temporalSettings().address}` +
+      `${started.queues.brain ? ` · brain queue ${started.queues.brain}` : ''}${started.queues.hands ? ` · hands queue ${started.queues.hands}` : ''}` +
+      ' (Ctrl-C stops it gracefully)',
+  );
+  await started.run();
+  await started.close();
+  return 0;
+}
+
+async function server(action: 'start' | 'stop' | 'status'): Promise<number> {
+  const settings = localServerSettings();
+  if (action === 'start') {
+    const st = await startLocalServer(settings, (line) => console.log(line));
+    console.log(`${st.reused ? 'reusing' : 'started'} Temporal on ${st.address} · Web UI ${st.uiUrl}`);
+    return 0;
+  }
+  if (action === 'stop') {
+    console.log((await stopLocalServer(settings)) ? 'stopped' : 'no server started by this checkout is running');
+    return 0;
+  }
+  const up = await isTemporalServing(`${settings.ip}:${settings.port}`, settings.namespace);
+  console.log(up ? `Temporal serving on ${settings.ip}:${settings.port}` : 'no Temporal server answers');
+  return up ? 0 : 1;
+}
+
+function truncateBytes(text: string, max: number): string {
+  const oneLine = text.replace(/\s+/g, ' ').trim();
+  if (Buffer.byteLength(oneLine) <= max) return oneLine;
+  let out = oneLine;
+  while (Buffer.byteLength(`${out}…`) > max) out = out.slice(0, -1);
+  return `${out}…`;
+}
+
+if (require.main === module) runMain(main);

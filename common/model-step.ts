@@ -1,0 +1,45 @@
+/**
+ * The contract between the operation workflow and the brain's model-step activity.
+ *
+ * The workflow never sends the conversation: it sends a fingerprint of the context the model has
+ * already seen (`base`) and the new user message (`tail`). The brain worker appends the tail to its
+ * cached copy of that context, or rebuilds the context from the operation's own history (the chain
+ * of `modelStep` inputs and results) when its cache is cold or the fingerprint does not match.
+ * So the history holds each assistant message once (a step's result) and each user message once (a
+ * step's tail): it grows by a bounded amount per step.
+ *
+ * Deterministic: type-only imports.
+ */
+import type Anthropic from '@anthropic-ai/sdk';
+import type { ModelReply } from './model-types';
+
+/** Identifies the context before the tail: its message count and the id of its last assistant message. */
+export interface ContextFingerprint {
+  messages: number;
+  lastReplyId: string | null;
+}
+
+export type TailBlock = Anthropic.ContentBlockParam;
+
+export interface ModelStepInput {
+  /** Workflow id of the operation: the cache key and where the history lives. */
+  operationId: string;
+  lane: string;
+  /** 1-based model turn within the operation. */
+  turn: number;
+  model?: string;
+  maxTokens: number;
+  /** System prompt: sent only with the first step of an operation (`base.messages === 0`). */
+  system?: string;
+  base: ContextFingerprint;
+  /** The user message that extends the context: the goal, tool results, steering. */
+  tail: TailBlock[];
+}
+
+export interface ModelStepResult extends ModelReply {
+  /** Whether the brain rebuilt the context from history for this step (cold cache or mismatch). */
+  rebuilt: boolean;
+}
+
+/** The activity type name, used when the brain reads steps back from history. */
+export const MODEL_STEP_ACTIVITY = 'modelStep';

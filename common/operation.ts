@@ -1,0 +1,104 @@
+/**
+ * The operation contract: what a caller submits, what it can ask and send while the operation runs,
+ * and what it gets back. Shared by the workflow, the workers, the CLI and `temporal workflow start`.
+ *
+ * Deterministic (imported by workflow code): zod and Temporal definitions only.
+ */
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { z } from 'zod';
+import type { TokenUsage } from './model-types';
+import { describeZodError } from './validation';
+
+/** The workflow type name, for `temporal workflow start --type operation`. */
+export const OPERATION_WORKFLOW_TYPE = 'operation';
+
+const repoSource = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('local'), path: z.string().min(1, 'must be a non-empty path') }),
+  z.strictObject({ kind: z.literal('git'), url: z.string().min(1, 'must be a non-empty URL'), ref: z.string().min(1).optional() }),
+]);
+
+export const operationBudgetSchema = z.strictObject({
+  /** Model turns before the operation fails with reason `budget: turns`. */
+  maxTurns: z.int().positive().max(10_000).default(50),
+  /** Total tokens (all input kinds + output) before it fails with `budget: tokens`. */
+  maxTotalTokens: z.int().positive().optional(),
+  /** Wall-clock limit from the operation's start, in milliseconds (`budget: deadline`). */
+  maxDurationMs: z.int().positive().optional(),
+});
+
+export const operationInputSchema = z.strictObject({
+  /** What the agent should achieve; the first user message. */
+  goal: z.string().trim().min(1, 'must be a non-empty string'),
+  /** Session the operation belongs to; its sandbox and workspace volume are named after it. Defaults to the workflow id. */
+  sessionId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, 'must be 1-63 letters, digits, ".", "_" or "-"').optional(),
+  lane: z.string().min(1).default('main'),
+  /** Repository copied into the workspace before the first tool call. */
+  repo: repoSource.optional(),
+  /** Overrides the default system prompt. */
+  system: z.string().min(1).optional(),
+  /** Model name; defaults to the brain worker's configured model. */
+  model: z.string().min(1).optional(),
+  /** `max_tokens` for each model request. */
+  maxTokensPerTurn: z.int().positive().max(128_000).default(8192),
+  budget: operationBudgetSchema.default({ maxTurns: 50 }),
+  /** Task queue of the hands worker that owns the Docker host. */
+  handsTaskQueue: z.string().min(1).optional(),
+  /** Create the sandbox as the operation starts (in parallel with the first model call) instead of at the first tool call. */
+  eagerSandbox: z.boolean().default(false),
+  /** Keep the container after the operation ends (the volume is always kept). */
+  keepContainer: z.boolean().default(false),
+  /** Default timeout of one tool call in milliseconds. */
+  toolTimeoutMs: z.int().positive().max(3_600_000).default(600_000),
+});
+
+export type OperationInput = z.input<typeof operationInputSchema>;
+export type OperationSettings = z.output<typeof operationInputSchema>;
+
+/** Parses workflow input; a failure names every offending field. */
+export function parseOperationInput(raw: unknown): { ok: true; value: OperationSettings } | { ok: false; error: string } {
+  const result = operationInputSchema.safeParse(raw);
+  return result.success ? { ok: true, value: result.data } : { ok: false, error: describeZodError(result.error) };
+}
+
+export type OperationState = 'running' | 'completed' | 'failed' | 'aborted';
+
+export interface OperationStatus {
+  state: OperationState;
+  /** Why it ended (`end_turn`, `budget: turns`, `aborted: <reason>`, ...); absent while running. */
+  reason?: string;
+  /** Model turns completed. */
+  turn: number;
+  /** Steps taken (one model call or one tool call each). */
+  steps: number;
+  /** What the operation is doing now. */
+  phase: 'starting' | 'model' | 'tools' | 'finishing' | 'done';
+  lastTool?: { name: string; summary: string; isError?: boolean };
+  usage: TokenUsage;
+  costUsd: number;
+  /** Steering messages accepted but not yet in the context. */
+  pendingSteering: number;
+  startedAt: string;
+  /** Workflow runs so far (continue-as-new). */
+  runs: number;
+}
+
+export interface OperationResult {
+  state: Exclude<OperationState, 'running'>;
+  reason: string;
+  turns: number;
+  steps: number;
+  usage: TokenUsage;
+  costUsd: number;
+  /** The last assistant text. */
+  finalText: string;
+  sessionId: string;
+  /** Workspace volume holding the operation's files. */
+  workspaceVolume: string;
+}
+
+export const steerUpdate = defineUpdate<{ accepted: true; position: number }, [{ text: string }]>('steer');
+export const abortUpdate = defineUpdate<{ accepted: true }, [{ reason?: string }]>('abort');
+export const statusQuery = defineQuery<OperationStatus>('status');
+
+/** Workspace volume and container names for a session (also used by the hands). */
+export const workspaceVolumeName = (sessionId: string): string => `agent-ws-${sessionId}`;

@@ -1,0 +1,103 @@
+/**
+ * Runs operations end to end for tests: the scripted Messages API server, a brain worker and a hands
+ * worker on unique task queues (shared workflow bundle, real Temporal, real Docker).
+ */
+import { randomUUID } from 'node:crypto';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { Worker } from '@temporalio/worker';
+import Docker from 'dockerode';
+import { ContextCache } from '../../activities/brain/context-cache';
+import type { ModelSettings } from '../../activities/model/settings';
+import { OPERATION_WORKFLOW_TYPE, OperationInput } from '../../common/operation';
+import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
+import type { ModelScript } from '../../scripted-model/script';
+import { createBrainWorker, createHandsWorker } from '../../workers/workers';
+import { testPlatform } from './env';
+import { connectTestTemporal, TestTemporal } from './temporal';
+
+export interface OperationHarness {
+  temporal: TestTemporal;
+  model: ScriptedModelServer;
+  cache: ContextCache;
+  docker: Docker;
+  brainQueue: string;
+  handsQueue: string;
+  /** Starts an operation on the harness's queues. */
+  start(input: OperationInput, workflowId?: string): Promise<WorkflowHandle>;
+  close(): Promise<void>;
+}
+
+export function testModelSettings(baseURL: string): ModelSettings {
+  return {
+    apiKey: 'test-key',
+    baseURL,
+    model: 'scripted-model',
+    maxTokens: 4096,
+    requestTimeoutMs: 60_000,
+    streamIdleTimeoutMs: 60_000,
+    promptCacheTtl: '5m',
+  };
+}
+
+export async function startOperationHarness(script: ModelScript = []): Promise<OperationHarness> {
+  const temporal = await connectTestTemporal();
+  const model = await startScriptedModelServer({ script });
+  const cache = new ContextCache();
+  const docker = new Docker();
+  const id = randomUUID().slice(0, 8);
+  const brainQueue = `brain-${id}`;
+  const handsQueue = `hands-${id}`;
+  const { namespace, workflowBundlePath, sandboxImage } = testPlatform();
+  const workers: Worker[] = [
+    await createBrainWorker({
+      connection: temporal.nativeConnection,
+      namespace,
+      taskQueue: brainQueue,
+      client: temporal.client,
+      modelSettings: testModelSettings(model.url),
+      cache,
+      workflowBundle: { codePath: workflowBundlePath },
+    }),
+    await createHandsWorker({ connection: temporal.nativeConnection, namespace, taskQueue: handsQueue, docker, image: sandboxImage }),
+  ];
+  const running = workers.map((worker) => worker.run());
+  const sessions: string[] = [];
+  return {
+    temporal,
+    model,
+    cache,
+    docker,
+    brainQueue,
+    handsQueue,
+    async start(input, workflowId = `op-test-${randomUUID().slice(0, 8)}`) {
+      const sessionId = input.sessionId ?? workflowId;
+      sessions.push(sessionId);
+      return temporal.client.workflow.start(OPERATION_WORKFLOW_TYPE, {
+        taskQueue: brainQueue,
+        workflowId,
+        args: [{ handsTaskQueue: handsQueue, ...input }],
+      });
+    },
+    async close() {
+      for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+      await Promise.all(running);
+      await model.stop();
+      for (const session of sessions) {
+        await docker.getContainer(`agent-sbx-${session}`).remove({ force: true }).catch(() => undefined);
+        await docker.getVolume(`agent-ws-${session}`).remove().catch(() => undefined);
+      }
+      await temporal.close();
+    },
+  };
+}
+
+/** Polls `check` until it returns a value; for waiting on observable state, never on time. */
+export async function waitFor<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Starts workers for a role (`brain`, `hands`, `dev`) from the environment and runs them until
+ * SIGINT/SIGTERM; used by `agent worker` and the demo.
+ */
+import type { Worker } from '@temporalio/worker';
+import { requireDocker } from '../platform/docker-engine';
+import { sandboxImageTag } from '../platform/sandbox-image';
+import { readModelSettings } from '../activities/model/settings';
+import { ContextCache } from '../activities/brain/context-cache';
+import { connectClient, connectWorker, queueSettings, temporalSettings } from './connection';
+import { createBrainWorker, createHandsWorker } from './workers';
+
+export type WorkerRole = 'brain' | 'hands' | 'dev';
+
+export interface StartedWorkers {
+  workers: Worker[];
+  queues: { brain?: string; hands?: string };
+  /** Runs every worker until shutdown; resolves when all have stopped. */
+  run(): Promise<void>;
+  shutdown(): void;
+  close(): Promise<void>;
+}
+
+export async function startWorkers(role: WorkerRole, options: { cache?: ContextCache } = {}): Promise<StartedWorkers> {
+  const temporal = temporalSettings();
+  const queues = queueSettings();
+  const connection = await connectWorker(temporal);
+  const workers: Worker[] = [];
+  const closers: Array<() => Promise<void>> = [() => connection.close()];
+  if (role === 'brain' || role === 'dev') {
+    const modelSettings = readModelSettings();
+    if (!modelSettings.ok) throw new Error(`model settings: ${modelSettings.problems.join('; ')}`);
+    const { client, connection: clientConnection } = await connectClient(temporal);
+    closers.push(() => clientConnection.close());
+    workers.push(
+      await createBrainWorker({
+        connection,
+        namespace: temporal.namespace,
+        taskQueue: queues.brain,
+        client,
+        modelSettings: modelSettings.settings,
+        cache: options.cache,
+      }),
+    );
+  }
+  if (role === 'hands' || role === 'dev') {
+    const docker = await requireDocker();
+    workers.push(await createHandsWorker({ connection, namespace: temporal.namespace, taskQueue: queues.hands, docker, image: sandboxImageTag() }));
+  }
+  return {
+    workers,
+    queues: { brain: role === 'hands' ? undefined : queues.brain, hands: role === 'brain' ? undefined : queues.hands },
+    run: async () => {
+      await Promise.all(workers.map((worker) => worker.run()));
+    },
+    shutdown: () => workers.forEach((worker) => worker.getState() === 'RUNNING' && worker.shutdown()),
+    close: async () => {
+      for (const close of closers.reverse()) await close().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * Worker construction for the three deployments:
+ *  - brain: the workflows and the model step (stateless apart from the context cache);
+ *  - hands: sandbox tools, on the task queue of the Docker host that owns the containers;
+ *  - dev: both in one process.
+ * Shutdown is graceful: a running model call or tool call gets `shutdownGraceTime` to finish.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import type { Client } from '@temporalio/client';
+import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
+import type Docker from 'dockerode';
+import { createBrainActivities } from '../activities/brain/activities';
+import { ContextCache } from '../activities/brain/context-cache';
+import { createHandsActivities } from '../activities/hands/activities';
+import { SandboxManager } from '../activities/hands/sandbox-manager';
+import { createHealthActivities } from '../activities/health';
+import { createModelActivities } from '../activities/model/activity';
+import { createAnthropicClient } from '../activities/model/client';
+import type { ModelSettings } from '../activities/model/settings';
+
+export interface CommonWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  /** A prebuilt workflow bundle (tests, benchmark); otherwise `workflows/index.ts` is bundled at start. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Extra worker options (concurrency, tuning). */
+  tuning?: Partial<WorkerOptions>;
+}
+
+export interface BrainWorkerOptions extends CommonWorkerOptions {
+  client: Client;
+  modelSettings: ModelSettings;
+  cache?: ContextCache;
+}
+
+export interface HandsWorkerOptions extends CommonWorkerOptions {
+  docker: Docker;
+  image: string;
+}
+
+const GRACE = '2 minutes';
+
+function workflowSource(options: CommonWorkerOptions): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  return options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') };
+}
+
+export function brainActivities(options: Pick<BrainWorkerOptions, 'client' | 'modelSettings' | 'cache'>) {
+  const anthropic: Anthropic = createAnthropicClient(options.modelSettings);
+  return {
+    ...createBrainActivities({ anthropic, settings: options.modelSettings, temporal: options.client, cache: options.cache ?? new ContextCache() }),
+    ...createModelActivities({ settings: options.modelSettings, client: anthropic }),
+    ...createHealthActivities(),
+  };
+}
+
+export function handsActivities(options: Pick<HandsWorkerOptions, 'docker' | 'image'>) {
+  return {
+    ...createHandsActivities({ manager: new SandboxManager({ docker: options.docker, image: options.image }) }),
+    ...createHealthActivities(),
+  };
+}
+
+export async function createBrainWorker(options: BrainWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...workflowSource(options),
+    activities: brainActivities(options),
+    shutdownGraceTime: GRACE,
+    ...options.tuning,
+  });
+}
+
+export async function createHandsWorker(options: HandsWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    activities: handsActivities(options),
+    shutdownGraceTime: GRACE,
+    ...options.tuning,
+  });
+}
+
+/** One worker per queue in one process: the brain queue runs workflows + model, the hands queue the tools. */
+export async function createDevWorkers(options: BrainWorkerOptions & { handsTaskQueue: string; docker: Docker; image: string }): Promise<Worker[]> {
+  return [await createBrainWorker(options), await createHandsWorker({ ...options, taskQueue: options.handsTaskQueue })];
+}
