@@ -3,3 +3,4 @@
  * bundles this file once; tests pass the bundle to their workers.
  */
 export { healthCheck, operation } from '../../workflows';
+export { callModelOnce } from './model-workflows';

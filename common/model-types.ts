@@ -1,0 +1,178 @@
+/**
+ * The model boundary's contract: what a model call takes, what it returns, and how it fails.
+ *
+ * Deterministic and type-only towards the SDK: workflow code imports this file (the policy preset,
+ * the ledger), so it holds plain data types, constants and pure helpers only.
+ */
+import type {
+  ContentBlock,
+  MessageParam,
+  StopReason,
+  TextBlockParam,
+  ThinkingConfigParam,
+  Tool,
+  ToolChoice,
+} from '@anthropic-ai/sdk/resources/messages';
+
+/**
+ * Tokens one request consumed, in the API's four billing classes. The prompt of a request is
+ * `input + cacheWrite + cacheRead`; `input` is the uncached part only.
+ */
+export interface TokenUsage {
+  /** Prompt tokens neither read from nor written to the prompt cache (`input_tokens`). */
+  input: number;
+  /** Prompt tokens written to the prompt cache (`cache_creation_input_tokens`). */
+  cacheWrite: number;
+  /** Prompt tokens read from the prompt cache (`cache_read_input_tokens`). */
+  cacheRead: number;
+  /** Generated tokens, thinking included (`output_tokens`). */
+  output: number;
+}
+
+export const ZERO_USAGE: TokenUsage = Object.freeze({ input: 0, cacheWrite: 0, cacheRead: 0, output: 0 });
+
+export function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
+  return {
+    input: a.input + b.input,
+    cacheWrite: a.cacheWrite + b.cacheWrite,
+    cacheRead: a.cacheRead + b.cacheRead,
+    output: a.output + b.output,
+  };
+}
+
+/** All four classes added up: the figure the `AgentTokens` search attribute shows. */
+export function totalTokens(usage: TokenUsage): number {
+  return usage.input + usage.cacheWrite + usage.cacheRead + usage.output;
+}
+
+export function isZeroUsage(usage: TokenUsage): boolean {
+  return totalTokens(usage) === 0;
+}
+
+/** How long cache entries written by a request live: the API's two ephemeral TTLs. */
+export type PromptCacheTtl = '5m' | '1h';
+
+/**
+ * One model request, as the harness assembles it. Field names follow the harness (camelCase);
+ * block contents are Messages API params, passed through untouched.
+ */
+export interface ModelRequest {
+  /** The system prompt. */
+  system?: string | TextBlockParam[];
+  /** Tool definitions, in a stable order (the order is part of the cached prefix). */
+  tools?: Tool[];
+  toolChoice?: ToolChoice;
+  /** The conversation: alternating user/assistant turns, starting with a user turn. */
+  messages: MessageParam[];
+  /** Defaults to the configured `AGENT_MAX_TOKENS`. */
+  maxTokens?: number;
+  /** Defaults to the configured `AGENT_MODEL`. */
+  model?: string;
+  thinking?: ThinkingConfigParam;
+  stopSequences?: string[];
+  /**
+   * Prompt caching: breakpoints are placed on the tools, the system prompt and the tail of the
+   * conversation (see `activities/model/cache-breakpoints.ts`). `false` sends the request without
+   * any; `{ ttl }` overrides the configured TTL.
+   */
+  promptCache?: false | { ttl: PromptCacheTtl };
+}
+
+/** The assistant message exactly as the API returned it (usage is normalised into `ModelReply.usage`). */
+export interface AssistantMessage {
+  id: string;
+  type: 'message';
+  role: 'assistant';
+  model: string;
+  /** Content blocks as returned: text, tool_use, thinking and redacted_thinking included, unchanged. */
+  content: ContentBlock[];
+  stop_reason: StopReason | null;
+  stop_sequence: string | null;
+}
+
+export interface ModelReply {
+  message: AssistantMessage;
+  stopReason: StopReason | null;
+  /** Usage of the request that produced this reply. */
+  usage: TokenUsage;
+  /**
+   * Usage billed to earlier attempts of the same call that failed after the API had counted tokens
+   * (e.g. a stream that broke off); absent when there were none. A ledger counts it with `usage`.
+   */
+  failedAttemptsUsage?: TokenUsage;
+  /** The API's `request-id` header, for support requests and log correlation. */
+  requestId: string | null;
+}
+
+/**
+ * `ApplicationFailure.type` of every failure a model call can end with. Retryable ones may carry a
+ * `nextRetryDelay`; non-retryable ones are also listed in `MODEL_NON_RETRYABLE_FAILURE_TYPES`.
+ */
+export const MODEL_FAILURE_TYPES = {
+  /** 429: over the rate limit; retried after the server's `retry-after`. */
+  rateLimited: 'ModelRateLimited',
+  /** 529: the API is overloaded. */
+  overloaded: 'ModelOverloaded',
+  /** 500/502/503/504 and other 5xx. */
+  serverError: 'ModelServerError',
+  /** The API could not be reached, or the connection dropped while the stream ran. */
+  connectionFailed: 'ModelConnectionFailed',
+  /** No response headers within the request timeout, a 408, or a stream that stalled. */
+  timedOut: 'ModelTimedOut',
+  /** An `error` event arrived in the middle of a streamed response (after HTTP 200). */
+  streamError: 'ModelStreamError',
+  /** 400: the request is malformed; sending it again cannot help. */
+  invalidRequest: 'ModelInvalidRequest',
+  /** 401: the API key is missing or wrong. */
+  authenticationFailed: 'ModelAuthenticationFailed',
+  /** 403: the key may not use this model or feature. */
+  permissionDenied: 'ModelPermissionDenied',
+  /** 404: unknown model or wrong base URL. */
+  notFound: 'ModelNotFound',
+  /** 413: the request body is over the API's size limit. */
+  requestTooLarge: 'ModelRequestTooLarge',
+  /** Another 4xx the API refused (e.g. 402 billing, 422). */
+  requestRejected: 'ModelRequestRejected',
+  /** The model settings (environment) are missing or invalid, e.g. no `ANTHROPIC_API_KEY`. */
+  notConfigured: 'ModelNotConfigured',
+  /** A failure in the harness's own code around the call. */
+  unexpected: 'ModelUnexpectedError',
+} as const;
+
+export type ModelFailureType = (typeof MODEL_FAILURE_TYPES)[keyof typeof MODEL_FAILURE_TYPES];
+
+export const MODEL_NON_RETRYABLE_FAILURE_TYPES: readonly ModelFailureType[] = [
+  MODEL_FAILURE_TYPES.invalidRequest,
+  MODEL_FAILURE_TYPES.authenticationFailed,
+  MODEL_FAILURE_TYPES.permissionDenied,
+  MODEL_FAILURE_TYPES.notFound,
+  MODEL_FAILURE_TYPES.requestTooLarge,
+  MODEL_FAILURE_TYPES.requestRejected,
+  MODEL_FAILURE_TYPES.notConfigured,
+  MODEL_FAILURE_TYPES.unexpected,
+];
+
+/** `details[0]` of every model-call `ApplicationFailure`. */
+export interface ModelFailureDetails {
+  /** HTTP status, or null for connection failures, timeouts and mid-stream errors. */
+  status: number | null;
+  /** The API's `error.type` (e.g. `overloaded_error`), when it sent one. */
+  apiErrorType: string | null;
+  requestId: string | null;
+  /** Usage the failed attempt had already received (a stream that broke off), or null. */
+  usage: TokenUsage | null;
+  /** Usage of earlier failed attempts of the same call (see `ModelReply.failedAttemptsUsage`). */
+  failedAttemptsUsage: TokenUsage | null;
+  /** The delay the server asked for before a retry, in milliseconds. */
+  retryAfterMs: number | null;
+}
+
+/** What the model activity records with each heartbeat; the next attempt reads it back. */
+export interface ModelHeartbeatDetails {
+  requestId: string | null;
+  /** Stream events received so far in this attempt. */
+  events: number;
+  /** Usage reported so far by this attempt's stream, or null before `message_start`. */
+  usage: TokenUsage | null;
+  failedAttemptsUsage: TokenUsage | null;
+}
