@@ -19,7 +19,7 @@ module.exports = tseslint.config(
       'no-restricted-imports': ['error', {
         patterns: [
           { group: ['../activities/*', '../activities'], allowTypeImports: true, message: 'Workflows import activity types only.' },
-          { group: ['fs', 'node:*', 'child_process', 'dockerode', '@anthropic-ai/sdk'], message: 'Workflow code must stay deterministic.' },
+          { group: ['fs', 'node:*', 'child_process', 'dockerode', '@anthropic-ai/sdk', '@anthropic-ai/sdk/*'], allowTypeImports: true, message: 'Workflow code must stay deterministic.' },
         ],
       }],
     },

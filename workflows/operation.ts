@@ -289,7 +289,8 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
       s.steps += 1;
       s.messages += 2;
       s.lastReplyId = reply.message.id;
-      s.usage = addUsage(s.usage, reply.usage);
+      // Attempts that failed after consuming tokens are counted too (cost durability).
+      s.usage = addUsage(addUsage(s.usage, reply.usage), reply.failedAttemptsUsage ?? ZERO_USAGE);
       s.tail = [];
       const text = replyText(reply);
       if (text) s.finalText = text;

@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ModelStepInput, ModelStepResult } from '../../common/model-step';
 import type { ModelRequest } from '../../common/model-types';
 import { toolDefinitions } from '../../common/tools';
-import { sendMessagesRequest } from '../model/messages-request';
+import { sendWithHeartbeats } from '../model/activity';
 import type { ModelSettings } from '../model/settings';
 import { AssembledContext, ContextCache, contextKey } from './context-cache';
 import { rebuildContextFromHistory } from './history-context';
@@ -69,14 +69,7 @@ export function createBrainActivities(deps: BrainDependencies) {
         maxTokens: input.maxTokens,
         model: input.model,
       };
-      const ctx = Context.current();
-      const reply = await sendMessagesRequest({
-        client: deps.anthropic,
-        settings: deps.settings,
-        request,
-        signal: ctx.cancellationSignal,
-        onProgress: (progress) => ctx.heartbeat(progress),
-      });
+      const reply = await sendWithHeartbeats({ client: deps.anthropic, settings: deps.settings, request });
       deps.cache.set(contextKey(input.operationId, input.lane), {
         system: context.system,
         messages: [...messages, { role: 'assistant', content: reply.message.content as Anthropic.ContentBlockParam[] }],

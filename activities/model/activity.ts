@@ -61,42 +61,54 @@ export function createModelActivities(deps: ModelActivityDeps = {}): ModelActivi
 
   return {
     async callModel({ request }) {
-      const context = Context.current();
       let settings = deps.settings;
       if (!settings) {
         const result = readModelSettings(deps.env ?? process.env);
         if (!result.ok) throw notConfiguredFailure(result.problems);
         settings = result.settings;
       }
-
-      let latest: ModelHeartbeatDetails = {
-        requestId: null,
-        events: 0,
-        usage: null,
-        failedAttemptsUsage: failedAttemptsUsageFrom(context.info.heartbeatDetails) ?? null,
-      };
-      const heartbeat = (): void => context.heartbeat(latest);
-      const intervalMs = deps.heartbeatIntervalMs ?? Math.max(1000, Math.floor((context.info.heartbeatTimeoutMs ?? 30_000) / 3));
-      heartbeat();
-      const timer = setInterval(heartbeat, intervalMs);
-      try {
-        return await sendMessagesRequest({
-          client: clientFor(settings),
-          request,
-          settings,
-          signal: context.cancellationSignal,
-          failedAttemptsUsage: latest.failedAttemptsUsage ?? undefined,
-          onProgress: (progress) => {
-            const usageChanged = progress.usage !== latest.usage;
-            latest = progress;
-            // Usage is recorded at once so a later failure cannot lose it; other progress rides
-            // on the SDK's heartbeat throttling.
-            if (usageChanged || progress.events % 50 === 0) heartbeat();
-          },
-        });
-      } finally {
-        clearInterval(timer);
-      }
+      return sendWithHeartbeats({ client: clientFor(settings), settings, request, heartbeatIntervalMs: deps.heartbeatIntervalMs });
     },
   };
+}
+
+/**
+ * Sends one request from inside an activity: heartbeats on a timer and whenever usage arrives
+ * (so a later failure cannot lose it), carries the usage of earlier failed attempts (read from the
+ * previous attempt's last heartbeat) into the reply, and aborts on activity cancellation.
+ * Every model-calling activity (`callModel`, the operation's `modelStep`) goes through here.
+ */
+export async function sendWithHeartbeats(input: {
+  client: Anthropic;
+  settings: ModelSettings;
+  request: ModelRequest;
+  heartbeatIntervalMs?: number;
+}): Promise<ModelReply> {
+  const context = Context.current();
+  let latest: ModelHeartbeatDetails = {
+    requestId: null,
+    events: 0,
+    usage: null,
+    failedAttemptsUsage: failedAttemptsUsageFrom(context.info.heartbeatDetails) ?? null,
+  };
+  const heartbeat = (): void => context.heartbeat(latest);
+  const intervalMs = input.heartbeatIntervalMs ?? Math.max(1000, Math.floor((context.info.heartbeatTimeoutMs ?? 30_000) / 3));
+  heartbeat();
+  const timer = setInterval(heartbeat, intervalMs);
+  try {
+    return await sendMessagesRequest({
+      client: input.client,
+      request: input.request,
+      settings: input.settings,
+      signal: context.cancellationSignal,
+      failedAttemptsUsage: latest.failedAttemptsUsage ?? undefined,
+      onProgress: (progress) => {
+        const usageChanged = progress.usage !== latest.usage;
+        latest = progress;
+        if (usageChanged || progress.events % 50 === 0) heartbeat();
+      },
+    });
+  } finally {
+    clearInterval(timer);
+  }
 }
