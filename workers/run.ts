@@ -8,6 +8,7 @@ import { sandboxImageTag } from '../platform/sandbox-image';
 import { readModelSettings } from '../activities/model/settings';
 import { ContextCache } from '../activities/brain/context-cache';
 import { connectClient, connectWorker, queueSettings, temporalSettings } from './connection';
+import { installRuntime } from './runtime';
 import { createBrainWorker, createHandsWorker } from './workers';
 
 export type WorkerRole = 'brain' | 'hands' | 'dev';
@@ -22,6 +23,7 @@ export interface StartedWorkers {
 }
 
 export async function startWorkers(role: WorkerRole, options: { cache?: ContextCache } = {}): Promise<StartedWorkers> {
+  installRuntime();
   const temporal = temporalSettings();
   const queues = queueSettings();
   const connection = await connectWorker(temporal);

@@ -40,6 +40,11 @@ export interface HandsWorkerOptions extends CommonWorkerOptions {
 }
 
 const GRACE = '2 minutes';
+/**
+ * Heartbeats reach the server at least this often. Cancellation (an abort) reaches a running
+ * activity only with a heartbeat's response, so this bounds how long an abort takes to stop a tool.
+ */
+const HEARTBEAT_FLUSH = '1 second';
 
 function workflowSource(options: CommonWorkerOptions): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
   return options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') };
@@ -69,6 +74,7 @@ export async function createBrainWorker(options: BrainWorkerOptions): Promise<Wo
     ...workflowSource(options),
     activities: brainActivities(options),
     shutdownGraceTime: GRACE,
+    maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
     ...options.tuning,
   });
 }
@@ -80,6 +86,7 @@ export async function createHandsWorker(options: HandsWorkerOptions): Promise<Wo
     taskQueue: options.taskQueue,
     activities: handsActivities(options),
     shutdownGraceTime: GRACE,
+    maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
     ...options.tuning,
   });
 }

@@ -6,7 +6,7 @@
  * |-------------------------------|--------------------------------------------------------|--------------------|
  * | `ANTHROPIC_API_KEY`           | API key sent as `x-api-key` (required)                 | —                  |
  * | `ANTHROPIC_BASE_URL`          | Messages API base URL (any server speaking the API)    | the SDK's default  |
- * | `AGENT_MODEL`                 | model name                                             | `claude-sonnet-4-5`|
+ * | `AGENT_MODEL`                 | model name                                             | `claude-sonnet-4-6`|
  * | `AGENT_MAX_TOKENS`            | `max_tokens` of a request that does not set its own    | 16000              |
  * | `AGENT_MODEL_TIMEOUT_MS`      | wait for the response headers of one request           | 120000             |
  * | `AGENT_MODEL_IDLE_TIMEOUT_MS` | longest gap between two stream events before giving up | 120000             |
@@ -36,7 +36,7 @@ export const MODEL_ENV = {
   promptCacheTtl: 'AGENT_PROMPT_CACHE_TTL',
 } as const satisfies Record<keyof ModelSettings, string>;
 
-export const DEFAULT_MODEL = 'claude-sonnet-4-5';
+export const DEFAULT_MODEL = 'claude-sonnet-4-6';
 
 const blankToUndefined = (value: unknown): unknown => (typeof value === 'string' && value.trim() === '' ? undefined : value);
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());

@@ -173,7 +173,7 @@ describe('model settings from the environment', () => {
   it('fills in defaults and reads every variable', () => {
     expect(readModelSettings({ ANTHROPIC_API_KEY: 'k' })).toEqual({
       ok: true,
-      settings: { apiKey: 'k', baseURL: undefined, model: 'claude-sonnet-4-5', maxTokens: 16000, requestTimeoutMs: 120000, streamIdleTimeoutMs: 120000, promptCacheTtl: '5m' },
+      settings: { apiKey: 'k', baseURL: undefined, model: 'claude-sonnet-4-6', maxTokens: 16000, requestTimeoutMs: 120000, streamIdleTimeoutMs: 120000, promptCacheTtl: '5m' },
     });
     expect(
       readModelSettings({

@@ -4,19 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Runtime, Worker, WorkerOptions, DefaultLogger } from '@temporalio/worker';
+import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
+import { installRuntime } from '../../workers/runtime';
 import { testPlatform } from './env';
 
-let runtimeInstalled = false;
-function quietRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  try {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
-  } catch {
-    // Already installed by an earlier file in this jest worker.
-  }
-}
 
 export interface TestTemporal {
   client: Client;
@@ -26,7 +17,7 @@ export interface TestTemporal {
 }
 
 export async function connectTestTemporal(): Promise<TestTemporal> {
-  quietRuntime();
+  installRuntime();
   const { temporalAddress, namespace } = testPlatform();
   const connection = await Connection.connect({ address: temporalAddress });
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
