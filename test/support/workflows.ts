@@ -4,3 +4,4 @@
  */
 export { healthCheck, operation } from '../../workflows';
 export { callModelOnce } from './model-workflows';
+export { handsRunToolOnce } from './hands-workflows';

@@ -1,0 +1,559 @@
+/**
+ * Sandboxes: one Docker container per sandbox id on a named workspace volume, and the one way to run
+ * anything in them. All Docker access of the hands goes through this class.
+ *
+ * - Container `agent-sbx-<id>` from the sandbox image, volume `agent-ws-<id>` at /workspace, user
+ *   `agent` (uid 1000), no network (`NetworkMode: none`), CPU/memory/pids limits, all capabilities
+ *   dropped, `no-new-privileges`, an init process that reaps orphans, no Docker socket, labels
+ *   `agent.harness=1`, `agent.sandbox=<id>` and `agent.operation=<id>` when known.
+ * - Created lazily by `ensure`. A container that died (exited, was killed or removed) is replaced on
+ *   the same volume and `ensure` says why, so the tool result can tell the model. Concurrent `ensure`
+ *   calls for one id share one creation; a creation that loses a race with another process adopts the
+ *   winner's container.
+ * - `exec` runs a command under the run wrapper (scripts.ts): as `agent`, in /workspace, with a
+ *   timeout enforced inside the container, an output cap, and a process identity (pid = pgid) that
+ *   `kill` can target later, even from another process.
+ */
+import { PassThrough } from 'node:stream';
+import type Docker from 'dockerode';
+import * as tar from 'tar-stream';
+import { SCRIPTS, type RunExit } from './scripts';
+
+export const WORKSPACE_DIR = '/workspace';
+export const AGENT_UID = 1000;
+const AGENT_USER = `${AGENT_UID}:${AGENT_UID}`;
+
+export interface SandboxLimits {
+  /** CPU cores (fractional allowed). */
+  cpus: number;
+  memoryBytes: number;
+  /** Most processes/threads at once. */
+  pids: number;
+}
+
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { cpus: 2, memoryBytes: 4 * 1024 ** 3, pids: 1024 };
+
+export interface SandboxManagerOptions {
+  docker: Docker;
+  /** The sandbox image tag (`sandboxImageTag()`). */
+  image: string;
+  limits?: Partial<SandboxLimits>;
+  /** Only `none` is supported: sandboxes have no network. */
+  network?: 'none';
+}
+
+export interface EnsureResult {
+  sandboxId: string;
+  containerName: string;
+  containerId: string;
+  /** True when this call created the container. */
+  created: boolean;
+  /** Set when a dead container was replaced: why, in words (`the previous container was gone (exited 137)`). */
+  replaced?: string;
+}
+
+export interface ProcessIdentity {
+  pid: number;
+  /** Equal to pid: the command runs as a session (and group) leader. */
+  pgid: number;
+  /** Attempt number under the run base. */
+  attempt: number;
+  runDir: string;
+}
+
+export interface ExecJournal {
+  /** Journal file in the workspace. */
+  path: string;
+  /** JSON text of a new journal up to and including `"events":[`. */
+  head: string;
+  /** The `started` event as a JSON object; the wrapper adds attempt, runDir, wrapperPid, container, at. */
+  started: string;
+  /** `fresh`: run only as the call's first attempt (else report the journal); `append`: run as the next attempt. */
+  mode: 'fresh' | 'append';
+}
+
+export interface ExecOptions {
+  /** A bash script, run as `bash -c <command> agent-tool <args...>`. */
+  command: string;
+  args?: string[];
+  /** Directory under which this command's attempt directories are made. */
+  runBase: string;
+  timeoutMs: number;
+  /** Output capture cap (bytes); the rest is counted and discarded. */
+  maxOutputBytes?: number;
+  /** A path the full output is hard-linked to when the command ends. */
+  outputLink?: string;
+  journal?: ExecJournal;
+  /** Aborting kills the command's process group (and marks the run `cancelled`). */
+  signal?: AbortSignal;
+  onProcess?: (identity: ProcessIdentity) => void;
+}
+
+export type ExecResult =
+  | { kind: 'finished'; exit: RunExit; output: Buffer; process: ProcessIdentity; outputPath: string }
+  /** `fresh` mode found an earlier attempt: nothing ran; consult `runStatus`. */
+  | { kind: 'journal-exists'; journal: string }
+  /** The container stopped while the command ran. */
+  | { kind: 'lost'; reason: string; process?: ProcessIdentity };
+
+export type RunState = 'none' | 'unstarted' | 'starting' | 'running' | 'finished' | 'dead';
+
+export interface RunStatus {
+  attempt: number;
+  state: RunState;
+  exit?: RunExit;
+  process?: { pid: number; pgid: number; startTime: number };
+  /** The journal text, when one exists. */
+  journal?: string;
+  /** Output of the latest attempt so far (complete when finished). */
+  output: Buffer;
+}
+
+export interface SandboxInfo {
+  sandboxId: string;
+  operationId?: string;
+  container?: { name: string; id: string; state: string; status: string; createdAt: Date };
+  volume?: { name: string; createdAt?: Date };
+}
+
+export interface GcResult {
+  removedContainers: string[];
+  removedVolumes: string[];
+}
+
+export type SandboxErrorKind = 'unavailable' | 'image-missing' | 'invalid' | 'lost' | 'failed';
+
+/** An infrastructure failure of the hands; `kind` drives the activity's retry classification. */
+export class SandboxError extends Error {
+  constructor(
+    readonly kind: SandboxErrorKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'SandboxError';
+  }
+}
+
+const SANDBOX_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,100}$/;
+const LABEL_HARNESS = 'agent.harness';
+const LABEL_SANDBOX = 'agent.sandbox';
+const LABEL_OPERATION = 'agent.operation';
+export const DEFAULT_CAPTURE_BYTES = 8 * 1024 * 1024;
+const SANDBOX_ENV = ['HOME=/home/agent', 'USER=agent', 'LANG=C.UTF-8', 'TERM=dumb', 'PAGER=cat', 'GIT_PAGER=cat', 'CI=1'];
+
+export const containerNameOf = (sandboxId: string): string => `agent-sbx-${sandboxId}`;
+export const volumeNameOf = (sandboxId: string): string => `agent-ws-${sandboxId}`;
+
+export class SandboxManager {
+  private readonly docker: Docker;
+  private readonly image: string;
+  private readonly limits: SandboxLimits;
+  private readonly pending = new Map<string, Promise<EnsureResult>>();
+
+  constructor(options: SandboxManagerOptions) {
+    if (options.network !== undefined && options.network !== 'none') throw new SandboxError('invalid', `network ${String(options.network)} is not supported`);
+    this.docker = options.docker;
+    this.image = options.image;
+    this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
+  }
+
+  /** Makes sure a running container exists for the sandbox; creates or replaces one as needed. */
+  ensure(sandboxId: string, options: { operationId?: string } = {}): Promise<EnsureResult> {
+    checkSandboxId(sandboxId);
+    const inFlight = this.pending.get(sandboxId);
+    if (inFlight) return inFlight;
+    const creation = this.doEnsure(sandboxId, options.operationId).finally(() => this.pending.delete(sandboxId));
+    this.pending.set(sandboxId, creation);
+    return creation;
+  }
+
+  private async doEnsure(sandboxId: string, operationId: string | undefined, round = 0): Promise<EnsureResult> {
+    const name = containerNameOf(sandboxId);
+    const container = this.docker.getContainer(name);
+    const info = await dockerCall('inspect the sandbox container', () => container.inspect(), [404]);
+    let replaced: string | undefined;
+    if (info) {
+      const state = info.State;
+      const result = { sandboxId, containerName: name, containerId: info.Id, created: false };
+      if (state.Running && state.Paused) await dockerCall('unpause the sandbox container', () => container.unpause());
+      if (state.Running) return result;
+      if (state.Status === 'created') {
+        await this.start(container);
+        return result;
+      }
+      replaced = `the previous container was gone (${state.OOMKilled ? `out of memory, exit ${state.ExitCode}` : state.Status === 'dead' ? 'dead' : `exited ${state.ExitCode}`})`;
+      await dockerCall('remove the dead sandbox container', () => container.remove({ force: true }), [404, 409]);
+    } else if (await this.volumeExists(sandboxId)) {
+      replaced = 'the previous container was gone (removed)';
+    }
+
+    await this.ensureVolume(sandboxId, operationId);
+    let created: Docker.Container;
+    try {
+      created = await this.docker.createContainer(this.containerSpec(sandboxId, operationId));
+    } catch (err) {
+      if (statusOf(err) === 409 && round < 50) {
+        // Another process is creating it (Docker reserves the name before the container can be
+        // inspected): wait, then adopt theirs.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const theirs = await this.doEnsure(sandboxId, operationId, round + 1);
+        return { ...theirs, ...(replaced ? { replaced } : {}) };
+      }
+      if (statusOf(err) === 404) throw new SandboxError('image-missing', `the sandbox image ${this.image} does not exist: build it with \`npm run sandbox:build\``, { cause: err });
+      throw classifyDockerError('create the sandbox container', err);
+    }
+    await this.start(created);
+    return { sandboxId, containerName: name, containerId: created.id, created: true, ...(replaced ? { replaced } : {}) };
+  }
+
+  private async start(container: Docker.Container): Promise<void> {
+    await dockerCall('start the sandbox container', () => container.start(), [304]);
+  }
+
+  private containerSpec(sandboxId: string, operationId: string | undefined): Docker.ContainerCreateOptions {
+    return {
+      name: containerNameOf(sandboxId),
+      Image: this.image,
+      Cmd: ['sleep', 'infinity'],
+      User: AGENT_USER,
+      WorkingDir: WORKSPACE_DIR,
+      Env: SANDBOX_ENV,
+      Labels: this.labels(sandboxId, operationId),
+      HostConfig: {
+        NetworkMode: 'none',
+        Init: true,
+        Mounts: [{ Type: 'volume', Source: volumeNameOf(sandboxId), Target: WORKSPACE_DIR }],
+        NanoCpus: Math.round(this.limits.cpus * 1e9),
+        Memory: this.limits.memoryBytes,
+        MemorySwap: this.limits.memoryBytes,
+        PidsLimit: this.limits.pids,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        RestartPolicy: { Name: 'no' },
+      },
+    };
+  }
+
+  private labels(sandboxId: string, operationId: string | undefined): Record<string, string> {
+    return { [LABEL_HARNESS]: '1', [LABEL_SANDBOX]: sandboxId, ...(operationId ? { [LABEL_OPERATION]: operationId } : {}) };
+  }
+
+  private async volumeExists(sandboxId: string): Promise<boolean> {
+    return (await dockerCall('inspect the workspace volume', () => this.docker.getVolume(volumeNameOf(sandboxId)).inspect(), [404])) !== undefined;
+  }
+
+  private async ensureVolume(sandboxId: string, operationId: string | undefined): Promise<void> {
+    if (await this.volumeExists(sandboxId)) return;
+    // Creating an existing named volume is a no-op in Docker, so a race here is harmless.
+    await dockerCall('create the workspace volume', () => this.docker.createVolume({ Name: volumeNameOf(sandboxId), Labels: this.labels(sandboxId, operationId) }));
+  }
+
+  /** Runs a command under the run wrapper; see `ExecOptions` and scripts.ts. */
+  async exec(sandboxId: string, options: ExecOptions): Promise<ExecResult> {
+    const container = this.docker.getContainer(containerNameOf(sandboxId));
+    const journal = options.journal;
+    const argv = [
+      'bash', '-c', SCRIPTS.runWrapper, 'agent-run',
+      options.runBase,
+      options.outputLink ?? '',
+      (Math.max(1, options.timeoutMs) / 1000).toFixed(3),
+      String(options.maxOutputBytes ?? DEFAULT_CAPTURE_BYTES),
+      options.command,
+      journal?.path ?? '', journal?.head ?? '', journal?.started ?? '', journal?.mode ?? 'append',
+      ...(options.args ?? []),
+    ];
+    const exec = await this.createExec(container, argv);
+    const stream = await dockerCall('start a command in the sandbox', () => exec.start({ hijack: true, stdin: false }));
+
+    let identity: ProcessIdentity | undefined;
+    let killing: Promise<void> | undefined;
+    const killNow = () => {
+      if (!identity || killing) return;
+      killing = this.kill(sandboxId, identity.pgid, { runDir: identity.runDir }).catch(() => undefined);
+    };
+    const onAbort = () => killNow();
+    options.signal?.addEventListener('abort', onAbort);
+
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    let head = '';
+    const out = new PassThrough();
+    out.on('data', (chunk: Buffer) => {
+      stdout.push(chunk);
+      if (identity || head.length > 200) return;
+      head += chunk.toString('latin1');
+      const match = /^@@agent-pid (\d+) (\d+)\n/.exec(head);
+      if (match) {
+        const pid = Number(match[1]);
+        const attempt = Number(match[2]);
+        identity = { pid, pgid: pid, attempt, runDir: `${options.runBase}/${attempt}` };
+        options.onProcess?.(identity);
+        if (options.signal?.aborted) killNow();
+      }
+    });
+    const err = new PassThrough();
+    err.on('data', (chunk: Buffer) => stderr.push(chunk));
+
+    // The wrapper enforces the timeout; this guard only catches a wedged engine.
+    const guardMs = options.timeoutMs + 60_000;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const guard = setTimeout(() => reject(new SandboxError('unavailable', `the sandbox command did not end ${guardMs} ms after it started`)), guardMs);
+        this.docker.modem.demuxStream(stream, out, err);
+        const done = () => {
+          clearTimeout(guard);
+          resolve();
+        };
+        stream.on('end', done);
+        stream.on('close', done);
+        stream.on('error', (e) => {
+          clearTimeout(guard);
+          reject(classifyDockerError('read a sandbox command', e));
+        });
+      });
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+    await killing;
+
+    const all = Buffer.concat(stdout);
+    if (all.subarray(0, 16).toString('latin1') === '@@agent-journal\n') {
+      return { kind: 'journal-exists', journal: all.subarray(16).toString('utf8') };
+    }
+    const parsed = parseRunOutput(all);
+    if (parsed) {
+      const runDir = `${options.runBase}/${parsed.attempt}`;
+      const process: ProcessIdentity = identity ?? { pid: parsed.exit.pid, pgid: parsed.exit.pid, attempt: parsed.attempt, runDir };
+      return { kind: 'finished', exit: parsed.exit, output: parsed.output, process, outputPath: options.outputLink ?? `${runDir}/out` };
+    }
+    // No result: the container probably died under the command. Docker updates its state a moment
+    // after the exec stream ends, so look for a little while.
+    for (let i = 0; i < 50; i++) {
+      const state = await dockerCall('inspect the sandbox container', () => container.inspect(), [404]);
+      if (!state || !state.State.Running) {
+        const why = !state ? 'removed' : state.State.OOMKilled ? 'out of memory' : `exited ${state.State.ExitCode}`;
+        return { kind: 'lost', reason: `the sandbox container stopped while the command ran (${why})`, ...(identity ? { process: identity } : {}) };
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new SandboxError('failed', `the run wrapper ended without a result: ${Buffer.concat(stderr).toString('utf8').trim().slice(0, 500) || 'no output'}`);
+  }
+
+  /** The latest attempt under a run base (state, exit, output so far) and the journal. */
+  async runStatus(sandboxId: string, runBase: string, journalPath: string): Promise<RunStatus> {
+    const { stdout, exitCode, stderr } = await this.script(sandboxId, SCRIPTS.runStatus, [runBase, journalPath]);
+    const newline = stdout.indexOf(0x0a);
+    if (exitCode !== 0 || newline < 0) throw new SandboxError('failed', `reading the run status failed: ${stderr.trim().slice(0, 300)}`);
+    const header = JSON.parse(stdout.subarray(0, newline).toString('utf8')) as {
+      attempt: number;
+      state: RunState;
+      exit: RunExit | null;
+      process: RunStatus['process'] | null;
+      journal: unknown;
+    };
+    return {
+      attempt: header.attempt,
+      state: header.state,
+      ...(header.exit ? { exit: header.exit } : {}),
+      ...(header.process ? { process: header.process } : {}),
+      ...(header.journal !== null ? { journal: JSON.stringify(header.journal) } : {}),
+      output: stdout.subarray(newline + 1),
+    };
+  }
+
+  /** Kills a process group in the sandbox: TERM, then KILL after `graceSeconds` (default 2). */
+  async kill(sandboxId: string, pid: number, options: { graceSeconds?: number; runDir?: string } = {}): Promise<void> {
+    if (!Number.isInteger(pid) || pid <= 1) throw new SandboxError('invalid', `refusing to kill process group ${pid}`);
+    await this.script(sandboxId, SCRIPTS.killGroup, [String(pid), String(options.graceSeconds ?? 2), options.runDir ?? '']);
+  }
+
+  /**
+   * Runs a short bash script as `agent` in /workspace and returns its output (not journalled, no
+   * process identity: for the hands' own bookkeeping and quick reads).
+   */
+  async script(sandboxId: string, script: string, args: string[] = [], options: { user?: string } = {}): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
+    const container = this.docker.getContainer(containerNameOf(sandboxId));
+    const exec = await this.createExec(container, ['bash', '-c', script, 'agent-script', ...args], options.user);
+    const stream = await dockerCall('start a command in the sandbox', () => exec.start({ hijack: true, stdin: false }));
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    const out = new PassThrough().on('data', (c: Buffer) => stdout.push(c));
+    const err = new PassThrough().on('data', (c: Buffer) => stderr.push(c));
+    await new Promise<void>((resolve, reject) => {
+      this.docker.modem.demuxStream(stream, out, err);
+      stream.on('end', () => resolve());
+      stream.on('close', () => resolve());
+      stream.on('error', (e) => reject(classifyDockerError('read a sandbox command', e)));
+    });
+    const info = await dockerCall('inspect a sandbox command', () => exec.inspect());
+    return { exitCode: info.ExitCode ?? -1, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString('utf8') };
+  }
+
+  private async createExec(container: Docker.Container, cmd: string[], user = AGENT_USER): Promise<Docker.Exec> {
+    try {
+      return await container.exec({ Cmd: cmd, User: user, WorkingDir: WORKSPACE_DIR, Env: SANDBOX_ENV, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false });
+    } catch (err) {
+      const status = statusOf(err);
+      if (status === 404 || status === 409) throw new SandboxError('lost', `the sandbox container is not running (${status === 404 ? 'removed' : 'stopped'})`, { cause: err });
+      throw classifyDockerError('run a command in the sandbox', err);
+    }
+  }
+
+  /** Writes files (owned by `agent`) under /workspace; missing parent directories are created. */
+  async putFiles(sandboxId: string, files: { path: string; content: string | Buffer; mode?: number }[]): Promise<void> {
+    const pack = tar.pack();
+    const dirs = new Set<string>();
+    const mtime = new Date();
+    for (const file of files) {
+      const rel = workspaceRelative(file.path);
+      const parts = rel.split('/');
+      for (let i = 1; i < parts.length; i++) {
+        const dir = parts.slice(0, i).join('/');
+        if (dirs.has(dir)) continue;
+        dirs.add(dir);
+        pack.entry({ name: dir, type: 'directory', mode: 0o755, uid: AGENT_UID, gid: AGENT_UID, mtime });
+      }
+      pack.entry({ name: rel, mode: file.mode ?? 0o644, uid: AGENT_UID, gid: AGENT_UID, mtime }, file.content);
+    }
+    pack.finalize();
+    await this.putArchive(sandboxId, pack);
+  }
+
+  /** Extracts a tar stream at /workspace (entries should carry uid/gid 1000). */
+  async putArchive(sandboxId: string, archive: NodeJS.ReadableStream): Promise<void> {
+    const container = this.docker.getContainer(containerNameOf(sandboxId));
+    await dockerCall('copy files into the sandbox', () => container.putArchive(archive, { path: WORKSPACE_DIR }));
+  }
+
+  /** Removes the container and, unless `keepVolume`, the workspace volume. Missing parts are fine. */
+  async remove(sandboxId: string, options: { keepVolume: boolean }): Promise<{ container: boolean; volume: boolean }> {
+    checkSandboxId(sandboxId);
+    await this.pending.get(sandboxId)?.catch(() => undefined);
+    const removed = (call: () => Promise<unknown>) => async () => {
+      await call();
+      return true;
+    };
+    const container = await dockerCall('remove the sandbox container', removed(() => this.docker.getContainer(containerNameOf(sandboxId)).remove({ force: true })), [404]);
+    let volume: boolean | undefined = false;
+    if (!options.keepVolume) {
+      volume = await dockerCall('remove the workspace volume', removed(() => this.docker.getVolume(volumeNameOf(sandboxId)).remove()), [404]);
+    }
+    return { container: container ?? false, volume: volume ?? false };
+  }
+
+  /** Every sandbox this harness made (by label), with its container and volume when they exist. */
+  async list(): Promise<SandboxInfo[]> {
+    const filters = { label: [`${LABEL_HARNESS}=1`] };
+    const containers = await dockerCall('list sandbox containers', () => this.docker.listContainers({ all: true, filters }));
+    const volumes = await dockerCall('list workspace volumes', () => this.docker.listVolumes({ filters }));
+    const byId = new Map<string, SandboxInfo>();
+    const entry = (id: string): SandboxInfo => {
+      let info = byId.get(id);
+      if (!info) byId.set(id, (info = { sandboxId: id }));
+      return info;
+    };
+    for (const c of containers) {
+      const id = c.Labels[LABEL_SANDBOX];
+      if (!id) continue;
+      const info = entry(id);
+      if (c.Labels[LABEL_OPERATION]) info.operationId = c.Labels[LABEL_OPERATION];
+      info.container = { name: (c.Names[0] ?? '').replace(/^\//, ''), id: c.Id, state: c.State, status: c.Status, createdAt: new Date(c.Created * 1000) };
+    }
+    for (const v of volumes.Volumes ?? []) {
+      const id = v.Labels?.[LABEL_SANDBOX];
+      if (!id) continue;
+      const info = entry(id);
+      if (!info.operationId && v.Labels[LABEL_OPERATION]) info.operationId = v.Labels[LABEL_OPERATION];
+      const createdAt = (v as { CreatedAt?: string }).CreatedAt;
+      info.volume = { name: v.Name, ...(createdAt ? { createdAt: new Date(createdAt) } : {}) };
+    }
+    return [...byId.values()].sort((a, b) => a.sandboxId.localeCompare(b.sandboxId));
+  }
+
+  /**
+   * Removes leftovers: containers (running or not) created more than `olderThanMs` ago and, with
+   * `volumes`, workspace volumes older than that whose container is gone. A removed container is
+   * replaced on its volume if the sandbox is used again; a removed volume is gone for good.
+   */
+  async gc(options: { olderThanMs: number; volumes?: boolean; now?: number }): Promise<GcResult> {
+    const cutoff = (options.now ?? Date.now()) - options.olderThanMs;
+    const result: GcResult = { removedContainers: [], removedVolumes: [] };
+    for (const sandbox of await this.list()) {
+      let containerGone = !sandbox.container;
+      if (sandbox.container && sandbox.container.createdAt.getTime() <= cutoff) {
+        await dockerCall('remove a sandbox container', () => this.docker.getContainer(sandbox.container!.id).remove({ force: true }), [404]);
+        result.removedContainers.push(sandbox.container.name);
+        containerGone = true;
+      }
+      const volume = sandbox.volume;
+      if (options.volumes && volume && containerGone && (volume.createdAt?.getTime() ?? 0) <= cutoff) {
+        await dockerCall('remove a workspace volume', () => this.docker.getVolume(volume.name).remove(), [404, 409]);
+        result.removedVolumes.push(volume.name);
+      }
+    }
+    return result;
+  }
+}
+
+function checkSandboxId(sandboxId: string): void {
+  if (!SANDBOX_ID.test(sandboxId)) {
+    throw new SandboxError('invalid', `invalid sandbox id ${JSON.stringify(sandboxId)}: use letters, digits, '_', '.', '-' (at most 101, starting with a letter or digit)`);
+  }
+}
+
+function workspaceRelative(p: string): string {
+  const rel = p.startsWith(`${WORKSPACE_DIR}/`) ? p.slice(WORKSPACE_DIR.length + 1) : p;
+  if (!rel || rel.startsWith('/') || rel.split('/').some((part) => part === '..' || part === '')) {
+    throw new SandboxError('invalid', `not a path inside ${WORKSPACE_DIR}: ${p}`);
+  }
+  return rel;
+}
+
+function parseRunOutput(all: Buffer): { attempt: number; exit: RunExit; output: Buffer } | undefined {
+  let offset = 0;
+  let attempt = 0;
+  const pidLine = /^@@agent-pid (\d+) (\d+)$/;
+  const firstEnd = all.indexOf(0x0a);
+  if (firstEnd < 0) return undefined;
+  const first = pidLine.exec(all.subarray(0, firstEnd).toString('latin1'));
+  if (first) {
+    attempt = Number(first[2]);
+    offset = firstEnd + 1;
+  }
+  const exitEnd = all.indexOf(0x0a, offset);
+  if (exitEnd < 0) return undefined;
+  const line = all.subarray(offset, exitEnd).toString('utf8');
+  if (!line.startsWith('@@agent-exit ')) return undefined;
+  return { attempt, exit: JSON.parse(line.slice('@@agent-exit '.length)) as RunExit, output: all.subarray(exitEnd + 1) };
+}
+
+function statusOf(err: unknown): number | undefined {
+  const status = (err as { statusCode?: unknown } | null)?.statusCode;
+  return typeof status === 'number' ? status : undefined;
+}
+
+/** Maps a dockerode failure to a SandboxError; engine unreachable → `unavailable`. */
+export function classifyDockerError(action: string, err: unknown): SandboxError {
+  if (err instanceof SandboxError) return err;
+  const status = statusOf(err);
+  const code = (err as { code?: unknown } | null)?.code;
+  const detail = err instanceof Error ? err.message : String(err);
+  if (status === undefined || status >= 500 || code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'ECONNRESET' || code === 'EPIPE') {
+    return new SandboxError('unavailable', `could not ${action}: the Docker engine did not answer (${detail})`, { cause: err });
+  }
+  return new SandboxError('failed', `could not ${action}: ${detail}`, { cause: err });
+}
+
+/** Runs a Docker call; the listed HTTP statuses count as "nothing to do" and yield undefined. */
+async function dockerCall<T>(action: string, call: () => Promise<T>, tolerated: number[]): Promise<T | undefined>;
+async function dockerCall<T>(action: string, call: () => Promise<T>): Promise<T>;
+async function dockerCall<T>(action: string, call: () => Promise<T>, tolerated: number[] = []): Promise<T | undefined> {
+  try {
+    return await call();
+  } catch (err) {
+    const status = statusOf(err);
+    if (status !== undefined && tolerated.includes(status)) return undefined;
+    throw classifyDockerError(action, err);
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * The scripts the hands run inside a sandbox container, loaded once from `scripts/`.
+ *
+ * `run-wrapper.sh` runs every tool command. Docker has no API to kill an exec'd process and a worker
+ * can die while a command runs, so the wrapper makes the command's identity, output and exit status
+ * durable in workspace files that a later attempt (or a kill) can find:
+ *
+ *   <runBase>/<attempt>/     attempt = the first free number, claimed with an atomic mkdir
+ *                            (`fresh` mode claims only attempt 1, so two first attempts cannot both run)
+ *     wrapper    the wrapper's pid (tells "about to start" from "never started")
+ *     pid        "<pid> <starttime>" of the session leader (setsid: its pid is also the pgid)
+ *     out        stdout+stderr, interleaved, capped at the capture limit
+ *     dropped    bytes that arrived after the cap (counted, not kept)
+ *     timedout   present when the wrapper's watchdog killed the group
+ *     cancelled  present when the host killed the group (cancellation)
+ *     exit       written last: RunExit as JSON
+ *
+ * It also keeps the tool-call journal (journal.ts) in step when given one: the `started` event is
+ * written before the command starts, `process` once it has a pid, `finished` at the end.
+ *
+ * Protocol on the exec's stdout: `@@agent-pid <pid> <attempt>` when the command starts, then
+ * `@@agent-exit <RunExit json>` and the raw output. In `fresh` mode, when an earlier attempt exists,
+ * nothing runs and the wrapper prints `@@agent-journal` followed by the journal (if written yet).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+const load = (name: string): string => fs.readFileSync(path.join(__dirname, 'scripts', name), 'utf8');
+
+export const SCRIPTS = {
+  runWrapper: load('run-wrapper.sh'),
+  runStatus: load('run-status.sh'),
+  killGroup: load('kill-group.sh'),
+  readFile: load('read_file.py'),
+  writeFile: load('write_file.py'),
+  editFile: load('edit_file.py'),
+} as const;
+
+/** What the wrapper records when a command ends (`exit` file, `@@agent-exit` line, journal). */
+export interface RunExit {
+  exitCode: number;
+  /** Bytes captured in the output file. */
+  outputBytes: number;
+  /** Bytes that arrived after the capture cap and were discarded. */
+  droppedBytes: number;
+  timedOut: boolean;
+  cancelled: boolean;
+  pid: number;
+  startTime: number;
+  finishedAt: string;
+}

@@ -1,0 +1,95 @@
+# Runs one command in the sandbox so that its identity, output and exit status survive the caller.
+# See activities/hands/scripts.ts for the file layout and the stdout protocol. The command sees its
+# attempt number (1, 2, ... per run base) as $AGENT_ATTEMPT.
+# $1 runBase  $2 outLink (may be empty)  $3 timeout seconds  $4 capture cap (bytes)  $5 command
+# $6 journal path (may be empty)  $7 journal head  $8 started event (JSON object)  $9 mode (fresh|append)
+# ${10}... arguments of the command ($1... inside it)
+set -u
+base=$1 link=$2 t=$3 cap=$4 cmd=$5 jp=$6 jhead=$7 jstarted=$8 mode=$9
+shift 9
+stamp() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ; }
+jwrite() { [ -n "$jp" ] || return 0; printf '%s]}' "$1" > "$jp.$$.tmp" && mv -f "$jp.$$.tmp" "$jp"; }
+# Claim an attempt directory atomically. `fresh` may only take attempt 1: when it is taken, an
+# earlier attempt of this call exists and the caller must consult the journal instead of running.
+mkdir -p "$base" || exit 90
+n=1
+if [ "$mode" = fresh ]; then
+  if ! mkdir "$base/1" 2>/dev/null; then printf '@@agent-journal\n'; cat "$jp" 2>/dev/null; exit 0; fi
+else
+  until mkdir "$base/$n" 2>/dev/null; do n=$((n + 1)); [ "$n" -gt 1000 ] && exit 90; done
+fi
+d=$base/$n
+echo $$ > "$d/wrapper"
+j=
+if [ -n "$jp" ]; then
+  mkdir -p "${jp%/*}" || exit 90
+  if [ "$mode" != fresh ] && [ -s "$jp" ]; then j=$(cat "$jp"); j="${j%']}'},"; else j=$jhead; fi
+  j="$j${jstarted%'}'},\"attempt\":$n,\"runDir\":\"$d\",\"wrapperPid\":$$,\"container\":\"$HOSTNAME\",\"at\":\"$(stamp)\"}"
+  jwrite "$j"
+fi
+# Output capture: unbuffered (so a kill loses nothing already written), keeps the first $cap bytes,
+# counts and drops the rest (still reading, so the command never blocks on a full pipe).
+AGENT_CAPTURE='my ($cap, $out) = @ARGV; open(my $f, ">", $out) or die "$out: $!"; binmode STDIN;
+my ($kept, $dropped, $buf) = (0, 0);
+while (1) { my $n = sysread(STDIN, $buf, 65536); if (!defined $n) { next if $!{EINTR}; last } last if $n == 0;
+  my $take = $cap - $kept; $take = $n if $n < $take; $take = 0 if $take < 0;
+  syswrite($f, $buf, $take) if $take > 0; $kept += $take; $dropped += $n - $take; }
+print $dropped;'
+export AGENT_RUN_DIR=$d AGENT_CAP=$cap AGENT_CMD=$cmd AGENT_JP=$jp AGENT_J=$j AGENT_CAPTURE
+# The session leader's pid is the process group id that kill() targets.
+setsid -w bash -c '
+  read -r -a st < /proc/$$/stat
+  printf "%s %s\n" $$ "${st[21]}" > "$AGENT_RUN_DIR/pid.tmp" && mv -f "$AGENT_RUN_DIR/pid.tmp" "$AGENT_RUN_DIR/pid"
+  if [ -n "$AGENT_JP" ]; then
+    printf "%s,{\"type\":\"process\",\"pid\":%s,\"pgid\":%s,\"startTime\":%s,\"at\":\"%s\"}]}" "$AGENT_J" $$ $$ "${st[21]}" "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" > "$AGENT_JP.$$.tmp" && mv -f "$AGENT_JP.$$.tmp" "$AGENT_JP"
+  fi
+  printf "@@agent-pid %s %s\n" $$ "${AGENT_RUN_DIR##*/}"
+  cmd=$AGENT_CMD cap=$AGENT_CAP d=$AGENT_RUN_DIR
+  export AGENT_ATTEMPT=${d##*/}
+  unset AGENT_CMD AGENT_CAP AGENT_JP AGENT_J AGENT_RUN_DIR
+  capture=$AGENT_CAPTURE
+  unset AGENT_CAPTURE
+  bash -c "$cmd" agent-tool "$@" </dev/null 2>&1 | { trap "" TERM INT HUP; perl -e "$capture" "$cap" "$d/out" > "$d/dropped"; }
+  exit "${PIPESTATUS[0]}"
+' agent-session "$@" &
+s=$!
+(
+  w=
+  trap '[ -n "$w" ] && kill $w 2>/dev/null; exit 0' TERM
+  sleep "$t" & w=$!; wait $w
+  [ -e "$d/exit" ] && exit 0
+  : > "$d/timedout"
+  p=
+  read -r p _ < "$d/pid" 2>/dev/null && kill -TERM -- "-$p" 2>/dev/null
+  sleep 2 & w=$!; wait $w
+  [ -n "$p" ] && kill -KILL -- "-$p" 2>/dev/null
+  exit 0
+) &
+wd=$!
+wait $s
+code=$?
+kill $wd 2>/dev/null
+wait $wd 2>/dev/null
+p=0 st=0
+[ -r "$d/pid" ] && read -r p st < "$d/pid"
+tm=false; [ -e "$d/timedout" ] && tm=true
+cn=false; [ -e "$d/cancelled" ] && cn=true
+# A killed group: let the capture finish writing what it read before the output is measured.
+if [ "$p" != 0 ] && { [ $tm = true ] || [ $cn = true ]; }; then
+  i=0
+  while kill -0 -- "-$p" 2>/dev/null && [ $i -lt 30 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+[ -e "$d/out" ] || : > "$d/out"
+ob=$(stat -c %s "$d/out")
+dr=$(cat "$d/dropped" 2>/dev/null); dr=${dr:-0}
+res=$(printf '{"exitCode":%d,"outputBytes":%d,"droppedBytes":%d,"timedOut":%s,"cancelled":%s,"pid":%d,"startTime":%s,"finishedAt":"%s"}' "$code" "$ob" "$dr" $tm $cn "$p" "$st" "$(stamp)")
+printf '%s' "$res" > "$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"
+out=$d/out
+if [ -n "$link" ]; then mkdir -p "${link%/*}" && { ln -f "$d/out" "$link" 2>/dev/null || cp -f "$d/out" "$link"; } && out=$link; fi
+if [ -n "$jp" ]; then
+  [ "$p" != 0 ] && j="$j,{\"type\":\"process\",\"pid\":$p,\"pgid\":$p,\"startTime\":$st}"
+  j="$j,{\"type\":\"finished\",\"attempt\":$n,\"outputPath\":\"$out\",\"result\":$res}"
+  jwrite "$j"
+fi
+printf '@@agent-exit %s\n' "$res"
+cat "$d/out"

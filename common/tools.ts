@@ -1,0 +1,271 @@
+/**
+ * The tool catalogue: what the model may call, how each call is validated, summarised and replayed.
+ *
+ * Deterministic and dependency-light (zod + type-only imports): the operation workflow imports it to
+ * validate calls before recording any intent, to pick an activity policy, and to label activities in
+ * the Web UI. The hands (`activities/hands/`) implement the tools and re-validate defensively.
+ *
+ * Replay policy (what a retried attempt of the same tool call may do):
+ *  - `safe`       re-running cannot hurt (reads, listings, searches): run again.
+ *  - `idempotent` re-running with the same input converges (write a whole file, apply an edit that
+ *                 is recognised as already applied): run again.
+ *  - `never`      arbitrary effects (bash): a call the workspace journal shows as started is never run a
+ *                 second time; see `activities/hands/journal.ts`.
+ * A tool that declares no policy gets `never`.
+ */
+import { z } from 'zod';
+import type { Tool } from '@anthropic-ai/sdk/resources/messages';
+
+export type ReplayPolicy = 'safe' | 'idempotent' | 'never';
+
+/** Default and maximum run time of a `bash` command. */
+export const BASH_DEFAULT_TIMEOUT_MS = 120_000;
+export const BASH_MAX_TIMEOUT_MS = 1_800_000;
+/** Default and maximum number of lines `read_file` returns in one call. */
+export const READ_DEFAULT_LIMIT = 2_000;
+/** Default result caps of the search tools. */
+export const LIST_DEFAULT_MAX_RESULTS = 500;
+export const GREP_DEFAULT_MAX_RESULTS = 200;
+const MAX_RESULTS_CEILING = 5_000;
+
+const workspacePath = (what: string) =>
+  z.string().min(1).describe(`${what}. Relative paths are resolved against /workspace (the project root); absolute paths work too.`);
+
+const bashInput = z.strictObject({
+  command: z.string().min(1).describe('The bash command line to run, e.g. `npm test -- --silent` or `git status --short`.'),
+  timeout_ms: z
+    .number()
+    .int()
+    .min(1_000)
+    .max(BASH_MAX_TIMEOUT_MS)
+    .optional()
+    .describe(`Kill the command (and everything it started) after this many milliseconds. Default ${BASH_DEFAULT_TIMEOUT_MS}, at most ${BASH_MAX_TIMEOUT_MS}.`),
+});
+
+const readFileInput = z.strictObject({
+  path: workspacePath('The file to read'),
+  offset: z.number().int().min(1).optional().describe('The 1-based line number to start reading at. Default 1.'),
+  limit: z.number().int().min(1).optional().describe(`How many lines to return. Default ${READ_DEFAULT_LIMIT}.`),
+});
+
+const writeFileInput = z.strictObject({
+  path: workspacePath('The file to write; missing parent directories are created'),
+  content: z.string().describe('The complete new content of the file (it replaces any existing content).'),
+});
+
+const editFileInput = z.strictObject({
+  path: workspacePath('The file to edit'),
+  old_text: z
+    .string()
+    .min(1)
+    .describe('The exact text to replace, including whitespace and indentation. It must occur exactly once in the file; include surrounding lines to make it unique.'),
+  new_text: z.string().describe('The text that replaces old_text.'),
+});
+
+const listFilesInput = z.strictObject({
+  path: workspacePath('The directory to list (default: the whole workspace)').optional(),
+  pattern: z.string().min(1).optional().describe('A glob the paths must match, e.g. `**/*.ts` or `src/**/test_*.py`.'),
+  max_results: z.number().int().min(1).max(MAX_RESULTS_CEILING).optional().describe(`At most this many paths. Default ${LIST_DEFAULT_MAX_RESULTS}.`),
+});
+
+const grepInput = z.strictObject({
+  pattern: z.string().min(1).describe('A regular expression (Rust/ripgrep syntax), e.g. `fn\\s+main` or `TODO`.'),
+  path: workspacePath('The file or directory to search (default: the whole workspace)').optional(),
+  glob: z.string().min(1).optional().describe('Only search files whose path matches this glob, e.g. `*.ts`.'),
+  ignore_case: z.boolean().optional().describe('Match case-insensitively. Default false.'),
+  max_results: z.number().int().min(1).max(MAX_RESULTS_CEILING).optional().describe(`At most this many matching lines. Default ${GREP_DEFAULT_MAX_RESULTS}.`),
+});
+
+interface ToolSpec<S extends z.ZodObject> {
+  schema: S;
+  replayPolicy?: ReplayPolicy;
+  description: string;
+  /** The argument shown next to the tool name in the Web UI. */
+  subject(input: z.infer<S>): string;
+}
+
+function spec<S extends z.ZodObject>(s: ToolSpec<S>): ToolSpec<S> {
+  return s;
+}
+
+const TOOLS = {
+  bash: spec({
+    schema: bashInput,
+    replayPolicy: 'never',
+    description: [
+      'Run a bash command in the sandbox, in /workspace, as a non-root user with no network access.',
+      'Returns the combined stdout and stderr and the exit code; a non-zero exit is reported as an error.',
+      'Long output is shortened to its first and last lines and saved in full to a file whose path is given, which you can page through with read_file.',
+      'Each call starts a fresh shell: cd, exports and background jobs do not carry over. Do not start servers or watchers that never exit; they are killed at the timeout.',
+      'Prefer read_file, list_files and grep for looking at files, and edit_file/write_file for changing them.',
+    ].join(' '),
+    subject: (input) => input.command,
+  }),
+  read_file: spec({
+    schema: readFileInput,
+    replayPolicy: 'safe',
+    description: [
+      'Read a text file. Lines are returned numbered (`  12\\tcontent`); the numbers are not part of the file.',
+      `Returns at most ${READ_DEFAULT_LIMIT} lines by default; the result says when it was cut and which offset to continue from.`,
+      'Use offset and limit to read a part of a large file, such as a saved command output.',
+    ].join(' '),
+    subject: (input) => (input.offset ? `${input.path}:${input.offset}` : input.path),
+  }),
+  write_file: spec({
+    schema: writeFileInput,
+    replayPolicy: 'idempotent',
+    description: 'Create a file or replace its whole content. Parent directories are created. To change part of an existing file, use edit_file instead.',
+    subject: (input) => input.path,
+  }),
+  edit_file: spec({
+    schema: editFileInput,
+    replayPolicy: 'idempotent',
+    description: [
+      'Replace one exact piece of text in a file. old_text must match the file exactly (whitespace, indentation and line breaks included) and exactly once;',
+      'if it matches zero or several times nothing is changed and the error says so. Read the file first and copy the text to replace from it (without the line numbers).',
+      'For several changes, make several calls.',
+    ].join(' '),
+    subject: (input) => input.path,
+  }),
+  list_files: spec({
+    schema: listFilesInput,
+    replayPolicy: 'safe',
+    description: 'List files (recursively, sorted by path), skipping what .gitignore excludes and the .git directory. Optionally filter by a glob pattern.',
+    subject: (input) => [input.path ?? '.', input.pattern].filter(Boolean).join(' '),
+  }),
+  grep: spec({
+    schema: grepInput,
+    replayPolicy: 'safe',
+    description: 'Search file contents with ripgrep. Returns matching lines as `path:line:text`, skipping what .gitignore excludes. Optionally restrict to a path or a glob.',
+    subject: (input) => [input.pattern, input.path, input.glob].filter(Boolean).join(' '),
+  }),
+};
+
+export type ToolName = keyof typeof TOOLS;
+export const TOOL_NAMES = Object.keys(TOOLS) as ToolName[];
+export type ToolInput<N extends ToolName> = z.infer<(typeof TOOLS)[N]['schema']>;
+export type BashInput = ToolInput<'bash'>;
+export type ReadFileInput = ToolInput<'read_file'>;
+export type WriteFileInput = ToolInput<'write_file'>;
+export type EditFileInput = ToolInput<'edit_file'>;
+export type ListFilesInput = ToolInput<'list_files'>;
+export type GrepInput = ToolInput<'grep'>;
+
+export function isToolName(name: string): name is ToolName {
+  return Object.prototype.hasOwnProperty.call(TOOLS, name);
+}
+
+/** The replay policy of a tool; `never` for a tool that declares none, or an unknown one. */
+export function replayPolicyOf(name: string): ReplayPolicy {
+  return (isToolName(name) ? TOOLS[name].replayPolicy : undefined) ?? 'never';
+}
+
+// Keywords strict tool use does not accept; zod still enforces them when a call is validated.
+const UNSUPPORTED_KEYWORDS = new Set(['$schema', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'multipleOf', 'pattern', 'format']);
+
+function stripUnsupported(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(stripUnsupported);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) {
+    if (UNSUPPORTED_KEYWORDS.has(key)) continue;
+    out[key] = key === 'properties' ? Object.fromEntries(Object.entries(child as object).map(([k, v]) => [k, stripUnsupported(v)])) : stripUnsupported(child);
+  }
+  return out;
+}
+
+/** The tools as the Messages API takes them: strict JSON schemas that forbid extra fields. */
+export function toolDefinitions(): Tool[] {
+  return TOOL_NAMES.map((name) => {
+    const schema = stripUnsupported(z.toJSONSchema(TOOLS[name].schema)) as Tool.InputSchema;
+    return {
+      name,
+      description: TOOLS[name].description,
+      input_schema: { ...schema, type: 'object', additionalProperties: false },
+      strict: true,
+    };
+  });
+}
+
+export type ToolCallCheck = { ok: true; input: ToolInput<ToolName> } | { ok: false; error: string };
+
+/**
+ * Validates a model's tool call against the catalogue. Extra fields are rejected, never stripped; the
+ * error names every offending field and says what to do, so it can go back to the model as-is.
+ */
+export function validateToolCall(name: string, input: unknown): ToolCallCheck {
+  if (!isToolName(name)) {
+    return { ok: false, error: `Unknown tool "${name}". Available tools: ${TOOL_NAMES.join(', ')}.` };
+  }
+  const schema = TOOLS[name].schema;
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return { ok: true, input: parsed.data };
+  const allowed = Object.keys(schema.shape);
+  const problems = parsed.error.issues.map((issue) => describeIssue(issue, allowed, input));
+  return {
+    ok: false,
+    error: `Invalid arguments for ${name}: ${problems.join('; ')}. Nothing was run. Call ${name} again with only these fields: ${describeFields(schema)}.`,
+  };
+}
+
+function describeIssue(issue: z.core.$ZodIssue, allowed: string[], input: unknown): string {
+  const field = issue.path.map(String).join('.');
+  switch (issue.code) {
+    case 'unrecognized_keys':
+      return issue.keys.map((key) => `unknown field "${key}" is not allowed (allowed: ${allowed.join(', ')})`).join('; ');
+    case 'invalid_type': {
+      if (!field) return `the arguments must be a JSON object, got ${typeName(input)}`;
+      const received = fieldValue(input, issue.path);
+      if (received === undefined) return `required field "${field}" is missing`;
+      const expected = issue.expected === 'int' ? 'an integer' : `a ${issue.expected}`;
+      return `field "${field}" must be ${expected}, got ${typeName(received)}`;
+    }
+    case 'too_small':
+      return `field "${field}" is too small: ${issue.origin === 'string' ? `at least ${issue.minimum} character(s)` : `at least ${issue.minimum}`}`;
+    case 'too_big':
+      return `field "${field}" is too large: at most ${issue.maximum}`;
+    default:
+      return `field "${field || '(input)'}": ${issue.message}`;
+  }
+}
+
+function describeFields(schema: z.ZodObject): string {
+  return Object.entries(schema.shape)
+    .map(([key, value]) => ((value as z.ZodType).safeParse(undefined).success ? `${key}?` : key))
+    .join(', ');
+}
+
+function fieldValue(input: unknown, path: PropertyKey[]): unknown {
+  let value: unknown = input;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'number' && !Number.isInteger(value)) return `a non-integer number (${value})`;
+  return `a ${typeof value}`;
+}
+
+/** One line for the Web UI: `bash: npm test`, `edit_file: src/x.ts` (≤ 100 characters). */
+export function toolSummary(name: string, input: unknown): string {
+  let subject = '';
+  if (isToolName(name)) {
+    const parsed = TOOLS[name].schema.safeParse(input);
+    // The subject functions are typed per tool; the parse above guarantees the shape.
+    if (parsed.success) subject = (TOOLS[name].subject as (input: unknown) => string)(parsed.data);
+  }
+  const line = (subject ? `${name}: ${subject}` : name).replace(/\s+/g, ' ').trim();
+  return line.length <= 100 ? line : `${line.slice(0, 99)}…`;
+}
+
+/** The run time a call asks for (`bash.timeout_ms`, or the default), for sizing its activity timeout. */
+export function toolTimeoutMs(name: string, input: unknown): number | undefined {
+  if (name !== 'bash') return undefined;
+  const parsed = bashInput.safeParse(input);
+  return parsed.success ? (parsed.data.timeout_ms ?? BASH_DEFAULT_TIMEOUT_MS) : undefined;
+}

@@ -1,0 +1,53 @@
+/** Cancelling a running tool call through Temporal leaves nothing running in the sandbox. */
+import { randomUUID } from 'node:crypto';
+import type { Worker } from '@temporalio/worker';
+import { createHandsActivities } from '../../activities/hands/activities';
+import { parseJournal } from '../../activities/hands/journal';
+import { handsFixture } from '../support/hands';
+import { connectTestTemporal, createTestWorker, uniqueQueue, type TestTemporal } from '../support/temporal';
+import { handsRunToolOnce } from '../support/hands-workflows';
+
+describe('runTool cancellation through Temporal (real Docker, real server)', () => {
+  const fx = handsFixture();
+  let temporal: TestTemporal;
+  let worker: Worker;
+  let running: Promise<void>;
+  const taskQueue = uniqueQueue('hands-cancel');
+
+  beforeAll(async () => {
+    temporal = await connectTestTemporal();
+    worker = await createTestWorker(temporal, { taskQueue, activities: createHandsActivities({ manager: fx.manager, heartbeatIntervalMs: 200 }) });
+    running = worker.run();
+  });
+
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await temporal?.close();
+    await fx.cleanup();
+  });
+
+  it('kills the process group, journals the cancellation and reports the activity cancelled', async () => {
+    const sandboxId = fx.sandboxId('cancel');
+    const toolCallId = `toolu_${randomUUID().slice(0, 12)}`;
+    const handle = await temporal.client.workflow.start(handsRunToolOnce, {
+      taskQueue,
+      workflowId: `hands-cancel-${toolCallId}`,
+      args: [{ sandboxId, toolCallId, name: 'bash', input: { command: 'echo started; sleep 300 & sleep 301; echo never' }, timeoutMs: 600_000 }],
+    });
+
+    const seen = async () => (await fx.sh(sandboxId, 'ps -eo args= | grep -cE "^sleep 30[01]$" || true').catch(() => '0')).trim();
+    for (let i = 0; (await seen()) !== '2'; i++) {
+      if (i > 300) throw new Error('the command never started');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await handle.cancel();
+    expect(await handle.result()).toBe('cancelled');
+
+    expect(await seen()).toBe('0');
+    const journal = parseJournal(await fx.sh(sandboxId, `cat .agent/journal/${toolCallId}.json`));
+    const finished = journal!.events.find((e) => e.type === 'finished');
+    expect(finished).toMatchObject({ result: { cancelled: true, timedOut: false } });
+    expect(await fx.sh(sandboxId, `cat .agent/out/${toolCallId}.txt`)).toBe('started\n');
+  });
+});

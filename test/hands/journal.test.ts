@@ -1,0 +1,112 @@
+/**
+ * The workspace journal decides what a retried attempt of the same tool call does. A `never` tool
+ * (bash) must never run twice: an append-only effects file counts how often the command really ran.
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import * as path from 'node:path';
+import { dockerClient } from '../../platform/docker-engine';
+import { createHandsActivities, type RunToolInput } from '../../activities/hands/activities';
+import { parseJournal } from '../../activities/hands/journal';
+import { containerNameOf } from '../../activities/hands/sandbox-manager';
+import { handsFixture } from '../support/hands';
+import { testPlatform } from '../support/env';
+
+describe('tool-call journal and replay (real Docker)', () => {
+  const fx = handsFixture();
+  const hands = createHandsActivities({ manager: fx.manager });
+  const sandboxId = fx.sandboxId('journal');
+  const newCall = (command: string): RunToolInput => ({ sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'bash', input: { command } });
+  const effects = async (file: string) => Number((await fx.sh(sandboxId, `touch ${file}; wc -l < ${file}`)).trim());
+  const journalOf = async (toolCallId: string) => parseJournal(await fx.sh(sandboxId, `cat .agent/journal/${toolCallId}.json`));
+  const waitForProcess = async (toolCallId: string) => {
+    for (let i = 0; i < 200; i++) {
+      const journal = await journalOf(toolCallId).catch(() => undefined);
+      if (journal?.events.some((e) => e.type === 'process')) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`the command of ${toolCallId} never started`);
+  };
+
+  afterAll(() => fx.cleanup());
+
+  it('journals started, process and finished with the result', async () => {
+    const call = newCall('echo hi; exit 4');
+    const outcome = await hands.runTool(call);
+    expect(outcome).toMatchObject({ isError: true, exitCode: 4, synthetic: false });
+    const journal = await journalOf(call.toolCallId);
+    expect(journal).toMatchObject({ version: 1, toolCallId: call.toolCallId, tool: 'bash', replayPolicy: 'never', summary: 'bash: echo hi; exit 4' });
+    expect(journal!.events.map((e) => e.type)).toEqual(['started', 'process', 'finished']);
+    expect(journal!.events[0]).toMatchObject({ type: 'started', command: 'echo hi; exit 4', attempt: 1, runDir: `/workspace/.agent/run/${call.toolCallId}/1` });
+    expect(journal!.events[2]).toMatchObject({
+      type: 'finished',
+      outputPath: `/workspace/.agent/out/${call.toolCallId}.txt`,
+      result: { exitCode: 4, outputBytes: 3, timedOut: false, cancelled: false },
+    });
+  });
+
+  it('returns the recorded result of a finished call instead of running it again', async () => {
+    const call = newCall('echo ran >> effects-finished.log; wc -l < effects-finished.log');
+    const first = await hands.runTool(call);
+    const retry = await hands.runTool(call);
+    expect(retry).toEqual(first);
+    expect(first.content).toBe('1\n[exit code 0]');
+    expect(await effects('effects-finished.log')).toBe(1);
+  });
+
+  it('waits for a call whose process is still running after its worker died, and returns its real result', async () => {
+    const call = newCall('echo begin; sleep 3; echo ran >> effects-running.log; echo end');
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/hands-child.ts'), JSON.stringify(call), testPlatform().sandboxImage], {
+      cwd: path.join(__dirname, '../..'),
+      stdio: 'ignore',
+    });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    try {
+      await waitForProcess(call.toolCallId);
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    expect(await effects('effects-running.log')).toBe(0); // still running
+
+    const started = Date.now();
+    const retry = await hands.runTool(call);
+    expect(Date.now() - started).toBeGreaterThan(500); // it waited
+    expect(retry).toMatchObject({ isError: false, synthetic: false, exitCode: 0, content: 'begin\nend\n[exit code 0]' });
+    expect(await effects('effects-running.log')).toBe(1);
+    const journal = await journalOf(call.toolCallId);
+    expect(journal!.events.filter((e) => e.type === 'started')).toHaveLength(1);
+  });
+
+  it('reports a started call whose process died as interrupted, with its partial output, and never runs it again', async () => {
+    const call = newCall('echo partial; echo ran >> effects-dead.log; sleep 60; echo never');
+    const running = hands.runTool(call);
+    await waitForProcess(call.toolCallId);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // let `echo partial` reach the output file
+    await dockerClient().getContainer(containerNameOf(sandboxId)).kill();
+
+    const outcome = await running;
+    expect(outcome).toMatchObject({ isError: true, synthetic: true, sandboxReplaced: 'the previous container was gone (exited 137)' });
+    expect(outcome.content).toContain('[sandbox restarted: the previous container was gone (exited 137); /workspace is preserved]');
+    expect(outcome.content).toContain('[interrupted: this bash call was already started (attempt 1');
+    expect(outcome.content).toContain('Its outcome is unknown');
+    expect(outcome.content).toContain('It was not run again. The workspace is preserved.');
+    expect(outcome.content).toContain('Partial output captured before the interruption (8 bytes):\npartial');
+
+    const again = await hands.runTool(call);
+    expect(again).toMatchObject({ isError: true, synthetic: true });
+    expect(again.sandboxReplaced).toBeUndefined();
+    expect(await effects('effects-dead.log')).toBe(1);
+  });
+
+  it('runs safe tools again on a retry', async () => {
+    await fx.sh(sandboxId, 'echo content > safe.txt');
+    const call: RunToolInput = { sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'read_file', input: { path: 'safe.txt' } };
+    const first = await hands.runTool(call);
+    await fx.sh(sandboxId, 'echo changed > safe.txt');
+    const second = await hands.runTool(call);
+    expect(first.content).toBe('     1\tcontent');
+    expect(second.content).toBe('     1\tchanged');
+    expect(await fx.sh(sandboxId, `ls .agent/run/${call.toolCallId}`)).toBe('1\n2\n');
+  });
+});

@@ -1,0 +1,17 @@
+/**
+ * Runs one `runTool` call in its own process, so a test can SIGKILL it mid-call the way a hands worker
+ * dies. argv: <RunToolInput JSON> <sandbox image>. Prints the ToolOutcome as JSON when it finishes.
+ */
+import { createHandsActivities } from '../../activities/hands/activities';
+import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { dockerClient } from '../../platform/docker-engine';
+
+const [input, image] = process.argv.slice(2);
+const hands = createHandsActivities({ manager: new SandboxManager({ docker: dockerClient(), image }) });
+hands
+  .runTool(JSON.parse(input))
+  .then((outcome) => process.stdout.write(JSON.stringify(outcome)))
+  .catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });

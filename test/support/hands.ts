@@ -1,0 +1,39 @@
+/**
+ * Helpers for the hands tests: a SandboxManager on the real engine and image, unique sandbox ids that
+ * are removed (container + volume) after the file, and a quick shell in a sandbox.
+ */
+import { randomUUID } from 'node:crypto';
+import { dockerClient } from '../../platform/docker-engine';
+import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { testPlatform } from './env';
+
+export interface HandsFixture {
+  manager: SandboxManager;
+  /** A fresh sandbox id, removed by `cleanup`. */
+  sandboxId(prefix?: string): string;
+  /** Runs a bash snippet as `agent` in /workspace and returns stdout (throws on a non-zero exit). */
+  sh(sandboxId: string, script: string): Promise<string>;
+  cleanup(): Promise<void>;
+}
+
+export function handsFixture(): HandsFixture {
+  const docker = dockerClient();
+  const manager = new SandboxManager({ docker, image: testPlatform().sandboxImage });
+  const ids: string[] = [];
+  return {
+    manager,
+    sandboxId(prefix = 'test') {
+      const id = `${prefix}-${randomUUID().slice(0, 8)}`;
+      ids.push(id);
+      return id;
+    },
+    async sh(sandboxId, script) {
+      const { exitCode, stdout, stderr } = await manager.script(sandboxId, script);
+      if (exitCode !== 0) throw new Error(`sandbox script failed (${exitCode}): ${stderr}`);
+      return stdout.toString('utf8');
+    },
+    async cleanup() {
+      for (const id of ids) await manager.remove(id, { keepVolume: false }).catch(() => undefined);
+    },
+  };
+}
