@@ -87,6 +87,15 @@ export interface HandsActivitiesDeps {
 
 const TOOL_CALL_ID = /^[A-Za-z0-9_.-]{1,128}$/;
 const SEED_MARKER = `${AGENT_DIR}/seeded`;
+const BASELINE_SCRIPT = [
+  'set -e',
+  'cd /workspace',
+  'git init -q',
+  'mkdir -p .git/info && echo ".agent/" >> .git/info/exclude',
+  'git add -A',
+  'git commit -q --allow-empty -m "baseline: the workspace as seeded"',
+  'git rev-parse HEAD',
+].join('\n');
 const DIFF_MAX_BYTES = 1024 * 1024;
 const REPLAY_POLL_MS = 250;
 
@@ -275,7 +284,15 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
         throw err;
       }
       await upload;
-      const result: SeedResult = { ...counts, ...(head ? { head } : {}) };
+      let baseline: string | undefined;
+      if (!files.some((file) => file.startsWith('.git/'))) {
+        // Not a repository of its own: commit the seeded files as a baseline so the operation's
+        // changes can be diffed and the agent can use git as it would anywhere else.
+        const init = await manager.script(input.sandboxId, BASELINE_SCRIPT, []);
+        if (init.exitCode !== 0) throw new SandboxError('failed', `could not create the baseline commit: ${init.stderr.trim().slice(0, 300)}`);
+        baseline = init.stdout.toString('utf8').trim() || undefined;
+      }
+      const result: SeedResult = { ...counts, ...(head ?? baseline ? { head: head ?? baseline } : {}) };
       await manager.putFiles(input.sandboxId, [{ path: SEED_MARKER, content: JSON.stringify({ ...result, source: describeSource(input.source), at: new Date().toISOString() }) }]);
       return result;
     } catch (err) {
