@@ -1,5 +1,8 @@
-/** Jest runs TypeScript through SWC; the real Temporal dev server and Docker engine are started once in globalSetup. */
-module.exports = {
+/**
+ * Jest runs TypeScript through SWC; the real Temporal dev server and Docker engine are started once
+ * in globalSetup. The crash matrix (test/crash) is long and has its own config: `npm run test:crash`.
+ */
+const base = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
@@ -9,5 +12,11 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 120000,
-  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
 };
+
+module.exports = {
+  ...base,
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/crash/'],
+  reporters: ['default', ['<rootDir>/test/support/summary-reporter.js', { outputFile: 'test-results.json' }]],
+};
+module.exports.base = base;

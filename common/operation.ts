@@ -47,6 +47,11 @@ export const operationInputSchema = z.strictObject({
   eagerSandbox: z.boolean().default(false),
   /** Keep the container after the operation ends (the volume is always kept). */
   keepContainer: z.boolean().default(false),
+  /**
+   * How long a model or tool activity may go without a heartbeat before Temporal retries it on
+   * another worker, i.e. how fast a dead worker is noticed. Default: the presets' 30 s.
+   */
+  heartbeatTimeoutMs: z.int().min(1_000).max(600_000).optional(),
   /** Default timeout of one tool call in milliseconds. */
   toolTimeoutMs: z.int().positive().max(3_600_000).default(600_000),
 });

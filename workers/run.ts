@@ -42,6 +42,8 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
         client,
         modelSettings: modelSettings.settings,
         cache: options.cache,
+        // A prebuilt bundle (tests, benchmark) saves bundling at every start.
+        workflowBundle: process.env.AGENT_WORKFLOW_BUNDLE ? { codePath: process.env.AGENT_WORKFLOW_BUNDLE } : undefined,
       }),
     );
   }

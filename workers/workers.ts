@@ -17,6 +17,7 @@ import { createHealthActivities } from '../activities/health';
 import { createModelActivities } from '../activities/model/activity';
 import { createAnthropicClient } from '../activities/model/client';
 import type { ModelSettings } from '../activities/model/settings';
+import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
 
 export interface CommonWorkerOptions {
   connection: NativeConnection;
@@ -46,6 +47,15 @@ const GRACE = '2 minutes';
  */
 const HEARTBEAT_FLUSH = '1 second';
 
+/** Worker options of the crash test mode: a boundary after each activity, fast sticky-queue failover. */
+function crashTestOptions(): Partial<WorkerOptions> {
+  if (!crashTestMode) return {};
+  return {
+    interceptors: { activity: [(ctx) => ({ inbound: new CrashPointActivityInterceptor(ctx.info.activityType) })] },
+    stickyQueueScheduleToStartTimeout: '1 second',
+  };
+}
+
 function workflowSource(options: CommonWorkerOptions): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
   return options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') };
 }
@@ -73,8 +83,10 @@ export async function createBrainWorker(options: BrainWorkerOptions): Promise<Wo
     taskQueue: options.taskQueue,
     ...workflowSource(options),
     activities: brainActivities(options),
+    sinks: crashPointSinks,
     shutdownGraceTime: GRACE,
     maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
+    ...crashTestOptions(),
     ...options.tuning,
   });
 }
@@ -87,6 +99,7 @@ export async function createHandsWorker(options: HandsWorkerOptions): Promise<Wo
     activities: handsActivities(options),
     shutdownGraceTime: GRACE,
     maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
+    ...crashTestOptions(),
     ...options.tuning,
   });
 }

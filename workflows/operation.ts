@@ -47,6 +47,7 @@ import { DEFAULT_SYSTEM_PROMPT } from '../common/prompts';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { DEFAULT_HANDS_QUEUE } from '../common/task-queues';
 import { replayPolicyOf, toolSummary, validateToolCall } from '../common/tools';
+import { crashPoints } from './crash-point-sink';
 import { MODEL_STEP_ACTIVITY_OPTIONS, toolActivityOptions, SANDBOX_ACTIVITY_OPTIONS } from './policies';
 
 type BrainActivities = ReturnType<typeof createBrainActivities>;
@@ -125,6 +126,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
     steerUpdate,
     ({ text }) => {
       s.pendingSteering.push(text);
+      crashPoints.reached('workflow: steering accepted');
       return { accepted: true, position: s.pendingSteering.length };
     },
     {
@@ -138,6 +140,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
     abortUpdate,
     ({ reason }) => {
       abortReason = reason?.trim() || 'requested by user';
+      crashPoints.reached('workflow: abort accepted');
       loopScope.cancel();
       return { accepted: true };
     },
@@ -149,8 +152,9 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
     },
   );
 
-  const { modelStep } = proxyActivities<BrainActivities>(MODEL_STEP_ACTIVITY_OPTIONS);
-  const sandbox = proxyActivities<HandsActivities>({ ...SANDBOX_ACTIVITY_OPTIONS, taskQueue: handsQueue });
+  const heartbeat = settings.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeout: settings.heartbeatTimeoutMs };
+  const { modelStep } = proxyActivities<BrainActivities>({ ...MODEL_STEP_ACTIVITY_OPTIONS, ...heartbeat });
+  const sandbox = proxyActivities<HandsActivities>({ ...SANDBOX_ACTIVITY_OPTIONS, ...heartbeat, taskQueue: handsQueue });
 
   const publish = (): void => {
     upsertSearchAttributes([
@@ -213,6 +217,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
         const requestedTimeout = requestedTimeoutMs(checked.input) ?? settings.toolTimeoutMs;
         const { runTool } = proxyActivities<HandsActivities>({
           ...toolActivityOptions(replayPolicyOf(call.name), requestedTimeout),
+          ...heartbeat,
           taskQueue: handsQueue,
           activityId: `tool-${call.id}`,
           summary,

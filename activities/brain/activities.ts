@@ -9,6 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ModelStepInput, ModelStepResult } from '../../common/model-step';
 import type { ModelRequest } from '../../common/model-types';
 import { toolDefinitions } from '../../common/tools';
+import { crashPoint } from '../crash-points';
 import { sendWithHeartbeats } from '../model/activity';
 import type { ModelSettings } from '../model/settings';
 import { AssembledContext, ContextCache, contextKey } from './context-cache';
@@ -69,7 +70,9 @@ export function createBrainActivities(deps: BrainDependencies) {
         maxTokens: input.maxTokens,
         model: input.model,
       };
+      crashPoint(`model: before request (turn ${input.turn})`);
       const reply = await sendWithHeartbeats({ client: deps.anthropic, settings: deps.settings, request });
+      crashPoint(`model: after response (turn ${input.turn})`);
       deps.cache.set(contextKey(input.operationId, input.lane), {
         system: context.system,
         messages: [...messages, { role: 'assistant', content: reply.message.content as Anthropic.ContentBlockParam[] }],

@@ -20,6 +20,7 @@ import * as tar from 'tar-stream';
 import { replayPolicyOf, toolSummary, validateToolCall, type ReplayPolicy, type ToolInput, type ToolName } from '../../common/tools';
 import { AGENT_DIR, decideReplay, journalFor, outputPathOf, runBaseOf } from './journal';
 import { shapeOutput, spillOptions, type Spill } from './output';
+import { crashPoint } from '../crash-points';
 import { AGENT_UID, SandboxError, type ExecOptions, type ExecResult, type SandboxManager } from './sandbox-manager';
 import { HANDS_TOOLS } from './tools';
 import type { HandsTool, ToolContext, ToolResult } from './tools/types';
@@ -175,10 +176,15 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
       outputLink: outputPathOf(call.toolCallId),
       journal,
       ...(signal ? { signal } : {}),
-      onProcess: (process) => beat.update({ pid: process.pid, attempt: process.attempt }),
+      onProcess: (process) => {
+        crashPoint(`tool: process running (${call.name} ${call.toolCallId})`);
+        beat.update({ pid: process.pid, attempt: process.attempt });
+      },
     };
 
+    crashPoint(`tool: before process start (${call.name} ${call.toolCallId})`);
     let run: ExecResult = await manager.exec(call.sandboxId, options);
+    crashPoint(`tool: after process end (${call.name} ${call.toolCallId})`);
     if (run.kind === 'journal-exists') {
       const replay = await replayNever(call, policy, prepared.timeoutMs, ctx, beat);
       if (replay.kind === 'run') run = await manager.exec(call.sandboxId, { ...options, journal: { ...journal, mode: 'append' } });

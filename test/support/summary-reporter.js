@@ -1,13 +1,14 @@
 /**
- * Writes the run's counts to `test-results.json` (jest's own aggregated-result shape, trimmed), so
+ * Writes the run's counts to `test-results.json` (or the `outputFile` option) (jest's own aggregated-result shape, trimmed), so
  * `.ci/run` can print `tests: N passed, M failed` after running exactly `npm test`.
  */
 const fs = require('node:fs');
 const path = require('node:path');
 
 class SummaryReporter {
-  constructor(globalConfig) {
+  constructor(globalConfig, options = {}) {
     this.rootDir = globalConfig.rootDir;
+    this.outputFile = options.outputFile ?? 'test-results.json';
   }
 
   onRunComplete(_contexts, results) {
@@ -24,7 +25,7 @@ class SummaryReporter {
         .filter((suite) => suite.numFailingTests > 0 || suite.testExecError)
         .map((suite) => path.relative(this.rootDir, suite.testFilePath)),
     };
-    fs.writeFileSync(path.join(this.rootDir, 'test-results.json'), JSON.stringify(summary, null, 2));
+    fs.writeFileSync(path.join(this.rootDir, this.outputFile), JSON.stringify(summary, null, 2));
   }
 }
 

@@ -1,0 +1,89 @@
+/**
+ * `npm run fixtures:record`: records the histories of representative operations as replay fixtures
+ * (`test/fixtures/histories/*.json`), which `test/replay/replay.test.ts` replays against the current
+ * workflow code. Re-record only when a workflow change is *meant* to be incompatible and no
+ * operation recorded with the old code can still be running; otherwise guard the change with
+ * `patched()` (see README, "Changing workflow code") and keep the old fixtures.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { abortUpdate, statusQuery, steerUpdate } from '../common/operation';
+import { freePort, startDevServer } from '../platform/dev-server';
+import { requireDocker } from '../platform/docker-engine';
+import { PROJECT_ROOT } from '../platform/paths';
+import { sandboxImageTag } from '../platform/sandbox-image';
+import { ensureTemporalCli } from '../platform/temporal-cli';
+import { runMain } from './main';
+
+const FIXTURES = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
+
+runMain(async () => {
+  await requireDocker();
+  const cli = await ensureTemporalCli();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-record-'));
+  const server = await startDevServer({ cli, port: await freePort(), logFile: path.join(dir, 'server.log') });
+  const bundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows') });
+  const bundlePath = path.join(dir, 'bundle.js');
+  fs.writeFileSync(bundlePath, bundle.code);
+  Object.assign(process.env, {
+    TEST_TEMPORAL_ADDRESS: server.address,
+    TEST_TEMPORAL_NAMESPACE: 'default',
+    TEST_WORKFLOW_BUNDLE: bundlePath,
+    TEST_SANDBOX_IMAGE: sandboxImageTag(),
+    TEST_TEMPORAL_CLI: cli.path,
+  });
+  // The harness lives with the tests; it only needs the variables above.
+  const { startOperationHarness, waitFor } = await import('../test/support/operation-harness');
+  const { operationResult } = await import('../cli/agent');
+  const h = await startOperationHarness();
+  const calculator = path.join(PROJECT_ROOT, 'examples', 'calculator');
+  const record = async (name: string, workflowId: string) => {
+    const history = await h.temporal.client.workflow.getHandle(workflowId).fetchHistory();
+    fs.mkdirSync(FIXTURES, { recursive: true });
+    fs.writeFileSync(path.join(FIXTURES, `${name}.json`), `${JSON.stringify(JSON.parse(historyToJSON(history)), null, 1)}\n`);
+    console.log(`recorded ${name} (${history.events?.length ?? 0} events)`);
+  };
+  try {
+    h.model.setScript([
+      { toolCalls: [{ name: 'list_files', input: {} }] },
+      { toolCalls: [{ name: 'read_file', input: { path: 'src/math.js' } }, { name: 'edit_file', input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 } }] },
+      { toolCalls: [{ name: 'edit_file', input: { path: 'src/math.js', old_text: 'sum(values) / (values.length - 1)', new_text: 'sum(values) / values.length' } }] },
+      { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | tail -n 3' } }] },
+      { text: 'Fixed.' },
+    ]);
+    let handle = await h.start({ goal: 'fix the failing test', repo: { kind: 'local', path: calculator } }, 'fixture-completed');
+    await operationResult(handle);
+    await record('completed-with-tools', handle.workflowId);
+
+    h.model.setScript([
+      { toolCalls: [{ name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done' } }] },
+      { text: 'ok' },
+    ]);
+    handle = await h.start({ goal: 'steer me' }, 'fixture-steered');
+    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
+    await handle.executeUpdate(steerUpdate, { args: [{ text: 'also mention the weather' }] });
+    execFileSync('docker', ['exec', `agent-sbx-${handle.workflowId}`, 'touch', '/workspace/release']);
+    await operationResult(handle);
+    await record('steered', handle.workflowId);
+
+    h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'sleep 600' } }] }]);
+    handle = await h.start({ goal: 'abort me' }, 'fixture-aborted');
+    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
+    await handle.executeUpdate(abortUpdate, { args: [{ reason: 'fixture' }] });
+    await operationResult(handle);
+    await record('aborted', handle.workflowId);
+
+    h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'true' } }] }, { toolCalls: [{ name: 'bash', input: { command: 'true' } }] }]);
+    handle = await h.start({ goal: 'run out of turns', budget: { maxTurns: 2 } }, 'fixture-budget');
+    await operationResult(handle);
+    await record('failed-budget', handle.workflowId);
+  } finally {
+    await h.close();
+    await server.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,244 @@
+/**
+ * The crash matrix's machinery: a scripted operation that uses every tool kind, a worker run as a
+ * child process (the real `agent worker dev`) in crash test mode, and a supervisor that restarts
+ * the worker each time it dies, until the operation ends.
+ */
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type Anthropic from '@anthropic-ai/sdk';
+import type { Client } from '@temporalio/client';
+import { rebuildContextFromHistory } from '../../activities/brain/history-context';
+import { operationResult } from '../../cli/agent';
+import { OPERATION_WORKFLOW_TYPE, OperationResult, steerUpdate } from '../../common/operation';
+import { PROJECT_ROOT } from '../../platform/paths';
+import type { ScriptedModelServer } from '../../scripted-model/server';
+import type { ScriptedRequest, ScriptedTurn } from '../../scripted-model/script';
+import { testPlatform } from '../support/env';
+
+export const STEERING_TEXT = 'steering: keep the change minimal';
+/** Lines the `never` (bash) tools append to the effects file; each must appear at most once. */
+export const EFFECTS = ['effect-bash-1', 'effect-bash-2'];
+export const SYNTHETIC_MARK = '[interrupted:';
+
+/**
+ * The operation: every tool kind, two `never` tools with a countable side effect, and a tool call
+ * that waits for the test to send steering. Turns are chosen by the number of assistant messages in
+ * the request and tool-use ids are fixed, so a retried request gets the same answer.
+ */
+const TURNS: ScriptedTurn[] = [
+  { text: 'Looking at the sources.', toolCalls: [{ id: 'toolu_cm_01', name: 'list_files', input: { path: 'src' } }] },
+  {
+    text: 'Recording the first effect, then waiting for the go-ahead.',
+    toolCalls: [
+      {
+        id: 'toolu_cm_02',
+        name: 'bash',
+        input: { command: `echo ${EFFECTS[0]} >> /workspace/effects.log; while [ ! -f /workspace/release ]; do sleep 0.05; done; echo released` },
+      },
+    ],
+  },
+  {
+    text: 'Reading and fixing.',
+    toolCalls: [
+      { id: 'toolu_cm_03', name: 'read_file', input: { path: 'src/math.js', offset: 8, limit: 4 } },
+      { id: 'toolu_cm_04', name: 'edit_file', input: { path: 'src/math.js', old_text: 'sum(values) / (values.length - 1)', new_text: 'sum(values) / values.length' } },
+    ],
+  },
+  {
+    text: 'Writing notes and searching.',
+    toolCalls: [
+      { id: 'toolu_cm_05', name: 'write_file', input: { path: 'NOTES.md', content: 'average divides by the count\n' } },
+      { id: 'toolu_cm_06', name: 'grep', input: { pattern: 'values.length', path: 'src' } },
+    ],
+  },
+  {
+    text: 'Running the tests.',
+    toolCalls: [{ id: 'toolu_cm_07', name: 'bash', input: { command: `echo ${EFFECTS[1]} >> /workspace/effects.log; npm test 2>&1 | grep -E '^# (pass|fail)'` } }],
+  },
+  { text: 'Done: average now divides by the number of values.' },
+];
+
+export function crashMatrixScript(request: ScriptedRequest): ScriptedTurn | undefined {
+  const assistantTurns = request.body.messages.filter((m) => m.role === 'assistant').length;
+  return TURNS[assistantTurns];
+}
+
+export interface ScenarioOptions {
+  name: string;
+  /** Crash the first worker at this boundary (1-based); none when undefined. */
+  crashAt?: number;
+  /** Crash the restarted worker at its first boundary too. */
+  crashAgainOnRecovery?: boolean;
+}
+
+export interface ScenarioOutcome {
+  result: OperationResult;
+  /** Terminal workflow status as Temporal reports it. */
+  status: string;
+  transcript: Anthropic.MessageParam[];
+  /** Lines of the effects file. */
+  effects: string[];
+  /** Boundaries each worker passed, in order (worker 0 first). */
+  boundaries: string[][];
+  /** How many workers died of a crash point. */
+  crashes: number;
+  wallMs: number;
+}
+
+export class CrashMatrix {
+  private readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crash-matrix-'));
+
+  constructor(
+    private readonly client: Client,
+    private readonly model: ScriptedModelServer,
+  ) {}
+
+  async run(options: ScenarioOptions): Promise<ScenarioOutcome> {
+    const started = Date.now();
+    const id = `cm-${options.name}-${process.pid}`;
+    const queues = { brain: `${id}-brain`, hands: `${id}-hands` };
+    const plans: Array<number | undefined> = [options.crashAt, options.crashAgainOnRecovery ? 1 : undefined];
+    const boundaries: string[][] = [];
+    let crashes = 0;
+    let current: ChildProcess | undefined;
+    let finished = false;
+
+    const startWorker = (index: number): ChildProcess => {
+      const log = path.join(this.dir, `${id}-worker-${index}.boundaries`);
+      fs.writeFileSync(log, '');
+      const crashAt = plans[index];
+      const out = fs.openSync(path.join(this.dir, `${id}-worker-${index}.log`), 'w');
+      const child = spawn(path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), [path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'dev'], {
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: testPlatform().temporalAddress,
+          TEMPORAL_NAMESPACE: testPlatform().namespace,
+          ANTHROPIC_API_KEY: 'crash-matrix',
+          ANTHROPIC_BASE_URL: this.model.url,
+          AGENT_MODEL: 'scripted-model',
+          AGENT_BRAIN_QUEUE: queues.brain,
+          AGENT_HANDS_QUEUE: queues.hands,
+          AGENT_WORKFLOW_BUNDLE: testPlatform().workflowBundlePath,
+          AGENT_SANDBOX_IMAGE: testPlatform().sandboxImage,
+          AGENT_CRASH_LOG: log,
+          AGENT_CRASH_AT: String(crashAt ?? 0),
+        },
+        stdio: ['ignore', out, out],
+      });
+      fs.closeSync(out);
+      child.on('exit', () => {
+        boundaries[index] = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => line.split('\t')[1]);
+        // The worker killed itself exactly when it reached its crash point (tsx reports the child's
+        // death as an exit code, so the count of boundaries passed is the reliable witness).
+        if (crashAt !== undefined && boundaries[index].length === crashAt) crashes += 1;
+        if (finished) return;
+        current = startWorker(index + 1);
+      });
+      return child;
+    };
+
+    current = startWorker(0);
+    try {
+      const handle = await this.client.workflow.start(OPERATION_WORKFLOW_TYPE, {
+        taskQueue: queues.brain,
+        workflowId: id,
+        workflowTaskTimeout: '3 seconds',
+        args: [
+          {
+            goal: 'Fix the failing test.',
+            sessionId: id,
+            repo: { kind: 'local', path: path.join(PROJECT_ROOT, 'examples', 'calculator') },
+            handsTaskQueue: queues.hands,
+            heartbeatTimeoutMs: 3_000,
+            keepContainer: true,
+          },
+        ],
+      });
+      // Steering goes in while the second turn's tool runs (its process has written its effect), so
+      // it always joins the same checkpoint and its boundary always comes after the process start.
+      await until(async () =>
+        execFileSync('docker', ['exec', `agent-sbx-${id}`, 'cat', '/workspace/effects.log'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes(EFFECTS[0]),
+      );
+      await handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }] });
+      await until(async () => {
+        execFileSync('docker', ['exec', `agent-sbx-${id}`, 'touch', '/workspace/release'], { stdio: 'ignore' });
+        return true;
+      });
+      const result = await operationResult(handle);
+      const description = await handle.describe();
+      const context = await rebuildContextFromHistory(this.client, id, description.runId);
+      const effects = execFileSync('docker', ['exec', `agent-sbx-${id}`, 'cat', '/workspace/effects.log'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+      finished = true;
+      await stop(current);
+      return { result, status: description.status.name, transcript: context.messages, effects, boundaries, crashes, wallMs: Date.now() - started };
+    } finally {
+      finished = true;
+      if (current) await stop(current);
+      try {
+        execFileSync('docker', ['rm', '-f', `agent-sbx-${id}`], { stdio: 'ignore' });
+        execFileSync('docker', ['volume', 'rm', `agent-ws-${id}`], { stdio: 'ignore' });
+      } catch {
+        // Nothing to clean up.
+      }
+    }
+  }
+
+  cleanup(): void {
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Retries `check` (which may throw while no worker is up) until it returns true. */
+async function until(check: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      // No worker right now, or the container is being replaced: try again.
+    }
+    if (Date.now() > deadline) throw new Error('timed out waiting for the operation');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Tool results that differ from the reference run are allowed only when marked synthetic. */
+export function transcriptDifferences(reference: Anthropic.MessageParam[], actual: Anthropic.MessageParam[]): string[] {
+  const problems: string[] = [];
+  if (reference.length !== actual.length) problems.push(`${actual.length} messages instead of ${reference.length}`);
+  for (let i = 0; i < Math.min(reference.length, actual.length); i++) {
+    const want = blocks(reference[i]);
+    const got = blocks(actual[i]);
+    if (want.length !== got.length) {
+      problems.push(`message ${i}: ${got.length} blocks instead of ${want.length}`);
+      continue;
+    }
+    want.forEach((block, j) => {
+      const other = got[j];
+      if (JSON.stringify(block) === JSON.stringify(other)) return;
+      const synthetic = other.type === 'tool_result' && block.type === 'tool_result' && resultText(other).startsWith(SYNTHETIC_MARK);
+      if (!synthetic) problems.push(`message ${i} block ${j} differs: ${JSON.stringify(other).slice(0, 200)}`);
+    });
+  }
+  return problems;
+}
+
+const blocks = (message: Anthropic.MessageParam): Anthropic.ContentBlockParam[] =>
+  typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
+
+function resultText(block: Anthropic.ContentBlockParam): string {
+  if (block.type !== 'tool_result') return '';
+  if (typeof block.content === 'string') return block.content;
+  return (block.content ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
