@@ -183,6 +183,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   publish();
   details();
 
+  /** The workspace is ready for tools: seeded from the repository, if any (which creates the container). */
   const ensureWorkspace = async (): Promise<void> => {
     s.sandboxUsed = true;
     if (settings.repo && !s.seeded) {
@@ -190,7 +191,12 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
       s.seeded = true;
     }
   };
-  const eager = settings.eagerSandbox && !s.sandboxUsed ? ensureWorkspace() : undefined;
+  // Lazy by default: the first tool call provisions the sandbox, so the first model request never
+  // waits for a container. Eager starts it alongside the first model call instead.
+  const eager =
+    settings.eagerSandbox && !s.sandboxUsed
+      ? (settings.repo ? ensureWorkspace() : sandbox.ensureSandbox({ sandboxId: sessionId, operationId }).then(() => void (s.sandboxUsed = true)))
+      : undefined;
   // An eager failure surfaces at the first tool call, which awaits the same promise.
   eager?.catch(() => undefined);
 

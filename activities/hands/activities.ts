@@ -72,6 +72,8 @@ export interface HandsActivities {
   seedWorkspace(input: SeedWorkspaceInput): Promise<SeedResult>;
   workspaceDiff(input: { sandboxId: string }): Promise<{ diff: string; stat: string }>;
   destroySandbox(input: { sandboxId: string; keepVolume: boolean }): Promise<void>;
+  /** Creates the sandbox now (eager provisioning); a no-op when it is already running. */
+  ensureSandbox(input: { sandboxId: string; operationId?: string }): Promise<{ created: boolean; replaced?: string }>;
 }
 
 export interface HandsActivitiesDeps {
@@ -336,7 +338,16 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
     }
   }
 
-  return { runTool, seedWorkspace, workspaceDiff, destroySandbox };
+  async function ensureSandbox(input: { sandboxId: string; operationId?: string }): Promise<{ created: boolean; replaced?: string }> {
+    try {
+      const sandbox = await manager.ensure(input.sandboxId, { operationId: input.operationId });
+      return { created: sandbox.created, ...(sandbox.replaced ? { replaced: sandbox.replaced } : {}) };
+    } catch (err) {
+      throw toActivityFailure(err);
+    }
+  }
+
+  return { runTool, seedWorkspace, workspaceDiff, destroySandbox, ensureSandbox };
 }
 
 /** The diff of the workspace against HEAD, new files included, without touching the real index. */
