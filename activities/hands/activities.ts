@@ -184,6 +184,15 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
       },
     };
 
+    if (policy !== 'never' && ctx && ctx.info.attempt > 1) {
+      // A retry of a safe or idempotent call whose earlier attempt finished (its worker died before
+      // the result was recorded) returns that attempt's result, so the transcript reads exactly as
+      // if nothing had happened; one still running is awaited; one that never ran or died runs again.
+      const earlier = await replayNever(call, 'never', prepared.timeoutMs, ctx, beat);
+      if (earlier.kind === 'finished') {
+        return { result: tool.format({ exit: earlier.run.exit, output: earlier.run.output, outputPath: earlier.run.outputPath }, call.input, toolCtx), synthetic: false };
+      }
+    }
     crashPoint(`tool: before process start (${call.name} ${call.toolCallId})`);
     let run: ExecResult = await manager.exec(call.sandboxId, options);
     crashPoint(`tool: after process end (${call.name} ${call.toolCallId})`);
