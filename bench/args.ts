@@ -1,0 +1,59 @@
+/** Command-line arguments of `npm run bench` (a pure function, tested). */
+import { SCENARIOS, type ScenarioName } from './results';
+import type { ProfileName } from './profiles';
+
+export interface BenchArgs {
+  profile: ProfileName;
+  scenarios: ScenarioName[];
+  /** Where latest.json / latest.md / latest.svg go. */
+  outDir: string;
+  help: boolean;
+}
+
+export const BENCH_USAGE = `usage: npm run bench [-- [--quick] [--only a,b] [--out DIR]]
+
+  --quick       the small variant of every scenario (under five minutes)
+  --only LIST   run only these scenarios: ${SCENARIOS.join(', ')}
+  --out DIR     write latest.json, latest.md and latest.svg there (default bench/results)
+
+Starts its own Temporal dev server on a free port (or uses TEMPORAL_ADDRESS), needs a Docker engine
+and the sandbox image (npm run docker:ensure && npm run sandbox:build).`;
+
+export function parseBenchArgs(argv: readonly string[], defaultOutDir: string): BenchArgs | { error: string } {
+  const args: BenchArgs = { profile: 'full', scenarios: [...SCENARIOS], outDir: defaultOutDir, help: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = (): string | undefined => inline ?? argv[++i];
+    switch (flag) {
+      case '--quick':
+        args.profile = 'quick';
+        break;
+      case '--smoke':
+        args.profile = 'smoke';
+        break;
+      case '--only': {
+        const list = value();
+        if (!list) return { error: '--only needs a comma-separated list of scenarios' };
+        const names = list.split(',').map((name) => name.trim()).filter(Boolean);
+        const unknown = names.filter((name) => !(SCENARIOS as readonly string[]).includes(name));
+        if (unknown.length || names.length === 0) return { error: `unknown scenario ${unknown.join(', ') || '(none)'}: choose from ${SCENARIOS.join(', ')}` };
+        args.scenarios = SCENARIOS.filter((name) => names.includes(name));
+        break;
+      }
+      case '--out': {
+        const dir = value();
+        if (!dir) return { error: '--out needs a directory' };
+        args.outDir = dir;
+        break;
+      }
+      case '--help':
+      case '-h':
+        args.help = true;
+        break;
+      default:
+        return { error: `unknown argument ${arg}` };
+    }
+  }
+  return args;
+}

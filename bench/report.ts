@@ -1,0 +1,401 @@
+/**
+ * The readable report of a bench run: `latest.md` (machine, targets with verdicts, one section per
+ * scenario, notes) and `latest.svg`, a chart of the main figures drawn here as plain SVG (grouped bar
+ * panels; no chart library).
+ */
+import type { BenchResults } from './results';
+
+// ---- SVG ----
+
+interface Bar {
+  value: number;
+  color: string;
+}
+
+interface Group {
+  label: string;
+  bars: Bar[];
+}
+
+interface Panel {
+  title: string;
+  unit: string;
+  groups: Group[];
+  legend: { label: string; color: string }[];
+  /** Formats the value printed above a bar. */
+  format?: (value: number) => string;
+}
+
+const COLORS = { a: '#7f9cc8', b: '#e8835f', c: '#8cc084', d: '#c9a0dc' };
+const PANEL_W = 460;
+const PANEL_H = 300;
+
+const escapeXml = (text: string): string => text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
+
+function niceMax(value: number): number {
+  if (!(value > 0)) return 1;
+  const magnitude = 10 ** Math.floor(Math.log10(value));
+  const step = [1, 2, 2.5, 5, 10].find((s) => s * magnitude >= value)!;
+  return step * magnitude;
+}
+
+function compact(value: number): string {
+  if (!Number.isFinite(value)) return '–';
+  const abs = Math.abs(value);
+  if (abs >= 1e6) return `${(value / 1e6).toFixed(abs >= 1e7 ? 0 : 1)}M`;
+  if (abs >= 1e4) return `${(value / 1e3).toFixed(0)}k`;
+  if (abs >= 1e3) return `${(value / 1e3).toFixed(1)}k`;
+  return abs >= 100 || Number.isInteger(value) ? value.toFixed(0) : value.toFixed(1);
+}
+
+function panelSvg(panel: Panel, x: number, y: number): string {
+  const left = 56;
+  const top = 46;
+  const plotW = PANEL_W - left - 16;
+  const plotH = PANEL_H - top - 58;
+  const max = niceMax(Math.max(0, ...panel.groups.flatMap((group) => group.bars.map((bar) => (Number.isFinite(bar.value) ? bar.value : 0)))));
+  const format = panel.format ?? compact;
+  const out: string[] = [`<g transform="translate(${x},${y})">`];
+  out.push(`<rect x="0.5" y="0.5" width="${PANEL_W - 1}" height="${PANEL_H - 1}" fill="#fff" stroke="#ddd"/>`);
+  out.push(`<text x="${PANEL_W / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${escapeXml(panel.title)}</text>`);
+  out.push(`<text x="12" y="${top - 8}" font-size="11" fill="#555">${escapeXml(panel.unit)}</text>`);
+  for (let tick = 0; tick <= 4; tick++) {
+    const value = (max * tick) / 4;
+    const ty = top + plotH - (plotH * tick) / 4;
+    out.push(`<line x1="${left}" x2="${left + plotW}" y1="${ty}" y2="${ty}" stroke="${tick === 0 ? '#888' : '#eee'}"/>`);
+    out.push(`<text x="${left - 6}" y="${ty + 4}" text-anchor="end" font-size="10" fill="#555">${compact(value)}</text>`);
+  }
+  const groupW = plotW / Math.max(1, panel.groups.length);
+  panel.groups.forEach((group, gi) => {
+    const barW = Math.min(48, (groupW * 0.8) / Math.max(1, group.bars.length));
+    const start = left + gi * groupW + (groupW - barW * group.bars.length) / 2;
+    group.bars.forEach((bar, bi) => {
+      const value = Number.isFinite(bar.value) ? bar.value : 0;
+      const h = (plotH * value) / max;
+      const bx = start + bi * barW;
+      out.push(`<rect x="${bx.toFixed(1)}" y="${(top + plotH - h).toFixed(1)}" width="${(barW - 3).toFixed(1)}" height="${h.toFixed(1)}" fill="${bar.color}"/>`);
+      out.push(`<text x="${(bx + (barW - 3) / 2).toFixed(1)}" y="${(top + plotH - h - 4).toFixed(1)}" text-anchor="middle" font-size="10">${escapeXml(format(bar.value))}</text>`);
+    });
+    out.push(`<text x="${(left + gi * groupW + groupW / 2).toFixed(1)}" y="${top + plotH + 16}" text-anchor="middle" font-size="11">${escapeXml(group.label)}</text>`);
+  });
+  let lx = left;
+  for (const item of panel.legend) {
+    out.push(`<rect x="${lx}" y="${PANEL_H - 22}" width="10" height="10" fill="${item.color}"/>`);
+    out.push(`<text x="${lx + 14}" y="${PANEL_H - 13}" font-size="11">${escapeXml(item.label)}</text>`);
+    lx += 24 + item.label.length * 6.2;
+  }
+  out.push('</g>');
+  return out.join('\n');
+}
+
+function panelsOf(results: BenchResults): Panel[] {
+  const panels: Panel[] = [];
+  const o = results.overhead;
+  if (o) {
+    panels.push({
+      title: 'Overhead: ms per step (median)',
+      unit: 'ms',
+      groups: [o.latency0, o.latency200].map((point) => ({
+        label: `model latency ${point.latencyMs} ms`,
+        bars: [
+          { value: point.plainMsPerStep, color: COLORS.a },
+          { value: point.durableMsPerStep, color: COLORS.b },
+        ],
+      })),
+      legend: [
+        { label: 'plain loop', color: COLORS.a },
+        { label: 'durable harness', color: COLORS.b },
+      ],
+    });
+  }
+  const h = results.history;
+  if (h) {
+    panels.push({
+      title: 'History: bytes per step',
+      unit: 'bytes',
+      groups: h.points.map((point) => ({
+        label: `${point.steps} steps (${point.runs} run${point.runs > 1 ? 's' : ''})`,
+        bars: [
+          { value: point.bytesPerStep, color: COLORS.a },
+          { value: point.bytesPerStepExcludingContent, color: COLORS.c },
+        ],
+      })),
+      legend: [
+        { label: 'all', color: COLORS.a },
+        { label: 'excluding message content', color: COLORS.c },
+      ],
+    });
+  }
+  const t = results.tokens;
+  if (t) {
+    panels.push({
+      title: `Tokens: ${t.turns} turns of 20–200 KB outputs`,
+      unit: 'tokens',
+      groups: (
+        [
+          ['naive', t.naive],
+          ['cached, full output', t.cachedFullOutput],
+          ['harness (spill)', t.harness],
+        ] as const
+      ).map(([label, way]) => ({
+        label: `${label} $${way.costUsd.toFixed(2)}`,
+        bars: [
+          { value: way.uncachedInput, color: COLORS.b },
+          { value: way.cacheWrite, color: COLORS.d },
+          { value: way.cacheRead, color: COLORS.a },
+        ],
+      })),
+      legend: [
+        { label: 'uncached input', color: COLORS.b },
+        { label: 'cache write', color: COLORS.d },
+        { label: 'cache read', color: COLORS.a },
+      ],
+    });
+  }
+  const f = results.ttft;
+  if (f) {
+    panels.push({
+      title: 'Time to first model request (median)',
+      unit: 'ms',
+      groups: [
+        { label: 'no sandbox', bars: [{ value: f.noSandboxMs, color: COLORS.a }] },
+        { label: 'lazy (default)', bars: [{ value: f.lazyMs, color: COLORS.c }] },
+        { label: 'eager', bars: [{ value: f.eagerMs, color: COLORS.b }] },
+      ],
+      legend: [{ label: 'submit → first model request', color: COLORS.c }],
+    });
+  }
+  return panels;
+}
+
+export function renderSvg(results: BenchResults): string {
+  const panels = panelsOf(results);
+  const columns = 2;
+  const rows = Math.max(1, Math.ceil(panels.length / columns));
+  const width = columns * PANEL_W + (columns + 1) * 12;
+  const height = rows * PANEL_H + (rows + 1) * 12 + 28;
+  const body = panels.map((panel, index) => panelSvg(panel, 12 + (index % columns) * (PANEL_W + 12), 40 + Math.floor(index / columns) * (PANEL_H + 12)));
+  const title = `Durable agent harness benchmark — ${results.profile} run, ${results.finishedAt.slice(0, 10)}, ${results.machine.cores} cores (${results.machine.cpuModel})`;
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif">`,
+    `<rect width="${width}" height="${height}" fill="#fafafa"/>`,
+    `<text x="12" y="26" font-size="15" font-weight="bold">${escapeXml(title)}</text>`,
+    ...body,
+    '</svg>',
+    '',
+  ].join('\n');
+}
+
+// ---- Markdown ----
+
+const table = (header: string[], rows: (string | number)[][]): string =>
+  [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
+
+const n = (value: number, digits = 1): string => (Number.isFinite(value) ? value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 }) : '–');
+const pct = (value: number): string => `${(value * 100).toFixed(1)} %`;
+const verdictMark = { pass: '✅ pass', fail: '❌ fail', 'not run': '– not run' } as const;
+
+export function renderMarkdown(results: BenchResults, svgFile: string): string {
+  const m = results.machine;
+  const out: string[] = [];
+  out.push(`# Benchmark: durable agent harness (${results.profile} run)`);
+  out.push('');
+  out.push(
+    `Run ${results.startedAt} → ${results.finishedAt} (${(results.wallMs / 1000).toFixed(0)} s of scenarios). ` +
+      `Produced by \`npm run bench${results.profile === 'quick' ? ' -- --quick' : ''}\`; the numbers are in \`latest.json\` (schema: \`bench/results.ts\`).`,
+  );
+  out.push('');
+  out.push('## Machine');
+  out.push('');
+  out.push(
+    table(
+      ['', ''],
+      [
+        ['CPU', `${m.cpuModel}, ${m.cores} cores`],
+        ['memory', `${m.memoryGb} GiB`],
+        ['OS', m.os],
+        ['Node.js', m.node],
+        ['Docker', m.docker],
+        ['Temporal', m.temporal],
+        ['Temporal server used', `${results.setup.temporal} (${results.setup.temporalAddress})${Object.keys(results.setup.dynamicConfig).length ? `, dynamic config ${JSON.stringify(results.setup.dynamicConfig)}` : ''}`],
+        ['sandbox image', results.setup.sandboxImage],
+        ['model', results.setup.model],
+        ['load average (1 min)', `${m.loadAverage.start} at the start, ${m.loadAverage.end} at the end`],
+      ],
+    ),
+  );
+  out.push('');
+  out.push('## Targets');
+  out.push('');
+  out.push(table(['target', 'measured', 'verdict'], results.targets.map((row) => [`${row.description}: ${row.target}`, row.measured, verdictMark[row.verdict]])));
+  out.push('');
+  out.push(`![main figures](${svgFile})`);
+  out.push('');
+
+  const o = results.overhead;
+  if (o) {
+    out.push('## 1. Overhead per step');
+    out.push('');
+    out.push(
+      `The same scripted task — ${o.stepsPerRun} steps, each one model call and one \`bash: true\` in the sandbox — run by a plain in-process loop ` +
+        '(same `sendMessagesRequest` and client, same hands tool code and `SandboxManager`) and by the durable harness (operation workflow, brain and hands workers in the bench process). ' +
+        `A step is the gap between two consecutive model requests at the scripted server; ${o.runs} run(s) per mode and latency, alternating, the first gap of each run (container creation) left out.`,
+    );
+    out.push('');
+    out.push(
+      table(
+        ['model latency', 'plain median', 'plain p95', 'durable median', 'durable p95', 'added (median)', 'added (p95)', 'ratio', 'first step plain / durable', 'samples'],
+        [o.latency0, o.latency200].map((p) => [
+          `${p.latencyMs} ms`,
+          `${n(p.plainMsPerStep)} ms`,
+          `${n(p.plainP95Ms)} ms`,
+          `${n(p.durableMsPerStep)} ms`,
+          `${n(p.durableP95Ms)} ms`,
+          `${n(p.addedMsPerStep)} ms`,
+          `${n(p.p95AddedMs)} ms`,
+          n(p.ratio, 3),
+          `${n(p.firstStepMs.plain, 0)} / ${n(p.firstStepMs.durable, 0)} ms`,
+          p.samples,
+        ]),
+      ),
+    );
+    out.push('');
+  }
+
+  const h = results.history;
+  if (h) {
+    out.push('## 2. History per step');
+    out.push('');
+    out.push(
+      'One operation per point; events and encoded (protobuf) bytes over the whole run chain, continue-as-new followed. ' +
+        '"Excluding content" subtracts the bytes of message content inside the payloads (goal, system prompt, replies, tool inputs and outputs).',
+    );
+    out.push('');
+    out.push(
+      table(
+        ['steps', 'runs', 'events', 'bytes', 'events / step', 'bytes / step', 'bytes / step excl. content', 'marginal bytes / step', 'wall'],
+        h.points.map((p) => [
+          p.steps,
+          p.runs,
+          n(p.events, 0),
+          n(p.bytes, 0),
+          n(p.eventsPerStep, 2),
+          n(p.bytesPerStep, 0),
+          n(p.bytesPerStepExcludingContent, 0),
+          p.marginalBytesPerStep === null ? '–' : n(p.marginalBytesPerStep, 0),
+          `${(p.wallMs / 1000).toFixed(1)} s`,
+        ]),
+      ),
+    );
+    out.push('');
+    out.push(
+      `Bytes per step: first ${n(h.bytesPerStep.first, 0)}, last ${n(h.bytesPerStep.last, 0)} (×${(h.bytesPerStep.last / h.bytesPerStep.first).toFixed(2)}); ` +
+        `excluding content: first ${n(h.bytesPerStepExcludingContent.first, 0)}, last ${n(h.bytesPerStepExcludingContent.last, 0)}.`,
+    );
+    out.push('');
+  }
+
+  const t = results.tokens;
+  if (t) {
+    out.push('## 3. Tokens with long tool outputs');
+    out.push('');
+    out.push(
+      `${t.turns} turns, each a bash command printing ${n(t.outputBytes.min / 1024, 0)}–${n(t.outputBytes.max / 1024, 0)} KiB of generated log lines ` +
+        `(${n(t.outputBytes.total / 1024 / 1024, 1)} MiB in all), then a final answer; usage as the scripted server's prompt-cache simulation answered it; cost from \`common/pricing.ts\`.`,
+    );
+    out.push('');
+    out.push(
+      table(
+        ['way', 'requests', 'uncached input', 'cache write', 'cache read', 'output', 'peak context', 'cost', 'wall'],
+        (
+          [
+            ['naive loop (full outputs, no breakpoints)', t.naive],
+            ['loop with breakpoints, full outputs', t.cachedFullOutput],
+            ['harness (spill + breakpoints)', t.harness],
+          ] as const
+        ).map(([label, w]) => [label, w.requests, n(w.uncachedInput, 0), n(w.cacheWrite, 0), n(w.cacheRead, 0), n(w.output, 0), n(w.peakContext, 0), `$${w.costUsd.toFixed(2)}`, `${(w.wallMs / 1000).toFixed(1)} s`]),
+      ),
+    );
+    out.push('');
+    out.push(
+      `Uncached input, harness vs naive: ${pct(t.uncachedReduction)} lower. Prompt tokens, harness vs cached full output (what spilling saves): ${pct(t.spillReduction)} lower. ` +
+        `Cost: ${pct(t.costReduction.vsNaive)} lower than naive, ${pct(t.costReduction.vsCachedFullOutput)} lower than cached full output.`,
+    );
+    out.push('');
+  }
+
+  const f = results.ttft;
+  if (f) {
+    out.push('## 4. Time to first model request');
+    out.push('');
+    out.push(`Submit (workflow start) → the first model request at the scripted server; medians of ${f.runs} runs each (kinds alternating, after one warm-up of each).`);
+    out.push('');
+    out.push(
+      table(
+        ['operation', 'TTFT median', 'samples', 'submit → second request (first tool result in)'],
+        [
+          ['no sandbox (no repository, no tool)', `${n(f.noSandboxMs)} ms`, f.samples.noSandbox.join(', '), '–'],
+          ['lazy provisioning (default; repository seeded at the first tool call)', `${n(f.lazyMs)} ms`, f.samples.lazy.join(', '), `${n(f.lazyFirstToolRoundTripMs, 0)} ms`],
+          ['eager provisioning (`eagerSandbox: true`, same repository)', `${n(f.eagerMs)} ms`, f.samples.eager.join(', '), `${n(f.eagerFirstToolRoundTripMs, 0)} ms`],
+        ],
+      ),
+    );
+    out.push('');
+    out.push(`\`eagerSandbox: true\` without a repository creates the container before the first tool call: ${f.eagerWithoutRepoProvisions ? 'yes' : '**no**'}.`);
+    out.push('');
+  }
+
+  const c = results.concurrency;
+  if (c) {
+    out.push('## 5. Concurrency');
+    out.push('');
+    out.push(
+      table(
+        ['operations × steps', 'completed', 'failed', 'wall', 'steps / s', 'operation time median / p95', 'worker peak RSS'],
+        [[`${c.operations} × ${c.stepsPerOperation}`, c.completed, c.failed, `${(c.wallMs / 1000).toFixed(1)} s`, n(c.stepsPerSecond, 2), `${(c.operationMs.median / 1000).toFixed(1)} / ${(c.operationMs.p95 / 1000).toFixed(1)} s`, `${n(c.workerPeakRssMb, 0)} MiB`]],
+      ),
+    );
+    out.push('');
+  }
+
+  const r = results.recovery;
+  if (r) {
+    out.push('## 6. Recovery from a killed worker');
+    out.push('');
+    out.push(
+      'The worker process (brain + hands) is SIGKILLed one second into a bash call that sleeps a few seconds; a replacement starts at once on the same queues. ' +
+        'Progress is the operation\'s next model request.',
+    );
+    out.push('');
+    const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+    out.push(
+      table(
+        ['settings', 'kill → progress', 'completed', 'kill → replacement polling', 'kill → tool completed', 'tool attempts', 'tool result', 'heartbeat timeout', 'sticky timeout'],
+        r.variants.map((v) => [
+          v.label,
+          `**${sec(v.killToProgressMs)}**`,
+          v.completed ? 'yes' : 'no',
+          sec(v.killToReplacementReadyMs),
+          sec(v.killToToolCompletedMs),
+          v.toolAttempts,
+          v.toolResult,
+          sec(v.heartbeatTimeoutMs),
+          sec(v.stickyQueueScheduleToStartTimeoutMs),
+        ]),
+      ),
+    );
+    out.push('');
+  }
+
+  if (results.notes.length) {
+    out.push('## Notes');
+    out.push('');
+    for (const note of results.notes) out.push(`- ${note}`);
+    out.push('');
+  }
+  out.push('## Reproduce');
+  out.push('');
+  out.push('```sh\nnpm run docker:ensure && npm run sandbox:build   # once\nnpm run bench              # the full run (this report)\nnpm run bench -- --quick   # the same scenarios, small (< 5 min)\nnpm run bench -- --only overhead,ttft\n```');
+  out.push('');
+  return out.join('\n');
+}

@@ -1,0 +1,73 @@
+/**
+ * Starts `bench/worker-process.ts` as a child process (`node --import tsx`, so the measured pid is
+ * the worker itself) and gives the bench its pid, its peak memory and ways to stop or kill it.
+ */
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { PROJECT_ROOT } from '../platform/paths';
+import type { WorkerProcessConfig } from './worker-process';
+
+export interface WorkerChild {
+  pid: number;
+  /** When the child said both workers poll (ms since the epoch). */
+  readyAt: number;
+  /** Peak resident set size so far (VmHWM), in MiB. */
+  peakRssMb(): number;
+  /** SIGKILL, as a crash would; resolves when the process is gone. */
+  kill(): Promise<void>;
+  /** SIGTERM (graceful worker shutdown); resolves when the process is gone. */
+  stop(): Promise<void>;
+}
+
+export async function spawnWorkerChild(config: WorkerProcessConfig, log: (line: string) => void, readyTimeoutMs = 120_000): Promise<WorkerChild> {
+  const entry = path.join(__dirname, 'worker-process.ts');
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, JSON.stringify(config)], {
+    cwd: PROJECT_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('could not start the bench worker process');
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line.trim()) continue;
+      output.push(line);
+      if (output.length > 40) output.shift();
+      log(`worker ${pid}: ${line}`);
+    }
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const readyAt = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the bench worker process was not ready after ${readyTimeoutMs} ms:\n${output.join('\n')}`)), readyTimeoutMs);
+    child.on('message', (message: { type?: string }) => {
+      if (message?.type !== 'ready') return;
+      clearTimeout(timer);
+      resolve(Date.now());
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`the bench worker process exited with code ${code} before it was ready:\n${output.join('\n')}`));
+    });
+  });
+
+  let peak = 0;
+  const peakRssMb = (): number => {
+    try {
+      const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+      const kb = Number(/^VmHWM:\s+(\d+)\s+kB/m.exec(status)?.[1] ?? 0);
+      peak = Math.max(peak, kb / 1024);
+    } catch {
+      // The process is gone: the last reading stands.
+    }
+    return peak;
+  };
+  const signal = async (name: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(name);
+    await exited;
+  };
+  return { pid, readyAt, peakRssMb, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
+}

@@ -1,0 +1,55 @@
+/**
+ * A worker process for the concurrency and recovery scenarios: the brain and hands workers of
+ * `workers/workers.ts` (as `agent worker dev` runs them), in a child process of their own so the
+ * bench can measure its memory and SIGKILL it. argv[2] is a `WorkerProcessConfig` as JSON; the
+ * process sends `{ type: 'ready' }` over IPC once both workers poll, and shuts down gracefully on
+ * SIGTERM/SIGINT (the Temporal runtime's default shutdown signals).
+ */
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { dockerClient } from '../platform/docker-engine';
+import { installRuntime } from '../workers/runtime';
+import { createBrainWorker, createHandsWorker } from '../workers/workers';
+import { benchModelSettings } from './model';
+
+export interface WorkerProcessConfig {
+  address: string;
+  namespace: string;
+  brainQueue: string;
+  handsQueue: string;
+  workflowBundlePath: string;
+  image: string;
+  modelUrl: string;
+  /** Worker tuning: how long a workflow task waits on this worker's sticky queue before going to the normal queue. */
+  stickyQueueScheduleToStartTimeoutMs?: number;
+}
+
+async function main(config: WorkerProcessConfig): Promise<void> {
+  installRuntime(process.env.AGENT_LOG_LEVEL ? undefined : 'ERROR');
+  const connection = await Connection.connect({ address: config.address });
+  const nativeConnection = await NativeConnection.connect({ address: config.address });
+  const tuning = config.stickyQueueScheduleToStartTimeoutMs ? { stickyQueueScheduleToStartTimeout: config.stickyQueueScheduleToStartTimeoutMs } : {};
+  const common = { connection: nativeConnection, namespace: config.namespace, workflowBundle: { codePath: config.workflowBundlePath }, tuning };
+  const workers = [
+    await createBrainWorker({
+      ...common,
+      taskQueue: config.brainQueue,
+      client: new Client({ connection, namespace: config.namespace }),
+      modelSettings: benchModelSettings(config.modelUrl),
+    }),
+    await createHandsWorker({ ...common, taskQueue: config.handsQueue, docker: dockerClient(), image: config.image }),
+  ];
+  const running = Promise.all(workers.map((worker) => worker.run()));
+  process.send?.({ type: 'ready' });
+  await running;
+  await nativeConnection.close();
+  await connection.close();
+}
+
+main(JSON.parse(process.argv[2] ?? '{}') as WorkerProcessConfig).then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
