@@ -1,5 +1,5 @@
 /** The crash matrix: `npm run test:crash` (also run by .ci/run). */
-const { base } = require('./jest.config');
+const base = require('./test/support/jest-base');
 
 module.exports = {
   ...base,
