@@ -9,7 +9,6 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { abortUpdate, statusQuery, steerUpdate } from '../common/operation';
 import { freePort, startDevServer } from '../platform/dev-server';
@@ -41,11 +40,16 @@ runMain(async () => {
   const { operationResult } = await import('../cli/agent');
   const h = await startOperationHarness();
   const calculator = path.join(PROJECT_ROOT, 'examples', 'calculator');
+  // The temporal CLI writes histories in the proto JSON form that `historyFromJSON` reads.
   const record = async (name: string, workflowId: string) => {
-    const history = await h.temporal.client.workflow.getHandle(workflowId).fetchHistory();
+    const json = execFileSync(cli.path, ['workflow', 'show', '--address', server.address, '--workflow-id', workflowId, '--output', 'json'], {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const history = JSON.parse(json) as { events: unknown[] };
     fs.mkdirSync(FIXTURES, { recursive: true });
-    fs.writeFileSync(path.join(FIXTURES, `${name}.json`), `${JSON.stringify(JSON.parse(historyToJSON(history)), null, 1)}\n`);
-    console.log(`recorded ${name} (${history.events?.length ?? 0} events)`);
+    fs.writeFileSync(path.join(FIXTURES, `${name}.json`), `${JSON.stringify(history, null, 1)}\n`);
+    console.log(`recorded ${name} (${history.events.length} events)`);
   };
   try {
     h.model.setScript([
