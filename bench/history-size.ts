@@ -23,10 +23,12 @@ export interface HistoryMeasure {
   events: number;
   bytes: number;
   contentBytes: number;
+  /** Events and bytes per event type (`ACTIVITY_TASK_SCHEDULED`, …) over the chain. */
+  byEventType: Record<string, { events: number; bytes: number }>;
 }
 
 export async function measureHistory(client: Client, workflowId: string): Promise<HistoryMeasure> {
-  const measure: HistoryMeasure = { runs: 0, events: 0, bytes: 0, contentBytes: 0 };
+  const measure: HistoryMeasure = { runs: 0, events: 0, bytes: 0, contentBytes: 0, byEventType: {} };
   let runId: string | undefined = (await client.workflow.getHandle(workflowId).describe()).runId;
   while (runId) {
     const history: temporal.api.history.v1.IHistory = await client.workflow.getHandle(workflowId, runId).fetchHistory();
@@ -35,6 +37,12 @@ export async function measureHistory(client: Client, workflowId: string): Promis
     measure.events += events.length;
     measure.bytes += temporal.api.history.v1.History.encode(history).finish().length;
     measure.contentBytes += contentBytesOf(events);
+    for (const event of events) {
+      const type = (temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? 'UNKNOWN').replace(/^EVENT_TYPE_/, '');
+      const entry = (measure.byEventType[type] ??= { events: 0, bytes: 0 });
+      entry.events += 1;
+      entry.bytes += temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
+    }
     runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
   }
   return measure;

@@ -29,7 +29,7 @@ export interface BenchProfile {
 
 export const PROFILES: Record<ProfileName, BenchProfile> = {
   full: {
-    overhead: { steps: 30, runs: 2, latencies: [0, 200] },
+    overhead: { steps: 30, runs: 3, latencies: [0, 200] },
     history: { points: [10, 100, 500] },
     tokens: { turns: 60, minBytes: 20 * 1024, maxBytes: 200 * 1024 },
     ttft: { runs: 15 },

@@ -42,9 +42,10 @@ function niceMax(value: number): number {
 function compact(value: number): string {
   if (!Number.isFinite(value)) return '–';
   const abs = Math.abs(value);
-  if (abs >= 1e6) return `${(value / 1e6).toFixed(abs >= 1e7 ? 0 : 1)}M`;
-  if (abs >= 1e4) return `${(value / 1e3).toFixed(0)}k`;
-  if (abs >= 1e3) return `${(value / 1e3).toFixed(1)}k`;
+  const trim = (x: number, digits: number) => String(Number(x.toFixed(digits)));
+  if (abs >= 1e6) return `${trim(value / 1e6, 2)}M`;
+  if (abs >= 1e4) return `${trim(value / 1e3, 1)}k`;
+  if (abs >= 1e3) return `${trim(value / 1e3, 2)}k`;
   return abs >= 100 || Number.isInteger(value) ? value.toFixed(0) : value.toFixed(1);
 }
 
@@ -292,6 +293,11 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
       `Bytes per step: first ${n(h.bytesPerStep.first, 0)}, last ${n(h.bytesPerStep.last, 0)} (×${(h.bytesPerStep.last / h.bytesPerStep.first).toFixed(2)}); ` +
         `excluding content: first ${n(h.bytesPerStepExcludingContent.first, 0)}, last ${n(h.bytesPerStepExcludingContent.last, 0)}.`,
     );
+    out.push('');
+    const lastSteps = h.points[h.points.length - 1]!.steps;
+    out.push(`Where the bytes go at ${lastSteps} steps (event framing included; per step):`);
+    out.push('');
+    out.push(table(['event type', 'events / step', 'bytes / step'], h.lastPointByEventType.map((row) => [`\`${row.eventType}\``, n(row.eventsPerStep, 2), n(row.bytesPerStep, 0)])));
     out.push('');
   }
 

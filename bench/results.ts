@@ -132,6 +132,8 @@ export const resultsSchema = z.strictObject({
       eventsPerStep: firstLast,
       /** The largest bytes-per-step-excluding-content of any point. */
       maxBytesPerStepExcludingContent: num,
+      /** Where the bytes of the last point go: per event type, per step, largest first. */
+      lastPointByEventType: z.array(z.strictObject({ eventType: z.string(), eventsPerStep: num, bytesPerStep: num })),
       /** Whether the server's continue-as-new suggestion was lowered for this run. */
       suggestContinueAsNewEvents: num.nullable(),
     })

@@ -8,7 +8,7 @@ import type { BenchContext } from './context';
 import { describeMachine, loadAverage } from './machine';
 import { BENCH_MODEL } from './model';
 import { PROFILES, type ProfileName } from './profiles';
-import { evaluateTargets, TARGET_RECOVERY_MS, type BenchResults, type ScenarioName } from './results';
+import { evaluateTargets, type BenchResults, type ScenarioName } from './results';
 import { runConcurrency } from './scenarios/concurrency';
 import { runHistory } from './scenarios/history';
 import { runOverhead } from './scenarios/overhead';
@@ -103,6 +103,13 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
         `Message content is ${((last.contentBytes / last.bytes) * 100).toFixed(1)} % of the bytes here; each tool result is stored twice ` +
         '(as the tool activity\'s result and again in the next model step\'s input tail), which is linear, not quadratic, but doubles the content share for tool-heavy runs.',
     );
+    const upserts = h.lastPointByEventType.find((row) => row.eventType === 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
+    if (upserts) {
+      notes.push(
+        `History: search-attribute upserts take ${upserts.bytesPerStep.toFixed(0)} B per step — the workflow re-publishes all of its search attributes every turn, ` +
+          'including those that do not change between turns (status, lane, kind, repo); upserting only changed values would trim that.',
+      );
+    }
   }
   const t = results.tokens;
   if (t) {
@@ -133,19 +140,17 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
   }
   const r = results.recovery;
   if (r) {
-    const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-    const parts = r.variants.map(
-      (v) =>
-        `${v.label}: progress ${sec(v.killToProgressMs)} after the kill (replacement polling after ${sec(v.killToReplacementReadyMs)}, ` +
-        `tool activity retried and completed after ${sec(v.killToToolCompletedMs)}, attempt ${v.toolAttempts}, ` +
-        `${v.toolResult === 'recorded' ? 'returning the journalled output of the interrupted attempt, not a re-run' : `result: ${v.toolResult}`})`,
-    );
+    const byLabel = r.variants.map((v) => `${(v.killToProgressMs / 1000).toFixed(1)} s with ${v.label}`).join(', ');
+    const rerun = r.variants.some((v) => v.toolResult !== 'recorded');
     notes.push(
-      `Recovery — ${parts.join('; ')}. ` +
-        `With the defaults, Temporal notices the dead worker only when the tool activity's ${(r.heartbeatTimeoutMs / 1000).toFixed(0)} s heartbeat timeout expires. ` +
-        'A shorter per-operation `heartbeatTimeoutMs` (the hands heartbeat every second) moves the retry forward, but the workflow task that follows is then scheduled within the ' +
-        "server's sticky-poller window and waits on the dead worker's sticky queue for the worker's stickyQueueScheduleToStartTimeout (SDK default 10 s) before it moves to the normal queue. " +
-        `Meeting ${TARGET_RECOVERY_MS / 1000} s therefore takes both settings (a short sticky timeout costs replays when a busy worker answers late); the defaults do not meet it.`,
+      `Recovery: ${byLabel}. With the defaults the replacement worker polls within about a second, but Temporal notices the dead worker only when the tool activity's ` +
+        `${(r.heartbeatTimeoutMs / 1000).toFixed(0)} s heartbeat timeout expires. The per-operation \`heartbeatTimeoutMs\` (the hands heartbeat every second) moves that retry forward, ` +
+        "but the workflow task that follows is then scheduled inside the server's sticky-poller window, goes to the dead worker's sticky queue and waits out the worker's " +
+        'stickyQueueScheduleToStartTimeout (SDK default 10 s) before it moves to the normal queue. Meeting the target takes both settings; the defaults do not meet it ' +
+        '(a short sticky timeout costs a history replay whenever a busy worker picks up its sticky task late). ' +
+        (rerun
+          ? 'In at least one run the retried tool call did not return the first attempt\'s journalled output — see the table.'
+          : 'In every run the retried `never` tool call returned the journalled output of the interrupted attempt; the command was not run twice.'),
     );
   }
   const c = results.concurrency;

@@ -6,7 +6,7 @@
 import { operationResult } from '../../cli/agent';
 import { startScriptedModelServer } from '../../scripted-model/server';
 import { runId, startDurableHarness, type BenchContext } from '../context';
-import { measureHistory } from '../history-size';
+import { measureHistory, type HistoryMeasure } from '../history-size';
 import { goalParam, markerText, stepsScript } from '../model';
 import type { BenchProfile } from '../profiles';
 import type { HistoryPoint, HistoryResult } from '../results';
@@ -19,6 +19,7 @@ export async function runHistory(ctx: BenchContext, profile: BenchProfile['histo
   const harness = await startDurableHarness(ctx, server.url, 'bench-history');
   try {
     const points: HistoryPoint[] = [];
+    let lastByType: HistoryMeasure['byEventType'] = {};
     for (const steps of profile.points) {
       const id = runId('history', `${steps}`);
       const started = Date.now();
@@ -26,6 +27,7 @@ export async function runHistory(ctx: BenchContext, profile: BenchProfile['histo
       if (result.state !== 'completed') throw new Error(`history: run ${id} ended ${result.state}: ${result.reason}`);
       const wallMs = Date.now() - started;
       const measure = await measureHistory(ctx.client, id);
+      lastByType = measure.byEventType;
       const previous = points[points.length - 1];
       points.push({
         steps,
@@ -49,6 +51,9 @@ export async function runHistory(ctx: BenchContext, profile: BenchProfile['histo
       bytesPerStepExcludingContent: { first: firstPoint.bytesPerStepExcludingContent, last: lastPoint.bytesPerStepExcludingContent },
       eventsPerStep: { first: firstPoint.eventsPerStep, last: lastPoint.eventsPerStep },
       maxBytesPerStepExcludingContent: Math.max(...points.map((point) => point.bytesPerStepExcludingContent)),
+      lastPointByEventType: Object.entries(lastByType)
+        .map(([eventType, { events, bytes }]) => ({ eventType, eventsPerStep: round(events / lastPoint.steps, 2), bytesPerStep: round(bytes / lastPoint.steps) }))
+        .sort((a, b) => b.bytesPerStep - a.bytesPerStep),
       suggestContinueAsNewEvents,
     };
   } finally {
