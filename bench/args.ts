@@ -8,13 +8,16 @@ export interface BenchArgs {
   /** Where latest.json / latest.md / latest.svg go. */
   outDir: string;
   help: boolean;
+  /** Re-render latest.md and latest.svg from this results JSON instead of running anything. */
+  render?: string;
 }
 
-export const BENCH_USAGE = `usage: npm run bench [-- [--quick] [--only a,b] [--out DIR]]
+export const BENCH_USAGE = `usage: npm run bench [-- [--quick] [--only a,b] [--out DIR] [--render FILE]]
 
   --quick       the small variant of every scenario (under five minutes)
   --only LIST   run only these scenarios: ${SCENARIOS.join(', ')}
   --out DIR     write latest.json, latest.md and latest.svg there (default bench/results)
+  --render FILE re-render latest.md and latest.svg from a results JSON (into --out), run nothing
 
 Starts its own Temporal dev server on a free port (or uses TEMPORAL_ADDRESS), needs a Docker engine
 and the sandbox image (npm run docker:ensure && npm run sandbox:build).`;
@@ -45,6 +48,12 @@ export function parseBenchArgs(argv: readonly string[], defaultOutDir: string): 
         const dir = value();
         if (!dir) return { error: '--out needs a directory' };
         args.outDir = dir;
+        break;
+      }
+      case '--render': {
+        const file = value();
+        if (!file) return { error: '--render needs a results JSON file' };
+        args.render = file;
         break;
       }
       case '--help':

@@ -35,7 +35,7 @@ const escapeXml = (text: string): string => text.replace(/[<>&"']/g, (c) => ({ '
 function niceMax(value: number): number {
   if (!(value > 0)) return 1;
   const magnitude = 10 ** Math.floor(Math.log10(value));
-  const step = [1, 2, 2.5, 5, 10].find((s) => s * magnitude >= value)!;
+  const step = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].find((s) => s * magnitude >= value)!;
   return step * magnitude;
 }
 
@@ -130,16 +130,16 @@ function panelsOf(results: BenchResults): Panel[] {
   const t = results.tokens;
   if (t) {
     panels.push({
-      title: `Tokens: ${t.turns} turns of 20–200 KB outputs`,
+      title: `Tokens: ${t.turns} turns of 20–200 KB outputs (cost below)`,
       unit: 'tokens',
       groups: (
         [
           ['naive', t.naive],
-          ['cached, full output', t.cachedFullOutput],
-          ['harness (spill)', t.harness],
+          ['cached', t.cachedFullOutput],
+          ['harness', t.harness],
         ] as const
       ).map(([label, way]) => ({
-        label: `${label} $${way.costUsd.toFixed(2)}`,
+        label: `${label} · $${way.costUsd.toFixed(2)}`,
         bars: [
           { value: way.uncachedInput, color: COLORS.b },
           { value: way.cacheWrite, color: COLORS.d },

@@ -12,7 +12,7 @@ import { BENCH_USAGE, parseBenchArgs } from './args';
 import { connectBench } from './context';
 import { PROFILES } from './profiles';
 import { renderMarkdown, renderSvg } from './report';
-import { validateResults } from './results';
+import { validateResults, type BenchResults } from './results';
 import { preparePlatform } from './setup';
 import { runSuite } from './suite';
 
@@ -26,6 +26,14 @@ runMain(async (argv) => {
   }
   if (args.help) {
     console.log(BENCH_USAGE);
+    return 0;
+  }
+  if (args.render) {
+    const results = JSON.parse(fs.readFileSync(args.render, 'utf8')) as BenchResults;
+    const problems = validateResults(results);
+    if (problems.length) throw new Error(`${args.render} is not a bench results file:\n  ${problems.join('\n  ')}`);
+    writeReport(results, args.outDir);
+    console.log(`rendered ${path.relative(process.cwd(), args.outDir) || '.'}/latest.{md,svg} from ${args.render}`);
     return 0;
   }
   const started = Date.now();
@@ -52,8 +60,7 @@ runMain(async (argv) => {
     const problems = validateResults(JSON.parse(JSON.stringify(results)));
     fs.mkdirSync(args.outDir, { recursive: true });
     fs.writeFileSync(path.join(args.outDir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
-    fs.writeFileSync(path.join(args.outDir, 'latest.svg'), renderSvg(results));
-    fs.writeFileSync(path.join(args.outDir, 'latest.md'), renderMarkdown(results, 'latest.svg'));
+    writeReport(results, args.outDir);
 
     console.log('');
     for (const target of results.targets) console.log(`${target.verdict.padEnd(8)} ${target.description}: ${target.measured} (target ${target.target})`);
@@ -65,3 +72,9 @@ runMain(async (argv) => {
     await platform.dispose();
   }
 });
+
+function writeReport(results: BenchResults, outDir: string): void {
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, 'latest.svg'), renderSvg(results));
+  fs.writeFileSync(path.join(outDir, 'latest.md'), renderMarkdown(results, 'latest.svg'));
+}

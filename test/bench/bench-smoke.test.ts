@@ -70,6 +70,7 @@ describe('bench helpers', () => {
     expect(parseBenchArgs([], 'out')).toEqual({ profile: 'full', scenarios: [...SCENARIOS], outDir: 'out', help: false });
     expect(parseBenchArgs(['--quick', '--only', 'ttft,overhead', '--out=x'], 'out')).toEqual({ profile: 'quick', scenarios: ['overhead', 'ttft'], outDir: 'x', help: false });
     expect(parseBenchArgs(['--only', 'nope'], 'out')).toEqual({ error: expect.stringContaining('unknown scenario nope') });
+    expect(parseBenchArgs(['--render', 'r.json'], 'out')).toMatchObject({ render: 'r.json', outDir: 'out' });
     expect(parseBenchArgs(['--fast'], 'out')).toEqual({ error: 'unknown argument --fast' });
   });
 
