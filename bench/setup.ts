@@ -1,7 +1,8 @@
 /**
  * Gets the real parts for a bench run: the Temporal CLI and a dev server of the bench's own on a free
  * port with a temporary SQLite file (or the server at `TEMPORAL_ADDRESS`), a Docker engine, the
- * sandbox image, and the workflow bundle built once for every worker (in-process and child).
+ * sandbox image, and the workflow bundle built once for every worker (in-process and child). Its own
+ * files (database, server log, bundle) are removed when the run ends.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -37,6 +38,7 @@ export async function preparePlatform(options: { dynamicConfig: Record<string, u
   let temporalDescription: string;
   let dynamicConfig = options.dynamicConfig;
   const dbFile = path.join(BENCH_DATA_DIR, `temporal-${process.pid}.sqlite`);
+  const logFile = path.join(BENCH_DATA_DIR, `temporal-${process.pid}.log`);
   if (address) {
     if (!(await isTemporalServing(address, namespace))) throw new Error(`TEMPORAL_ADDRESS=${address} does not answer as a Temporal server`);
     await ensureSearchAttributes(address, namespace);
@@ -48,7 +50,7 @@ export async function preparePlatform(options: { dynamicConfig: Record<string, u
       port: await freePort(),
       namespace,
       dbFile,
-      logFile: path.join(BENCH_DATA_DIR, `temporal-${process.pid}.log`),
+      logFile,
       dynamicConfig,
     });
     address = server.address;
@@ -75,7 +77,7 @@ export async function preparePlatform(options: { dynamicConfig: Record<string, u
     dynamicConfig,
     async dispose() {
       await server?.stop();
-      for (const file of [workflowBundlePath, dbFile, `${dbFile}-wal`, `${dbFile}-shm`]) fs.rmSync(file, { force: true });
+      for (const file of [workflowBundlePath, dbFile, `${dbFile}-wal`, `${dbFile}-shm`, logFile]) fs.rmSync(file, { force: true });
     },
   };
 }
