@@ -46,6 +46,12 @@ const GRACE = '2 minutes';
  * activity only with a heartbeat's response, so this bounds how long an abort takes to stop a tool.
  */
 const HEARTBEAT_FLUSH = '1 second';
+/**
+ * How long a workflow task waits for the worker that ran the workflow's previous task before any
+ * worker may take it (SDK default 10 s). A healthy worker polls its sticky queue constantly, so a
+ * short wait only matters when that worker died: the operation moves on after 2 s instead of 10.
+ */
+const STICKY_FAILOVER = '2 seconds';
 
 /** Worker options of the crash test mode: a boundary after each activity, fast sticky-queue failover. */
 function crashTestOptions(): Partial<WorkerOptions> {
@@ -84,6 +90,7 @@ export async function createBrainWorker(options: BrainWorkerOptions): Promise<Wo
     ...workflowSource(options),
     activities: brainActivities(options),
     sinks: crashPointSinks,
+    stickyQueueScheduleToStartTimeout: STICKY_FAILOVER,
     shutdownGraceTime: GRACE,
     maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
     ...crashTestOptions(),

@@ -10,9 +10,10 @@ import { MODEL_NON_RETRYABLE_FAILURE_TYPES } from '../common/model-types';
  * - `startToCloseTimeout` 10 min — one attempt: a streamed answer of 16k tokens at a slow ~30
  *   tokens/s takes ~9 min. (A stream that goes silent is abandoned much sooner, after
  *   `AGENT_MODEL_IDLE_TIMEOUT_MS`, and retried.)
- * - `heartbeatTimeout` 30 s — the activity heartbeats every 10 s while it waits and whenever usage
- *   arrives, so a worker that died mid-call is noticed within 30 s and the call moves to another
- *   worker; heartbeats also deliver cancellation.
+ * - `heartbeatTimeout` 15 s — the activity heartbeats every 5 s while it waits and whenever usage
+ *   arrives (workers flush heartbeats to the server every second), so a worker that died mid-call
+ *   is noticed within 15 s and the call moves to another worker; heartbeats also deliver
+ *   cancellation.
  * - `scheduleToCloseTimeout` 30 min — every attempt and every wait between them: an API that stays
  *   down fails the step after half an hour rather than parking the operation forever.
  * - `retry.initialInterval` 2 s, `backoffCoefficient` 2, `maximumInterval` 60 s — waits of
@@ -26,7 +27,7 @@ import { MODEL_NON_RETRYABLE_FAILURE_TYPES } from '../common/model-types';
  */
 export const MODEL_CALL_ACTIVITY_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '30 seconds',
+  heartbeatTimeout: '15 seconds',
   scheduleToCloseTimeout: '30 minutes',
   retry: {
     initialInterval: '2 seconds',

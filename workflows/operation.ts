@@ -156,15 +156,20 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   const { modelStep } = proxyActivities<BrainActivities>({ ...MODEL_STEP_ACTIVITY_OPTIONS, ...heartbeat });
   const sandbox = proxyActivities<HandsActivities>({ ...SANDBOX_ACTIVITY_OPTIONS, ...heartbeat, taskQueue: handsQueue });
 
-  const publish = (): void => {
+  /** Search attributes: all of them when the state changes, only the counters after a turn. */
+  const publish = (what: 'state' | 'counters'): void => {
     upsertSearchAttributes([
-      { key: SEARCH_ATTRIBUTES.status, value: ended?.state ?? 'running' },
-      { key: SEARCH_ATTRIBUTES.lane, value: settings.lane },
-      { key: SEARCH_ATTRIBUTES.kind, value: 'run' },
+      ...(what === 'state'
+        ? [
+            { key: SEARCH_ATTRIBUTES.status, value: ended?.state ?? 'running' },
+            { key: SEARCH_ATTRIBUTES.lane, value: settings.lane },
+            { key: SEARCH_ATTRIBUTES.kind, value: 'run' },
+            ...(settings.repo ? [{ key: SEARCH_ATTRIBUTES.repo, value: repoLabel(settings.repo) }] : []),
+          ]
+        : []),
       { key: SEARCH_ATTRIBUTES.turns, value: s.turn },
       { key: SEARCH_ATTRIBUTES.tokens, value: totalTokens(s.usage) },
       { key: SEARCH_ATTRIBUTES.costUsd, value: roundCost(costUsd(s.usage, settings.model)) },
-      ...(settings.repo ? [{ key: SEARCH_ATTRIBUTES.repo, value: repoLabel(settings.repo) }] : []),
     ]);
   };
   const details = (): void => {
@@ -180,7 +185,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
         .join('\n\n'),
     );
   };
-  publish();
+  publish('state');
   details();
 
   /** The workspace is ready for tools: seeded from the repository, if any (which creates the container). */
@@ -305,7 +310,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
       s.tail = [];
       const text = replyText(reply);
       if (text) s.finalText = text;
-      publish();
+      publish('counters');
 
       const toolUses = reply.message.content.filter((block): block is Anthropic.ToolUseBlock => block.type === 'tool_use');
       if (toolUses.length > 0 && reply.stopReason === 'max_tokens') {
@@ -353,7 +358,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
     });
   }
   phase = 'done';
-  publish();
+  publish('state');
   details();
 
   const result: OperationResult = {

@@ -12,8 +12,9 @@ export const MODEL_STEP_ACTIVITY_OPTIONS: ActivityOptions = { ...MODEL_CALL_ACTI
 /**
  * One tool call on the hands queue.
  * - startToClose: the tool's own timeout plus two minutes for container start and journal I/O.
- * - heartbeat 30 s: a dead hands worker is noticed within half a minute; the retry then consults the
- *   workspace journal, so a `never` tool is never run twice.
+ * - heartbeat 5 s: the hands heartbeat every second (and workers flush heartbeats every second), so
+ *   a dead hands worker is noticed within 5 s; the retry then consults the workspace journal, so a
+ *   spurious or real retry never runs a `never` tool twice.
  * - retries: 1 s → ×2 → 30 s, at most 5 attempts; infrastructure failures only (tool failures are
  *   results, not errors).
  * - cancellation waits for the activity to confirm it killed its process (abort must leave nothing running).
@@ -21,7 +22,7 @@ export const MODEL_STEP_ACTIVITY_OPTIONS: ActivityOptions = { ...MODEL_CALL_ACTI
 export function toolActivityOptions(_policy: ReplayPolicy, timeoutMs: number): ActivityOptions {
   return {
     startToCloseTimeout: timeoutMs + 120_000,
-    heartbeatTimeout: '30 seconds',
+    heartbeatTimeout: '5 seconds',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
       initialInterval: '1 second',
@@ -37,6 +38,6 @@ export function toolActivityOptions(_policy: ReplayPolicy, timeoutMs: number): A
 /** Sandbox lifecycle (seed the workspace, destroy the container). */
 export const SANDBOX_ACTIVITY_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '60 seconds',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
 };
