@@ -6,6 +6,7 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
+import type Anthropic from '@anthropic-ai/sdk';
 import type { TokenUsage } from './model-types';
 import { describeZodError } from './validation';
 
@@ -99,6 +100,12 @@ export interface OperationResult {
   sessionId: string;
   /** Workspace volume holding the operation's files. */
   workspaceVolume: string;
+  /**
+   * Tool results the model has not seen: the results (synthetic when cut off) of the calls of the
+   * last turn when the operation ended in the middle of it, e.g. by an abort. A follow-up operation
+   * on the lane starts its context with them, so every `tool_use` keeps its answer.
+   */
+  openToolResults: Anthropic.ToolResultBlockParam[];
 }
 
 export const steerUpdate = defineUpdate<{ accepted: true; position: number }, [{ text: string }]>('steer');

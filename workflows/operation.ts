@@ -371,6 +371,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
     finalText: s.finalText,
     sessionId,
     workspaceVolume: workspaceVolumeName(sessionId),
+    openToolResults: s.tail.filter((block): block is Anthropic.ToolResultBlockParam => block.type === 'tool_result'),
   };
   if (ended.state === 'failed') {
     throw ApplicationFailure.create({ type: 'OperationFailed', message: ended.reason, nonRetryable: true, details: [result] });

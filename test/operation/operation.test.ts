@@ -95,6 +95,10 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
     const result = await operationResult(handle);
     expect(result.state).toBe('aborted');
     expect(result.reason).toContain('test abort');
+    // The cut-off call keeps a (synthetic) answer, recorded in the result for the next operation.
+    expect(result.openToolResults).toHaveLength(1);
+    expect(result.openToolResults[0]).toMatchObject({ is_error: true });
+    expect(String(result.openToolResults[0].content)).toContain('interrupted');
     expect(dockerExec(container, 'pgrep -f "sleep 60[0]" || echo none').trim()).toBe('none');
     expect(dockerExec(container, 'cat /workspace/long.txt').trim()).toBe('started');
   });
@@ -207,6 +211,19 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
     const cause = (error as WorkflowFailedError).cause;
     expect(cause?.message).toContain('budget.maxTurns');
     expect((cause as { type?: string }).type).toBe('InvalidOperationInput');
+  });
+
+  it('counts the tokens of a model attempt that broke mid-stream and was re-requested', async () => {
+    h.model.setScript([{ text: 'a first answer that breaks off', fault: { type: 'stream_error', afterBlocks: 1 } }, { text: 'second attempt' }]);
+    const first = h.model.requests.length;
+    const result = await operationResult(await h.start({ goal: 'survive a broken stream' }));
+    expect(result.state).toBe('completed');
+    expect(result.finalText).toBe('second attempt');
+    const served = h.model.requests.slice(first).filter((r) => r.status === 200 && r.usage && !r.error);
+    const servedTokens = served.reduce((sum, r) => sum + r.usage!.input_tokens + r.usage!.cache_creation_input_tokens + r.usage!.cache_read_input_tokens + r.usage!.output_tokens, 0);
+    const counted = result.usage.input + result.usage.cacheWrite + result.usage.cacheRead + result.usage.output;
+    expect(h.model.requests.length - first).toBe(2);
+    expect(counted).toBeGreaterThan(servedTokens); // the lost attempt's prompt tokens are in the ledger too
   });
 
   it('ends failed with an honest reason when the turn budget runs out', async () => {
