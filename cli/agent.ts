@@ -75,6 +75,8 @@ async function run(command: Extract<AgentCommand, { kind: 'run' }>): Promise<num
 
   const settings = temporalSettings();
   const queues = queueSettings();
+  // The tools run on the hands queue this environment names (AGENT_HANDS_QUEUE), like its workers.
+  input.handsTaskQueue = queues.hands;
   const { client, connection } = await connectClient(settings);
   const workers = command.withWorker ? await startWorkers('dev') : undefined;
   const running = workers?.run();
