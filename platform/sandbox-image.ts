@@ -99,6 +99,7 @@ async function buildOfflineBase(base: string, log: (line: string) => void): Prom
       throw new PlatformError('the offline sandbox build needs debootstrap: install it (`apt-get install debootstrap`) or make a registry reachable');
     }
     log('installing Debian package debootstrap');
+    await exec('apt-get', ['update', '-qq'], log);
     await exec('apt-get', ['install', '-y', '-qq', 'debootstrap'], log, { DEBIAN_FRONTEND: 'noninteractive' });
   }
   const mirror = debianMirror();
