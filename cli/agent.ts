@@ -169,7 +169,6 @@ async function status(id: string, json: boolean): Promise<number> {
       else console.log(`${id}: running — ${formatProgress(st, Date.now() - Date.parse(st.startedAt))}\nWeb UI: ${url}`);
       return 0;
     }
-    if (description.status.name === 'CONTINUED_AS_NEW') return status(id, json);
     const result = await operationResult(handle).catch((err: Error) => ({ error: err.message }));
     if (json) console.log(JSON.stringify(result, null, 2));
     else if ('error' in result) console.log(`${id}: ${description.status.name.toLowerCase()} — ${result.error}\nWeb UI: ${url}`);
@@ -197,11 +196,9 @@ async function withHandle(id: string, fn: (handle: WorkflowHandle) => Promise<nu
 
 async function diff(id: string): Promise<number> {
   return withHandle(id, async (handle) => {
-    const result = await operationResult(handle).catch(async () => {
-      const st = await handle.query(statusQuery);
-      return { sessionId: undefined, state: st.state } as Partial<OperationResult>;
-    });
-    const sessionId = result.sessionId ?? id;
+    // A running operation answers its status query; a finished one carries the session in its result.
+    const running = (await handle.describe()).status.name === 'RUNNING';
+    const sessionId = running ? (await handle.query(statusQuery)).sessionId : (await operationResult(handle)).sessionId;
     const { workspaceDiff } = await import('./workspace');
     const { stat, diff: text } = await workspaceDiff(sessionId);
     console.log(stat ? `${stat}\n\n${text}` : 'no changes in the workspace');

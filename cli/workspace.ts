@@ -1,6 +1,7 @@
 /**
  * Host-side look at a session's workspace volume (for `agent diff` and the demo): runs `git diff`
- * in a sandbox on that volume and removes the container afterwards, keeping the volume.
+ * in the session's sandbox. A container started just for this is removed afterwards (the volume
+ * stays); a running operation's container is left alone.
  */
 import { createHandsActivities } from '../activities/hands/activities';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
@@ -10,10 +11,10 @@ import { sandboxImageTag } from '../platform/sandbox-image';
 export async function workspaceDiff(sessionId: string): Promise<{ diff: string; stat: string }> {
   const docker = await requireDocker();
   const manager = new SandboxManager({ docker, image: sandboxImageTag() });
-  const hands = createHandsActivities({ manager });
+  const { created } = await manager.ensure(sessionId);
   try {
-    return await hands.workspaceDiff({ sandboxId: sessionId });
+    return await createHandsActivities({ manager }).workspaceDiff({ sandboxId: sessionId });
   } finally {
-    await hands.destroySandbox({ sandboxId: sessionId, keepVolume: true }).catch(() => undefined);
+    if (created) await manager.remove(sessionId, { keepVolume: true }).catch(() => undefined);
   }
 }

@@ -70,6 +70,8 @@ export type OperationState = 'running' | 'completed' | 'failed' | 'aborted';
 
 export interface OperationStatus {
   state: OperationState;
+  /** The session the operation runs in (its sandbox and workspace volume are named after it). */
+  sessionId: string;
   /** Why it ended (`end_turn`, `budget: turns`, `aborted: <reason>`, ...); absent while running. */
   reason?: string;
   /** Model turns completed. */

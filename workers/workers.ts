@@ -110,8 +110,3 @@ export async function createHandsWorker(options: HandsWorkerOptions): Promise<Wo
     ...options.tuning,
   });
 }
-
-/** One worker per queue in one process: the brain queue runs workflows + model, the hands queue the tools. */
-export async function createDevWorkers(options: BrainWorkerOptions & { handsTaskQueue: string; docker: Docker; image: string }): Promise<Worker[]> {
-  return [await createBrainWorker(options), await createHandsWorker({ ...options, taskQueue: options.handsTaskQueue })];
-}

@@ -81,8 +81,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
     throw ApplicationFailure.nonRetryable(`invalid operation input: ${parsed.error}`, 'InvalidOperationInput');
   }
   const settings: OperationSettings = parsed.value;
-  const info = workflowInfo();
-  const operationId = info.workflowId;
+  const operationId = workflowInfo().workflowId;
   const sessionId = settings.sessionId ?? sandboxIdFor(operationId);
   const handsQueue = settings.handsTaskQueue ?? DEFAULT_HANDS_QUEUE;
 
@@ -110,6 +109,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
 
   const status = (): OperationStatus => ({
     state: ended?.state ?? 'running',
+    sessionId,
     reason: ended?.reason,
     turn: s.turn,
     steps: s.steps,
