@@ -26,7 +26,9 @@ export function parseBenchArgs(argv: readonly string[], defaultOutDir: string): 
   const args: BenchArgs = { profile: 'full', scenarios: [...SCENARIOS], outDir: defaultOutDir, help: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const [flag, inline] = arg.includes('=')
+      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+      : [arg, undefined];
     const value = (): string | undefined => inline ?? argv[++i];
     switch (flag) {
       case '--quick':
@@ -38,9 +40,13 @@ export function parseBenchArgs(argv: readonly string[], defaultOutDir: string): 
       case '--only': {
         const list = value();
         if (!list) return { error: '--only needs a comma-separated list of scenarios' };
-        const names = list.split(',').map((name) => name.trim()).filter(Boolean);
+        const names = list
+          .split(',')
+          .map((name) => name.trim())
+          .filter(Boolean);
         const unknown = names.filter((name) => !(SCENARIOS as readonly string[]).includes(name));
-        if (unknown.length || names.length === 0) return { error: `unknown scenario ${unknown.join(', ') || '(none)'}: choose from ${SCENARIOS.join(', ')}` };
+        if (unknown.length || names.length === 0)
+          return { error: `unknown scenario ${unknown.join(', ') || '(none)'}: choose from ${SCENARIOS.join(', ')}` };
         args.scenarios = SCENARIOS.filter((name) => names.includes(name));
         break;
       }

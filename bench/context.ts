@@ -42,8 +42,14 @@ export async function connectBench(platform: BenchPlatform, log: (line: string) 
     log,
     async removeSandboxes(ids) {
       for (const id of ids) {
-        await platform.docker.getContainer(`agent-sbx-${id}`).remove({ force: true }).catch(() => undefined);
-        await platform.docker.getVolume(`agent-ws-${id}`).remove().catch(() => undefined);
+        await platform.docker
+          .getContainer(`agent-sbx-${id}`)
+          .remove({ force: true })
+          .catch(() => undefined);
+        await platform.docker
+          .getVolume(`agent-ws-${id}`)
+          .remove()
+          .catch(() => undefined);
       }
     },
     async close() {
@@ -73,7 +79,12 @@ export function uniqueQueues(prefix: string): Queues {
 }
 
 /** Starts an operation on the given queues; its sandbox id is the workflow id unless the input names a session. */
-export function startOperation(client: Client, queues: Queues, input: OperationInput, workflowId: string): Promise<WorkflowHandle> {
+export function startOperation(
+  client: Client,
+  queues: Queues,
+  input: OperationInput,
+  workflowId: string,
+): Promise<WorkflowHandle> {
   return client.workflow.start(OPERATION_WORKFLOW_TYPE, {
     taskQueue: queues.brainQueue,
     workflowId,
@@ -81,13 +92,27 @@ export function startOperation(client: Client, queues: Queues, input: OperationI
   });
 }
 
-export async function startDurableHarness(ctx: BenchContext, modelUrl: string, prefix = 'bench'): Promise<DurableHarness> {
+export async function startDurableHarness(
+  ctx: BenchContext,
+  modelUrl: string,
+  prefix = 'bench',
+): Promise<DurableHarness> {
   const queues = uniqueQueues(prefix);
   const { brainQueue, handsQueue } = queues;
   const cache = new ContextCache();
-  const common = { connection: ctx.nativeConnection, namespace: ctx.namespace, workflowBundle: { codePath: ctx.workflowBundlePath } };
+  const common = {
+    connection: ctx.nativeConnection,
+    namespace: ctx.namespace,
+    workflowBundle: { codePath: ctx.workflowBundlePath },
+  };
   const workers: Worker[] = [
-    await createBrainWorker({ ...common, taskQueue: brainQueue, client: ctx.client, modelSettings: benchModelSettings(modelUrl), cache }),
+    await createBrainWorker({
+      ...common,
+      taskQueue: brainQueue,
+      client: ctx.client,
+      modelSettings: benchModelSettings(modelUrl),
+      cache,
+    }),
     await createHandsWorker({ ...common, taskQueue: handsQueue, docker: ctx.docker, image: ctx.image }),
   ];
   const running = Promise.all(workers.map((worker) => worker.run()));
@@ -109,4 +134,5 @@ export async function startDurableHarness(ctx: BenchContext, modelUrl: string, p
 }
 
 /** A workflow id / sandbox id for a bench run: `bench-<scenario>-<label>-<random>`. */
-export const runId = (scenario: string, label: string): string => `bench-${scenario}-${label}-${randomUUID().slice(0, 8)}`;
+export const runId = (scenario: string, label: string): string =>
+  `bench-${scenario}-${label}-${randomUUID().slice(0, 8)}`;

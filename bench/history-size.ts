@@ -69,7 +69,8 @@ export function contentBytesOf(events: readonly HistoryEvent[]): number {
     if (completed) {
       const type = activityTypes.get(String(completed.scheduledEventId));
       const result = first(completed.result) as Record<string, unknown> | undefined;
-      if (type === MODEL_STEP_ACTIVITY) total += blocksBytes((result?.message as { content?: unknown } | undefined)?.content);
+      if (type === MODEL_STEP_ACTIVITY)
+        total += blocksBytes((result?.message as { content?: unknown } | undefined)?.content);
       else if (type === 'runTool') total += stringBytes(result?.content);
     }
     const done = event.workflowExecutionCompletedEventAttributes;
@@ -80,8 +81,12 @@ export function contentBytesOf(events: readonly HistoryEvent[]): number {
 
 /** The operation's arguments `[input, carry?]`: the goal and system prompt, and the carried tail and final text. */
 function operationArgsContent(payloads: Payloads): number {
-  const [input, carry] = (payloads?.payloads ?? []).map((payload) => defaultPayloadConverter.fromPayload<Record<string, unknown>>(payload));
-  return stringBytes(input?.goal) + stringBytes(input?.system) + blocksBytes(carry?.tail) + stringBytes(carry?.finalText);
+  const [input, carry] = (payloads?.payloads ?? []).map((payload) =>
+    defaultPayloadConverter.fromPayload<Record<string, unknown>>(payload),
+  );
+  return (
+    stringBytes(input?.goal) + stringBytes(input?.system) + blocksBytes(carry?.tail) + stringBytes(carry?.finalText)
+  );
 }
 
 function first(payloads: Payloads): unknown {

@@ -47,7 +47,9 @@ export const markerText = (marker: string): string => `[bench:${marker}]`;
 /** The answered `POST /v1/messages` requests of the run whose goal carries `marker`, in arrival order. */
 export function requestsOf(requests: readonly RecordedRequest[], marker: string): RecordedRequest[] {
   const tag = markerText(marker);
-  return requests.filter((request) => request.path === '/v1/messages' && request.status === 200 && goalOf(request.body).includes(tag));
+  return requests.filter(
+    (request) => request.path === '/v1/messages' && request.status === 200 && goalOf(request.body).includes(tag),
+  );
 }
 
 /** A numeric `name=<n>` parameter the bench wrote into a run's goal (e.g. `steps=20`), or undefined. */

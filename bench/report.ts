@@ -30,7 +30,8 @@ const COLORS = { a: '#7f9cc8', b: '#e8835f', c: '#8cc084', d: '#c9a0dc' };
 const PANEL_W = 460;
 const PANEL_H = 300;
 
-const escapeXml = (text: string): string => text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
+const escapeXml = (text: string): string =>
+  text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
 
 function niceMax(value: number): number {
   if (!(value > 0)) return 1;
@@ -54,17 +55,28 @@ function panelSvg(panel: Panel, x: number, y: number): string {
   const top = 46;
   const plotW = PANEL_W - left - 16;
   const plotH = PANEL_H - top - 58;
-  const max = niceMax(Math.max(0, ...panel.groups.flatMap((group) => group.bars.map((bar) => (Number.isFinite(bar.value) ? bar.value : 0)))));
+  const max = niceMax(
+    Math.max(
+      0,
+      ...panel.groups.flatMap((group) => group.bars.map((bar) => (Number.isFinite(bar.value) ? bar.value : 0))),
+    ),
+  );
   const format = panel.format ?? compact;
   const out: string[] = [`<g transform="translate(${x},${y})">`];
   out.push(`<rect x="0.5" y="0.5" width="${PANEL_W - 1}" height="${PANEL_H - 1}" fill="#fff" stroke="#ddd"/>`);
-  out.push(`<text x="${PANEL_W / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${escapeXml(panel.title)}</text>`);
+  out.push(
+    `<text x="${PANEL_W / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${escapeXml(panel.title)}</text>`,
+  );
   out.push(`<text x="12" y="${top - 8}" font-size="11" fill="#555">${escapeXml(panel.unit)}</text>`);
   for (let tick = 0; tick <= 4; tick++) {
     const value = (max * tick) / 4;
     const ty = top + plotH - (plotH * tick) / 4;
-    out.push(`<line x1="${left}" x2="${left + plotW}" y1="${ty}" y2="${ty}" stroke="${tick === 0 ? '#888' : '#eee'}"/>`);
-    out.push(`<text x="${left - 6}" y="${ty + 4}" text-anchor="end" font-size="10" fill="#555">${compact(value)}</text>`);
+    out.push(
+      `<line x1="${left}" x2="${left + plotW}" y1="${ty}" y2="${ty}" stroke="${tick === 0 ? '#888' : '#eee'}"/>`,
+    );
+    out.push(
+      `<text x="${left - 6}" y="${ty + 4}" text-anchor="end" font-size="10" fill="#555">${compact(value)}</text>`,
+    );
   }
   const groupW = plotW / Math.max(1, panel.groups.length);
   panel.groups.forEach((group, gi) => {
@@ -74,10 +86,16 @@ function panelSvg(panel: Panel, x: number, y: number): string {
       const value = Number.isFinite(bar.value) ? bar.value : 0;
       const h = (plotH * value) / max;
       const bx = start + bi * barW;
-      out.push(`<rect x="${bx.toFixed(1)}" y="${(top + plotH - h).toFixed(1)}" width="${(barW - 3).toFixed(1)}" height="${h.toFixed(1)}" fill="${bar.color}"/>`);
-      out.push(`<text x="${(bx + (barW - 3) / 2).toFixed(1)}" y="${(top + plotH - h - 4).toFixed(1)}" text-anchor="middle" font-size="10">${escapeXml(format(bar.value))}</text>`);
+      out.push(
+        `<rect x="${bx.toFixed(1)}" y="${(top + plotH - h).toFixed(1)}" width="${(barW - 3).toFixed(1)}" height="${h.toFixed(1)}" fill="${bar.color}"/>`,
+      );
+      out.push(
+        `<text x="${(bx + (barW - 3) / 2).toFixed(1)}" y="${(top + plotH - h - 4).toFixed(1)}" text-anchor="middle" font-size="10">${escapeXml(format(bar.value))}</text>`,
+      );
     });
-    out.push(`<text x="${(left + gi * groupW + groupW / 2).toFixed(1)}" y="${top + plotH + 16}" text-anchor="middle" font-size="11">${escapeXml(group.label)}</text>`);
+    out.push(
+      `<text x="${(left + gi * groupW + groupW / 2).toFixed(1)}" y="${top + plotH + 16}" text-anchor="middle" font-size="11">${escapeXml(group.label)}</text>`,
+    );
   });
   let lx = left;
   for (const item of panel.legend) {
@@ -175,7 +193,9 @@ export function renderSvg(results: BenchResults): string {
   const rows = Math.max(1, Math.ceil(panels.length / columns));
   const width = columns * PANEL_W + (columns + 1) * 12;
   const height = rows * PANEL_H + (rows + 1) * 12 + 28;
-  const body = panels.map((panel, index) => panelSvg(panel, 12 + (index % columns) * (PANEL_W + 12), 40 + Math.floor(index / columns) * (PANEL_H + 12)));
+  const body = panels.map((panel, index) =>
+    panelSvg(panel, 12 + (index % columns) * (PANEL_W + 12), 40 + Math.floor(index / columns) * (PANEL_H + 12)),
+  );
   const title = `Durable agent harness benchmark — ${results.profile} run, ${results.finishedAt.slice(0, 10)}, ${results.machine.cores} cores (${results.machine.cpuModel})`;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif">`,
@@ -190,9 +210,16 @@ export function renderSvg(results: BenchResults): string {
 // ---- Markdown ----
 
 const table = (header: string[], rows: (string | number)[][]): string =>
-  [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
+  [
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ].join('\n');
 
-const n = (value: number, digits = 1): string => (Number.isFinite(value) ? value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 }) : '–');
+const n = (value: number, digits = 1): string =>
+  Number.isFinite(value)
+    ? value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 })
+    : '–';
 const pct = (value: number): string => `${(value * 100).toFixed(1)} %`;
 const verdictMark = { pass: '✅ pass', fail: '❌ fail', 'not run': '– not run' } as const;
 
@@ -218,7 +245,10 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
         ['Node.js', m.node],
         ['Docker', m.docker],
         ['Temporal', m.temporal],
-        ['Temporal server used', `${results.setup.temporal} (${results.setup.temporalAddress})${Object.keys(results.setup.dynamicConfig).length ? `, dynamic config ${JSON.stringify(results.setup.dynamicConfig)}` : ''}`],
+        [
+          'Temporal server used',
+          `${results.setup.temporal} (${results.setup.temporalAddress})${Object.keys(results.setup.dynamicConfig).length ? `, dynamic config ${JSON.stringify(results.setup.dynamicConfig)}` : ''}`,
+        ],
         ['sandbox image', results.setup.sandboxImage],
         ['model', results.setup.model],
         ['load average (1 min)', `${m.loadAverage.start} at the start, ${m.loadAverage.end} at the end`],
@@ -228,7 +258,12 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   out.push('');
   out.push('## Targets');
   out.push('');
-  out.push(table(['target', 'measured', 'verdict'], results.targets.map((row) => [`${row.description}: ${row.target}`, row.measured, verdictMark[row.verdict]])));
+  out.push(
+    table(
+      ['target', 'measured', 'verdict'],
+      results.targets.map((row) => [`${row.description}: ${row.target}`, row.measured, verdictMark[row.verdict]]),
+    ),
+  );
   out.push('');
   out.push(`![main figures](${svgFile})`);
   out.push('');
@@ -245,7 +280,18 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('');
     out.push(
       table(
-        ['model latency', 'plain median', 'plain p95', 'durable median', 'durable p95', 'added (median)', 'added (p95)', 'ratio', 'first step plain / durable', 'samples'],
+        [
+          'model latency',
+          'plain median',
+          'plain p95',
+          'durable median',
+          'durable p95',
+          'added (median)',
+          'added (p95)',
+          'ratio',
+          'first step plain / durable',
+          'samples',
+        ],
         [o.latency0, o.latency200].map((p) => [
           `${p.latencyMs} ms`,
           `${n(p.plainMsPerStep)} ms`,
@@ -274,7 +320,17 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('');
     out.push(
       table(
-        ['steps', 'runs', 'events', 'bytes', 'events / step', 'bytes / step', 'bytes / step excl. content', 'marginal bytes / step', 'wall'],
+        [
+          'steps',
+          'runs',
+          'events',
+          'bytes',
+          'events / step',
+          'bytes / step',
+          'bytes / step excl. content',
+          'marginal bytes / step',
+          'wall',
+        ],
         h.points.map((p) => [
           p.steps,
           p.runs,
@@ -297,7 +353,12 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     const lastSteps = h.points[h.points.length - 1]!.steps;
     out.push(`Where the bytes go at ${lastSteps} steps (event framing included; per step):`);
     out.push('');
-    out.push(table(['event type', 'events / step', 'bytes / step'], h.lastPointByEventType.map((row) => [`\`${row.eventType}\``, n(row.eventsPerStep, 2), n(row.bytesPerStep, 0)])));
+    out.push(
+      table(
+        ['event type', 'events / step', 'bytes / step'],
+        h.lastPointByEventType.map((row) => [`\`${row.eventType}\``, n(row.eventsPerStep, 2), n(row.bytesPerStep, 0)]),
+      ),
+    );
     out.push('');
   }
 
@@ -319,7 +380,17 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
             ['loop with breakpoints, full outputs', t.cachedFullOutput],
             ['harness (spill + breakpoints)', t.harness],
           ] as const
-        ).map(([label, w]) => [label, w.requests, n(w.uncachedInput, 0), n(w.cacheWrite, 0), n(w.cacheRead, 0), n(w.output, 0), n(w.peakContext, 0), `$${w.costUsd.toFixed(2)}`, `${(w.wallMs / 1000).toFixed(1)} s`]),
+        ).map(([label, w]) => [
+          label,
+          w.requests,
+          n(w.uncachedInput, 0),
+          n(w.cacheWrite, 0),
+          n(w.cacheRead, 0),
+          n(w.output, 0),
+          n(w.peakContext, 0),
+          `$${w.costUsd.toFixed(2)}`,
+          `${(w.wallMs / 1000).toFixed(1)} s`,
+        ]),
       ),
     );
     out.push('');
@@ -334,20 +405,34 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   if (f) {
     out.push('## 4. Time to first model request');
     out.push('');
-    out.push(`Submit (workflow start) → the first model request at the scripted server; medians of ${f.runs} runs each (kinds alternating, after one warm-up of each).`);
+    out.push(
+      `Submit (workflow start) → the first model request at the scripted server; medians of ${f.runs} runs each (kinds alternating, after one warm-up of each).`,
+    );
     out.push('');
     out.push(
       table(
         ['operation', 'TTFT median', 'samples', 'submit → second request (first tool result in)'],
         [
           ['no sandbox (no repository, no tool)', `${n(f.noSandboxMs)} ms`, f.samples.noSandbox.join(', '), '–'],
-          ['lazy provisioning (default; repository seeded at the first tool call)', `${n(f.lazyMs)} ms`, f.samples.lazy.join(', '), `${n(f.lazyFirstToolRoundTripMs, 0)} ms`],
-          ['eager provisioning (`eagerSandbox: true`, same repository)', `${n(f.eagerMs)} ms`, f.samples.eager.join(', '), `${n(f.eagerFirstToolRoundTripMs, 0)} ms`],
+          [
+            'lazy provisioning (default; repository seeded at the first tool call)',
+            `${n(f.lazyMs)} ms`,
+            f.samples.lazy.join(', '),
+            `${n(f.lazyFirstToolRoundTripMs, 0)} ms`,
+          ],
+          [
+            'eager provisioning (`eagerSandbox: true`, same repository)',
+            `${n(f.eagerMs)} ms`,
+            f.samples.eager.join(', '),
+            `${n(f.eagerFirstToolRoundTripMs, 0)} ms`,
+          ],
         ],
       ),
     );
     out.push('');
-    out.push(`\`eagerSandbox: true\` without a repository creates the container before the first tool call: ${f.eagerWithoutRepoProvisions ? 'yes' : '**no**'}.`);
+    out.push(
+      `\`eagerSandbox: true\` without a repository creates the container before the first tool call: ${f.eagerWithoutRepoProvisions ? 'yes' : '**no**'}.`,
+    );
     out.push('');
   }
 
@@ -357,8 +442,26 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('');
     out.push(
       table(
-        ['operations × steps', 'completed', 'failed', 'wall', 'steps / s', 'operation time median / p95', 'worker peak RSS'],
-        [[`${c.operations} × ${c.stepsPerOperation}`, c.completed, c.failed, `${(c.wallMs / 1000).toFixed(1)} s`, n(c.stepsPerSecond, 2), `${(c.operationMs.median / 1000).toFixed(1)} / ${(c.operationMs.p95 / 1000).toFixed(1)} s`, `${n(c.workerPeakRssMb, 0)} MiB`]],
+        [
+          'operations × steps',
+          'completed',
+          'failed',
+          'wall',
+          'steps / s',
+          'operation time median / p95',
+          'worker peak RSS',
+        ],
+        [
+          [
+            `${c.operations} × ${c.stepsPerOperation}`,
+            c.completed,
+            c.failed,
+            `${(c.wallMs / 1000).toFixed(1)} s`,
+            n(c.stepsPerSecond, 2),
+            `${(c.operationMs.median / 1000).toFixed(1)} / ${(c.operationMs.p95 / 1000).toFixed(1)} s`,
+            `${n(c.workerPeakRssMb, 0)} MiB`,
+          ],
+        ],
       ),
     );
     out.push('');
@@ -370,13 +473,23 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('');
     out.push(
       'The worker process (brain + hands) is SIGKILLed one second into a bash call that sleeps a few seconds; a replacement starts at once on the same queues. ' +
-        'Progress is the operation\'s next model request.',
+        "Progress is the operation's next model request.",
     );
     out.push('');
     const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
     out.push(
       table(
-        ['settings', 'kill → progress', 'completed', 'kill → replacement polling', 'kill → tool completed', 'tool attempts', 'tool result', 'heartbeat timeout', 'sticky timeout'],
+        [
+          'settings',
+          'kill → progress',
+          'completed',
+          'kill → replacement polling',
+          'kill → tool completed',
+          'tool attempts',
+          'tool result',
+          'heartbeat timeout',
+          'sticky timeout',
+        ],
         r.variants.map((v) => [
           v.label,
           `**${sec(v.killToProgressMs)}**`,
@@ -401,7 +514,9 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   }
   out.push('## Reproduce');
   out.push('');
-  out.push('```sh\nnpm run docker:ensure && npm run sandbox:build   # once\nnpm run bench              # the full run (this report)\nnpm run bench -- --quick   # the same scenarios, small (< 5 min)\nnpm run bench -- --only overhead,ttft\n```');
+  out.push(
+    '```sh\nnpm run docker:ensure && npm run sandbox:build   # once\nnpm run bench              # the full run (this report)\nnpm run bench -- --quick   # the same scenarios, small (< 5 min)\nnpm run bench -- --only overhead,ttft\n```',
+  );
   out.push('');
   return out.join('\n');
 }

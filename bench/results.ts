@@ -221,7 +221,9 @@ export type ScenarioName = (typeof SCENARIOS)[number];
 /** Checks a results object; returns the problems (empty when valid). */
 export function validateResults(value: unknown): string[] {
   const parsed = resultsSchema.safeParse(value);
-  return parsed.success ? [] : parsed.error.issues.map((issue) => `${issue.path.join('.') || '(top)'}: ${issue.message}`);
+  return parsed.success
+    ? []
+    : parsed.error.issues.map((issue) => `${issue.path.join('.') || '(top)'}: ${issue.message}`);
 }
 
 // ---- targets ----
@@ -245,20 +247,51 @@ const pct = (value: number): string => `${(value * 100).toFixed(1)} %`;
 /** The verdict for every target, from whatever scenarios ran. */
 export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>): TargetVerdict[] {
   const rows: TargetVerdict[] = [];
-  const add = (id: string, description: string, target: string, measured: string | undefined, pass: boolean | undefined) =>
-    rows.push({ id, description, target, measured: measured ?? '–', verdict: pass === undefined ? 'not run' : pass ? 'pass' : 'fail' });
+  const add = (
+    id: string,
+    description: string,
+    target: string,
+    measured: string | undefined,
+    pass: boolean | undefined,
+  ) =>
+    rows.push({
+      id,
+      description,
+      target,
+      measured: measured ?? '–',
+      verdict: pass === undefined ? 'not run' : pass ? 'pass' : 'fail',
+    });
 
   const o = results.overhead;
-  add('overhead-added-0', 'added overhead per step, median, model latency 0 ms', `≤ ${TARGET_ADDED_MS} ms`, o && ms(o.latency0.addedMsPerStep), o && o.latency0.addedMsPerStep <= TARGET_ADDED_MS);
-  add('overhead-added-200', 'added overhead per step, median, model latency 200 ms', `≤ ${TARGET_ADDED_MS} ms`, o && ms(o.latency200.addedMsPerStep), o && o.latency200.addedMsPerStep <= TARGET_ADDED_MS);
-  add('overhead-ratio-200', 'durable / plain ms per step at 200 ms model latency', `≤ ${TARGET_RATIO_200}`, o && o.latency200.ratio.toFixed(3), o && o.latency200.ratio <= TARGET_RATIO_200);
+  add(
+    'overhead-added-0',
+    'added overhead per step, median, model latency 0 ms',
+    `≤ ${TARGET_ADDED_MS} ms`,
+    o && ms(o.latency0.addedMsPerStep),
+    o && o.latency0.addedMsPerStep <= TARGET_ADDED_MS,
+  );
+  add(
+    'overhead-added-200',
+    'added overhead per step, median, model latency 200 ms',
+    `≤ ${TARGET_ADDED_MS} ms`,
+    o && ms(o.latency200.addedMsPerStep),
+    o && o.latency200.addedMsPerStep <= TARGET_ADDED_MS,
+  );
+  add(
+    'overhead-ratio-200',
+    'durable / plain ms per step at 200 ms model latency',
+    `≤ ${TARGET_RATIO_200}`,
+    o && o.latency200.ratio.toFixed(3),
+    o && o.latency200.ratio <= TARGET_RATIO_200,
+  );
 
   const h = results.history;
   add(
     'history-flat',
     'history bytes per step stay flat (last point vs first)',
     `last ≤ ${TARGET_HISTORY_FLAT} × first`,
-    h && `${h.bytesPerStep.last.toFixed(0)} vs ${h.bytesPerStep.first.toFixed(0)} B (×${(h.bytesPerStep.last / h.bytesPerStep.first).toFixed(2)})`,
+    h &&
+      `${h.bytesPerStep.last.toFixed(0)} vs ${h.bytesPerStep.first.toFixed(0)} B (×${(h.bytesPerStep.last / h.bytesPerStep.first).toFixed(2)})`,
     h && h.bytesPerStep.last <= TARGET_HISTORY_FLAT * h.bytesPerStep.first,
   );
   add(
@@ -270,7 +303,13 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
   );
 
   const t = results.tokens;
-  add('tokens-uncached', 'uncached input tokens, harness vs naive loop', `≥ ${pct(TARGET_UNCACHED_REDUCTION)} lower`, t && `${pct(t.uncachedReduction)} lower`, t && t.uncachedReduction >= TARGET_UNCACHED_REDUCTION);
+  add(
+    'tokens-uncached',
+    'uncached input tokens, harness vs naive loop',
+    `≥ ${pct(TARGET_UNCACHED_REDUCTION)} lower`,
+    t && `${pct(t.uncachedReduction)} lower`,
+    t && t.uncachedReduction >= TARGET_UNCACHED_REDUCTION,
+  );
 
   const f = results.ttft;
   add(
@@ -290,9 +329,17 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
       m && `${(m.killToProgressMs / 1000).toFixed(1)} s, ${m.completed ? 'completed' : 'not completed'}`,
       m && m.killToProgressMs <= TARGET_RECOVERY_MS && m.completed,
     );
-  recoveryRow('recovery', 'worker SIGKILLed during a tool call, default settings: kill → progress, and the run completes', r);
+  recoveryRow(
+    'recovery',
+    'worker SIGKILLed during a tool call, default settings: kill → progress, and the run completes',
+    r,
+  );
   for (const variant of r?.variants.slice(1) ?? []) {
-    recoveryRow(`recovery-${variant.label.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}`, `the same with ${variant.label}`, variant);
+    recoveryRow(
+      `recovery-${variant.label.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}`,
+      `the same with ${variant.label}`,
+      variant,
+    );
   }
 
   const c = results.concurrency;

@@ -37,14 +37,18 @@ runMain(async (argv) => {
     return 0;
   }
   const started = Date.now();
-  const log = (line: string): void => console.log(`[bench ${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+  const log = (line: string): void =>
+    console.log(`[bench ${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}`);
   // The SDK's own warnings (e.g. "no workflows registered" for the hands worker) would drown the progress lines.
   installRuntime(process.env.AGENT_LOG_LEVEL ? undefined : 'ERROR');
   const profile = PROFILES[args.profile];
   log(`${args.profile} run: ${args.scenarios.join(', ')}`);
 
   const platform = await preparePlatform({
-    dynamicConfig: profile.suggestContinueAsNewEvents === null ? {} : { 'limit.historyCount.suggestContinueAsNew': profile.suggestContinueAsNewEvents },
+    dynamicConfig:
+      profile.suggestContinueAsNewEvents === null
+        ? {}
+        : { 'limit.historyCount.suggestContinueAsNew': profile.suggestContinueAsNewEvents },
     log,
   });
   const ctx = await connectBench(platform, log);
@@ -63,9 +67,13 @@ runMain(async (argv) => {
     writeReport(results, args.outDir);
 
     console.log('');
-    for (const target of results.targets) console.log(`${target.verdict.padEnd(8)} ${target.description}: ${target.measured} (target ${target.target})`);
-    console.log(`\nwrote ${path.relative(process.cwd(), args.outDir) || '.'}/latest.{json,md,svg} — ${((Date.now() - started) / 1000).toFixed(0)} s in all`);
-    if (problems.length) console.error(`\nthe results do not match their schema (a bench bug):\n  ${problems.join('\n  ')}`);
+    for (const target of results.targets)
+      console.log(`${target.verdict.padEnd(8)} ${target.description}: ${target.measured} (target ${target.target})`);
+    console.log(
+      `\nwrote ${path.relative(process.cwd(), args.outDir) || '.'}/latest.{json,md,svg} — ${((Date.now() - started) / 1000).toFixed(0)} s in all`,
+    );
+    if (problems.length)
+      console.error(`\nthe results do not match their schema (a bench bug):\n  ${problems.join('\n  ')}`);
     return failures.length || problems.length ? 1 : 0;
   } finally {
     await ctx.close();

@@ -7,7 +7,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { ensureSearchAttributes, freePort, isTemporalServing, startDevServer, type DevServer } from '../platform/dev-server';
+import {
+  ensureSearchAttributes,
+  freePort,
+  isTemporalServing,
+  startDevServer,
+  type DevServer,
+} from '../platform/dev-server';
 import { ensureDockerEngine } from '../platform/docker-engine';
 import { DATA_DIR } from '../platform/paths';
 import { buildSandboxImage } from '../platform/sandbox-image';
@@ -25,7 +31,10 @@ export interface PreparedPlatform extends BenchPlatform {
   dispose(): Promise<void>;
 }
 
-export async function preparePlatform(options: { dynamicConfig: Record<string, unknown>; log: (line: string) => void }): Promise<PreparedPlatform> {
+export async function preparePlatform(options: {
+  dynamicConfig: Record<string, unknown>;
+  log: (line: string) => void;
+}): Promise<PreparedPlatform> {
   const { log } = options;
   fs.mkdirSync(BENCH_DATA_DIR, { recursive: true });
   const cli = await ensureTemporalCli(log);
@@ -40,7 +49,8 @@ export async function preparePlatform(options: { dynamicConfig: Record<string, u
   const dbFile = path.join(BENCH_DATA_DIR, `temporal-${process.pid}.sqlite`);
   const logFile = path.join(BENCH_DATA_DIR, `temporal-${process.pid}.log`);
   if (address) {
-    if (!(await isTemporalServing(address, namespace))) throw new Error(`TEMPORAL_ADDRESS=${address} does not answer as a Temporal server`);
+    if (!(await isTemporalServing(address, namespace)))
+      throw new Error(`TEMPORAL_ADDRESS=${address} does not answer as a Temporal server`);
     await ensureSearchAttributes(address, namespace);
     temporalDescription = `external server at ${address}`;
     dynamicConfig = {};
@@ -77,7 +87,8 @@ export async function preparePlatform(options: { dynamicConfig: Record<string, u
     dynamicConfig,
     async dispose() {
       await server?.stop();
-      for (const file of [workflowBundlePath, dbFile, `${dbFile}-wal`, `${dbFile}-shm`, logFile]) fs.rmSync(file, { force: true });
+      for (const file of [workflowBundlePath, dbFile, `${dbFile}-wal`, `${dbFile}-shm`, logFile])
+        fs.rmSync(file, { force: true });
     },
   };
 }

@@ -39,7 +39,10 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
   const machine = await describeMachine(ctx.docker, options.temporalCli);
   const sections: Partial<Pick<BenchResults, ScenarioName>> = {};
   const failures: SuiteOutcome['failures'] = [];
-  const suggestCan = typeof options.dynamicConfig['limit.historyCount.suggestContinueAsNew'] === 'number' ? (options.dynamicConfig['limit.historyCount.suggestContinueAsNew'] as number) : null;
+  const suggestCan =
+    typeof options.dynamicConfig['limit.historyCount.suggestContinueAsNew'] === 'number'
+      ? (options.dynamicConfig['limit.historyCount.suggestContinueAsNew'] as number)
+      : null;
 
   const runners: Record<ScenarioName, () => Promise<void>> = {
     overhead: async () => void (sections.overhead = await runOverhead(ctx, profile.overhead)),
@@ -81,7 +84,10 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
     },
     ...sections,
   };
-  const notes = [...failures.map((failure) => `The ${failure.scenario} scenario failed: ${failure.error}`), ...findings(base, suggestCan)];
+  const notes = [
+    ...failures.map((failure) => `The ${failure.scenario} scenario failed: ${failure.error}`),
+    ...findings(base, suggestCan),
+  ];
   return { results: { ...base, targets: evaluateTargets(base), notes }, failures };
 }
 
@@ -101,7 +107,7 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
       `History: ${last.eventsPerStep} events per step at ${last.steps} steps; ${last.runs} run(s) in the chain` +
         `${suggestCan ? ` (continue-as-new suggested at ${suggestCan} events for this profile)` : ' (server default: continue-as-new suggested at 4,096 events)'}. ` +
         `Message content is ${((last.contentBytes / last.bytes) * 100).toFixed(1)} % of the bytes here; each tool result is stored twice ` +
-        '(as the tool activity\'s result and again in the next model step\'s input tail), which is linear, not quadratic, but doubles the content share for tool-heavy runs.',
+        "(as the tool activity's result and again in the next model step's input tail), which is linear, not quadratic, but doubles the content share for tool-heavy runs.",
     );
     const upserts = h.lastPointByEventType.find((row) => row.eventType === 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
     if (upserts) {
@@ -122,7 +128,9 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
       );
     }
     if (t.harness.uncachedInput === 0 && t.cachedFullOutput.uncachedInput === 0) {
-      notes.push('Tokens: with breakpoints every prompt token is either written to or read from the simulated cache (its minimum cacheable length is passed from the first request), so uncached input is 0 for both cached ways; the spill reduction is measured on total prompt tokens.');
+      notes.push(
+        'Tokens: with breakpoints every prompt token is either written to or read from the simulated cache (its minimum cacheable length is passed from the first request), so uncached input is 0 for both cached ways; the spill reduction is measured on total prompt tokens.',
+      );
     }
   }
   const f = results.ttft;
@@ -149,7 +157,7 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
         'stickyQueueScheduleToStartTimeout (SDK default 10 s) before it moves to the normal queue. Meeting the target takes both settings; the defaults do not meet it ' +
         '(a short sticky timeout costs a history replay whenever a busy worker picks up its sticky task late). ' +
         (rerun
-          ? 'In at least one run the retried tool call did not return the first attempt\'s journalled output — see the table.'
+          ? "In at least one run the retried tool call did not return the first attempt's journalled output — see the table."
           : 'In every run the retried `never` tool call returned the journalled output of the interrupted attempt; the command was not run twice.'),
     );
   }

@@ -20,7 +20,11 @@ export interface WorkerChild {
   stop(): Promise<void>;
 }
 
-export async function spawnWorkerChild(config: WorkerProcessConfig, log: (line: string) => void, readyTimeoutMs = 120_000): Promise<WorkerChild> {
+export async function spawnWorkerChild(
+  config: WorkerProcessConfig,
+  log: (line: string) => void,
+  readyTimeoutMs = 120_000,
+): Promise<WorkerChild> {
   const entry = path.join(__dirname, 'worker-process.ts');
   const child = spawn(process.execPath, ['--import', 'tsx', entry, JSON.stringify(config)], {
     cwd: PROJECT_ROOT,
@@ -42,7 +46,11 @@ export async function spawnWorkerChild(config: WorkerProcessConfig, log: (line: 
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
   const readyAt = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the bench worker process was not ready after ${readyTimeoutMs} ms:\n${output.join('\n')}`)), readyTimeoutMs);
+    const timer = setTimeout(
+      () =>
+        reject(new Error(`the bench worker process was not ready after ${readyTimeoutMs} ms:\n${output.join('\n')}`)),
+      readyTimeoutMs,
+    );
     child.on('message', (message: { type?: string }) => {
       if (message?.type !== 'ready') return;
       clearTimeout(timer);

@@ -28,8 +28,15 @@ async function main(config: WorkerProcessConfig): Promise<void> {
   installRuntime(process.env.AGENT_LOG_LEVEL ? undefined : 'ERROR');
   const connection = await Connection.connect({ address: config.address });
   const nativeConnection = await NativeConnection.connect({ address: config.address });
-  const tuning = config.stickyQueueScheduleToStartTimeoutMs ? { stickyQueueScheduleToStartTimeout: config.stickyQueueScheduleToStartTimeoutMs } : {};
-  const common = { connection: nativeConnection, namespace: config.namespace, workflowBundle: { codePath: config.workflowBundlePath }, tuning };
+  const tuning = config.stickyQueueScheduleToStartTimeoutMs
+    ? { stickyQueueScheduleToStartTimeout: config.stickyQueueScheduleToStartTimeoutMs }
+    : {};
+  const common = {
+    connection: nativeConnection,
+    namespace: config.namespace,
+    workflowBundle: { codePath: config.workflowBundlePath },
+    tuning,
+  };
   const workers = [
     await createBrainWorker({
       ...common,

@@ -27,7 +27,6 @@ import { AgentCommand, HELP, parseAgentArgs } from './args';
 import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
 import { sandboxCommand } from './sandbox';
 
-
 export async function main(argv: string[]): Promise<number> {
   const command = parseAgentArgs(argv);
   switch (command.kind) {
@@ -47,7 +46,9 @@ export async function main(argv: string[]): Promise<number> {
     case 'steer':
       return withHandle(command.id, async (handle) => {
         const accepted = await handle.executeUpdate(steerUpdate, { args: [{ text: command.text }] });
-        console.log(`steering accepted for ${command.id} (queued #${accepted.position}); it enters the context at the next checkpoint`);
+        console.log(
+          `steering accepted for ${command.id} (queued #${accepted.position}); it enters the context at the next checkpoint`,
+        );
         return 0;
       });
     case 'diff':
@@ -62,10 +63,15 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 async function run(command: Extract<AgentCommand, { kind: 'run' }>): Promise<number> {
-  const input: OperationInput = { goal: command.goal, eagerSandbox: command.eagerSandbox, keepContainer: command.keepContainer };
+  const input: OperationInput = {
+    goal: command.goal,
+    eagerSandbox: command.eagerSandbox,
+    keepContainer: command.keepContainer,
+  };
   if (command.repo) {
     const repoPath = path.resolve(command.repo);
-    if (!fs.existsSync(repoPath) || !fs.statSync(repoPath).isDirectory()) throw new Error(`--repo ${command.repo}: no such directory`);
+    if (!fs.existsSync(repoPath) || !fs.statSync(repoPath).isDirectory())
+      throw new Error(`--repo ${command.repo}: no such directory`);
     input.repo = { kind: 'local', path: repoPath };
   }
   if (command.model) input.model = command.model;
@@ -82,7 +88,8 @@ async function run(command: Extract<AgentCommand, { kind: 'run' }>): Promise<num
   const running = workers?.run();
   try {
     if (!workers) await requirePollers(client, queues.brain);
-    const workflowId = command.id ?? `op-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}-${randomUUID().slice(0, 6)}`;
+    const workflowId =
+      command.id ?? `op-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}-${randomUUID().slice(0, 6)}`;
     const handle = await client.workflow.start(OPERATION_WORKFLOW_TYPE, {
       taskQueue: queues.brain,
       workflowId,
@@ -131,7 +138,9 @@ async function requirePollers(client: import('@temporalio/client').Client, taskQ
     taskQueue: { name: taskQueue },
   });
   if ((description.pollers ?? []).length === 0) {
-    throw new Error(`no worker polls task queue ${taskQueue}: start one with \`agent worker dev\` (or pass --with-worker)`);
+    throw new Error(
+      `no worker polls task queue ${taskQueue}: start one with \`agent worker dev\` (or pass --with-worker)`,
+    );
   }
 }
 
@@ -140,7 +149,11 @@ export async function operationResult(handle: WorkflowHandle): Promise<Operation
   try {
     return (await handle.result()) as OperationResult;
   } catch (err) {
-    if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'OperationFailed') {
+    if (
+      err instanceof WorkflowFailedError &&
+      err.cause instanceof ApplicationFailure &&
+      err.cause.type === 'OperationFailed'
+    ) {
       return err.cause.details?.[0] as OperationResult;
     }
     if (err instanceof WorkflowFailedError) throw new Error(`operation failed: ${err.cause?.message ?? err.message}`);
@@ -171,10 +184,15 @@ async function status(id: string, json: boolean): Promise<number> {
     }
     const result = await operationResult(handle).catch((err: Error) => ({ error: err.message }));
     if (json) console.log(JSON.stringify(result, null, 2));
-    else if ('error' in result) console.log(`${id}: ${description.status.name.toLowerCase()} — ${result.error}\nWeb UI: ${url}`);
+    else if ('error' in result)
+      console.log(`${id}: ${description.status.name.toLowerCase()} — ${result.error}\nWeb UI: ${url}`);
     else {
-      const took = description.closeTime ? formatElapsed(description.closeTime.getTime() - description.startTime.getTime()) : '';
-      console.log(`${id}: ${result.state} — ${result.reason} (${result.turns} turns, ${formatTokens(totalTokens(result.usage))} tokens${took ? `, ${took}` : ''})`);
+      const took = description.closeTime
+        ? formatElapsed(description.closeTime.getTime() - description.startTime.getTime())
+        : '';
+      console.log(
+        `${id}: ${result.state} — ${result.reason} (${result.turns} turns, ${formatTokens(totalTokens(result.usage))} tokens${took ? `, ${took}` : ''})`,
+      );
       if (result.finalText) console.log(result.finalText);
       console.log(`Web UI: ${url}`);
     }

@@ -32,7 +32,10 @@ interface FlagSpec {
   [flag: string]: 'string' | 'number' | 'boolean';
 }
 
-function parseFlags(argv: string[], spec: FlagSpec): { positional: string[]; flags: Record<string, string | number | boolean> } {
+function parseFlags(
+  argv: string[],
+  spec: FlagSpec,
+): { positional: string[]; flags: Record<string, string | number | boolean> } {
   const positional: string[] = [];
   const flags: Record<string, string | number | boolean> = {};
   for (let i = 0; i < argv.length; i++) {
@@ -54,10 +57,12 @@ function parseFlags(argv: string[], spec: FlagSpec): { positional: string[]; fla
       continue;
     }
     const value = inline ?? argv[++i];
-    if (value === undefined || (inline === undefined && value.startsWith('--'))) throw new UsageError(`--${name} needs a value`);
+    if (value === undefined || (inline === undefined && value.startsWith('--')))
+      throw new UsageError(`--${name} needs a value`);
     if (type === 'number') {
       const n = Number(value);
-      if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--${name} must be a positive whole number, got "${value}"`);
+      if (!Number.isInteger(n) || n <= 0)
+        throw new UsageError(`--${name} must be a positive whole number, got "${value}"`);
       flags[name] = n;
     } else {
       flags[name] = value;
@@ -68,7 +73,8 @@ function parseFlags(argv: string[], spec: FlagSpec): { positional: string[]; fla
 
 function one(positional: string[], what: string, command: string): string {
   if (positional.length === 0 || !positional[0].trim()) throw new UsageError(`agent ${command}: missing ${what}`);
-  if (positional.length > 1) throw new UsageError(`agent ${command}: expected one ${what}, got ${positional.length} arguments (quote it)`);
+  if (positional.length > 1)
+    throw new UsageError(`agent ${command}: expected one ${what}, got ${positional.length} arguments (quote it)`);
   return positional[0];
 }
 
@@ -110,11 +116,16 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
     }
     case 'abort': {
       const { positional, flags } = parseFlags(rest, { reason: 'string' });
-      return { kind: 'abort', id: one(positional, 'operation id', 'abort'), reason: flags.reason as string | undefined };
+      return {
+        kind: 'abort',
+        id: one(positional, 'operation id', 'abort'),
+        reason: flags.reason as string | undefined,
+      };
     }
     case 'steer': {
       const { positional } = parseFlags(rest, {});
-      if (positional.length !== 2) throw new UsageError('agent steer: expected an operation id and the text (quote it)');
+      if (positional.length !== 2)
+        throw new UsageError('agent steer: expected an operation id and the text (quote it)');
       if (!positional[1].trim()) throw new UsageError('agent steer: the text is empty');
       return { kind: 'steer', id: positional[0], text: positional[1] };
     }
@@ -125,13 +136,15 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
     case 'worker': {
       const { positional } = parseFlags(rest, {});
       const role = positional[0] ?? 'dev';
-      if (role !== 'brain' && role !== 'hands' && role !== 'dev') throw new UsageError(`agent worker: role must be brain, hands or dev, got "${role}"`);
+      if (role !== 'brain' && role !== 'hands' && role !== 'dev')
+        throw new UsageError(`agent worker: role must be brain, hands or dev, got "${role}"`);
       return { kind: 'worker', role };
     }
     case 'server': {
       const { positional } = parseFlags(rest, {});
       const action = positional[0] ?? 'start';
-      if (action !== 'start' && action !== 'stop' && action !== 'status') throw new UsageError(`agent server: action must be start, stop or status, got "${action}"`);
+      if (action !== 'start' && action !== 'stop' && action !== 'status')
+        throw new UsageError(`agent server: action must be start, stop or status, got "${action}"`);
       return { kind: 'server', action };
     }
     case 'sandbox':

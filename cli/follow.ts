@@ -13,7 +13,8 @@ export function formatProgress(status: OperationStatus, elapsedMs: number): stri
   return `turn ${status.turn} · ${status.phase}${tool} · ${formatTokens(tokens)} tokens · $${status.costUsd.toFixed(4)} · ${formatElapsed(elapsedMs)}${steering}`;
 }
 
-export const formatTokens = (n: number): string => (n >= 1_000_000 ? `${(n / 1e6).toFixed(2)}M` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n));
+export const formatTokens = (n: number): string =>
+  n >= 1_000_000 ? `${(n / 1e6).toFixed(2)}M` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
 
 export function formatElapsed(ms: number): string {
   const s = Math.floor(ms / 1000);
@@ -43,14 +44,21 @@ export async function followOperation(
   while (!closed && !stopped) {
     try {
       const status = await handle.query(statusQuery);
-      const line = formatProgress(status, Date.parse(status.startedAt) ? Date.now() - Date.parse(status.startedAt) : Date.now() - started);
+      const line = formatProgress(
+        status,
+        Date.parse(status.startedAt) ? Date.now() - Date.parse(status.startedAt) : Date.now() - started,
+      );
       if (out.isTTY) out.write(`\r\x1b[2K${line}`);
       else if (line.replace(/ · \d\d:\d\d/, '') !== last.replace(/ · \d\d:\d\d/, '')) out.write(`${line}\n`);
       last = line;
     } catch {
       // The query fails while no worker has picked the workflow up yet; keep polling.
     }
-    await Promise.race([result, options.stop, new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 500))]);
+    await Promise.race([
+      result,
+      options.stop,
+      new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 500)),
+    ]);
   }
   if (out.isTTY && last) out.write('\n');
   return closed ? 'closed' : 'detached';

@@ -73,7 +73,8 @@ export function parseDuration(text: string): number {
     total += Number(m[1]) * units[m[2]];
     matched = re.lastIndex;
   }
-  if (!text || matched !== text.length) throw new Error(`not a duration: ${JSON.stringify(text)} (use e.g. 90s, 30m, 1h, 2d)`);
+  if (!text || matched !== text.length)
+    throw new Error(`not a duration: ${JSON.stringify(text)} (use e.g. 90s, 30m, 1h, 2d)`);
   return total;
 }
 
@@ -115,12 +116,20 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
         err(`no sandbox ${command.sandboxId}${command.keepVolume ? ' container' : ''} found`);
         return 1;
       }
-      out(`removed sandbox ${command.sandboxId}: container ${removed.container ? 'removed' : 'absent'}, volume ${command.keepVolume ? 'kept' : removed.volume ? 'removed' : 'absent'}`);
+      out(
+        `removed sandbox ${command.sandboxId}: container ${removed.container ? 'removed' : 'absent'}, volume ${command.keepVolume ? 'kept' : removed.volume ? 'removed' : 'absent'}`,
+      );
       return 0;
     }
     case 'gc': {
-      const result: GcResult = await manager.gc({ olderThanMs: command.olderThanMs, volumes: command.volumes, now: now() });
-      out(`removed ${result.removedContainers.length} container(s)${command.volumes ? ` and ${result.removedVolumes.length} volume(s)` : ''} older than ${formatAge(command.olderThanMs)}`);
+      const result: GcResult = await manager.gc({
+        olderThanMs: command.olderThanMs,
+        volumes: command.volumes,
+        now: now(),
+      });
+      out(
+        `removed ${result.removedContainers.length} container(s)${command.volumes ? ` and ${result.removedVolumes.length} volume(s)` : ''} older than ${formatAge(command.olderThanMs)}`,
+      );
       for (const name of [...result.removedContainers, ...result.removedVolumes]) out(`  ${name}`);
       return 0;
     }
@@ -134,13 +143,19 @@ export function formatTable(sandboxes: SandboxInfo[], now: number): string {
       s.sandboxId,
       s.container?.name ?? '-',
       s.container ? s.container.status : 'no container',
-      s.container ? formatAge(now - s.container.createdAt.getTime()) : s.volume?.createdAt ? formatAge(now - s.volume.createdAt.getTime()) : '-',
+      s.container
+        ? formatAge(now - s.container.createdAt.getTime())
+        : s.volume?.createdAt
+          ? formatAge(now - s.volume.createdAt.getTime())
+          : '-',
       s.volume?.name ?? '-',
       s.operationId ?? '-',
     ]),
   ];
   const widths = rows[0].map((_, col) => Math.max(...rows.map((row) => row[col].length)));
-  return rows.map((row) => row.map((cell, col) => (col === row.length - 1 ? cell : cell.padEnd(widths[col]))).join('  ')).join('\n');
+  return rows
+    .map((row) => row.map((cell, col) => (col === row.length - 1 ? cell : cell.padEnd(widths[col]))).join('  '))
+    .join('\n');
 }
 
 export function formatAge(ms: number): string {

@@ -15,7 +15,11 @@ export const OPERATION_WORKFLOW_TYPE = 'operation';
 
 const repoSource = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('local'), path: z.string().min(1, 'must be a non-empty path') }),
-  z.strictObject({ kind: z.literal('git'), url: z.string().min(1, 'must be a non-empty URL'), ref: z.string().min(1).optional() }),
+  z.strictObject({
+    kind: z.literal('git'),
+    url: z.string().min(1, 'must be a non-empty URL'),
+    ref: z.string().min(1).optional(),
+  }),
 ]);
 
 export const operationBudgetSchema = z.strictObject({
@@ -31,7 +35,10 @@ export const operationInputSchema = z.strictObject({
   /** What the agent should achieve; the first user message. */
   goal: z.string().trim().min(1, 'must be a non-empty string'),
   /** Session the operation belongs to; its sandbox and workspace volume are named after it. Defaults to the workflow id. */
-  sessionId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, 'must be 1-63 letters, digits, ".", "_" or "-"').optional(),
+  sessionId: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, 'must be 1-63 letters, digits, ".", "_" or "-"')
+    .optional(),
   lane: z.string().min(1).default('main'),
   /** Repository copied into the workspace before the first tool call. */
   repo: repoSource.optional(),
@@ -61,7 +68,9 @@ export type OperationInput = z.input<typeof operationInputSchema>;
 export type OperationSettings = z.output<typeof operationInputSchema>;
 
 /** Parses workflow input; a failure names every offending field. */
-export function parseOperationInput(raw: unknown): { ok: true; value: OperationSettings } | { ok: false; error: string } {
+export function parseOperationInput(
+  raw: unknown,
+): { ok: true; value: OperationSettings } | { ok: false; error: string } {
   const result = operationInputSchema.safeParse(raw);
   return result.success ? { ok: true, value: result.data } : { ok: false, error: describeZodError(result.error) };
 }

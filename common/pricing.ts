@@ -26,6 +26,7 @@ export function priceOf(model: string | undefined): ModelPrice {
 
 export function costUsd(usage: TokenUsage, model?: string): number {
   const price = priceOf(model);
-  const inputEquivalent = usage.input + usage.cacheWrite * CACHE_WRITE_MULTIPLIER + usage.cacheRead * CACHE_READ_MULTIPLIER;
+  const inputEquivalent =
+    usage.input + usage.cacheWrite * CACHE_WRITE_MULTIPLIER + usage.cacheRead * CACHE_READ_MULTIPLIER;
   return (inputEquivalent * price.input + usage.output * price.output) / 1_000_000;
 }

@@ -30,12 +30,19 @@ export function searchAttributeFlags(): string[] {
 
 function cliTypeName(type: SearchAttributeType): string {
   switch (type) {
-    case SearchAttributeType.KEYWORD: return 'Keyword';
-    case SearchAttributeType.TEXT: return 'Text';
-    case SearchAttributeType.INT: return 'Int';
-    case SearchAttributeType.DOUBLE: return 'Double';
-    case SearchAttributeType.BOOL: return 'Bool';
-    case SearchAttributeType.DATETIME: return 'Datetime';
-    case SearchAttributeType.KEYWORD_LIST: return 'KeywordList';
+    case SearchAttributeType.KEYWORD:
+      return 'Keyword';
+    case SearchAttributeType.TEXT:
+      return 'Text';
+    case SearchAttributeType.INT:
+      return 'Int';
+    case SearchAttributeType.DOUBLE:
+      return 'Double';
+    case SearchAttributeType.BOOL:
+      return 'Bool';
+    case SearchAttributeType.DATETIME:
+      return 'Datetime';
+    case SearchAttributeType.KEYWORD_LIST:
+      return 'KeywordList';
   }
 }

@@ -29,17 +29,25 @@ export const GREP_DEFAULT_MAX_RESULTS = 200;
 const MAX_RESULTS_CEILING = 5_000;
 
 const workspacePath = (what: string) =>
-  z.string().min(1).describe(`${what}. Relative paths are resolved against /workspace (the project root); absolute paths work too.`);
+  z
+    .string()
+    .min(1)
+    .describe(`${what}. Relative paths are resolved against /workspace (the project root); absolute paths work too.`);
 
 const bashInput = z.strictObject({
-  command: z.string().min(1).describe('The bash command line to run, e.g. `npm test -- --silent` or `git status --short`.'),
+  command: z
+    .string()
+    .min(1)
+    .describe('The bash command line to run, e.g. `npm test -- --silent` or `git status --short`.'),
   timeout_ms: z
     .number()
     .int()
     .min(1_000)
     .max(BASH_MAX_TIMEOUT_MS)
     .optional()
-    .describe(`Kill the command (and everything it started) after this many milliseconds. Default ${BASH_DEFAULT_TIMEOUT_MS}, at most ${BASH_MAX_TIMEOUT_MS}.`),
+    .describe(
+      `Kill the command (and everything it started) after this many milliseconds. Default ${BASH_DEFAULT_TIMEOUT_MS}, at most ${BASH_MAX_TIMEOUT_MS}.`,
+    ),
 });
 
 const readFileInput = z.strictObject({
@@ -58,14 +66,22 @@ const editFileInput = z.strictObject({
   old_text: z
     .string()
     .min(1)
-    .describe('The exact text to replace, including whitespace and indentation. It must occur exactly once in the file; include surrounding lines to make it unique.'),
+    .describe(
+      'The exact text to replace, including whitespace and indentation. It must occur exactly once in the file; include surrounding lines to make it unique.',
+    ),
   new_text: z.string().describe('The text that replaces old_text.'),
 });
 
 const listFilesInput = z.strictObject({
   path: workspacePath('The directory to list (default: the whole workspace)').optional(),
   pattern: z.string().min(1).optional().describe('A glob the paths must match, e.g. `**/*.ts` or `src/**/test_*.py`.'),
-  max_results: z.number().int().min(1).max(MAX_RESULTS_CEILING).optional().describe(`At most this many paths. Default ${LIST_DEFAULT_MAX_RESULTS}.`),
+  max_results: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_RESULTS_CEILING)
+    .optional()
+    .describe(`At most this many paths. Default ${LIST_DEFAULT_MAX_RESULTS}.`),
 });
 
 const grepInput = z.strictObject({
@@ -73,7 +89,13 @@ const grepInput = z.strictObject({
   path: workspacePath('The file or directory to search (default: the whole workspace)').optional(),
   glob: z.string().min(1).optional().describe('Only search files whose path matches this glob, e.g. `*.ts`.'),
   ignore_case: z.boolean().optional().describe('Match case-insensitively. Default false.'),
-  max_results: z.number().int().min(1).max(MAX_RESULTS_CEILING).optional().describe(`At most this many matching lines. Default ${GREP_DEFAULT_MAX_RESULTS}.`),
+  max_results: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_RESULTS_CEILING)
+    .optional()
+    .describe(`At most this many matching lines. Default ${GREP_DEFAULT_MAX_RESULTS}.`),
 });
 
 interface ToolSpec<S extends z.ZodObject> {
@@ -114,7 +136,8 @@ const TOOLS = {
   write_file: spec({
     schema: writeFileInput,
     replayPolicy: 'idempotent',
-    description: 'Create a file or replace its whole content. Parent directories are created. To change part of an existing file, use edit_file instead.',
+    description:
+      'Create a file or replace its whole content. Parent directories are created. To change part of an existing file, use edit_file instead.',
     subject: (input) => input.path,
   }),
   edit_file: spec({
@@ -130,13 +153,15 @@ const TOOLS = {
   list_files: spec({
     schema: listFilesInput,
     replayPolicy: 'safe',
-    description: 'List files (recursively, sorted by path), skipping what .gitignore excludes and the .git directory. Optionally filter by a glob pattern.',
+    description:
+      'List files (recursively, sorted by path), skipping what .gitignore excludes and the .git directory. Optionally filter by a glob pattern.',
     subject: (input) => [input.path ?? '.', input.pattern].filter(Boolean).join(' '),
   }),
   grep: spec({
     schema: grepInput,
     replayPolicy: 'safe',
-    description: 'Search file contents with ripgrep. Returns matching lines as `path:line:text`, skipping what .gitignore excludes. Optionally restrict to a path or a glob.',
+    description:
+      'Search file contents with ripgrep. Returns matching lines as `path:line:text`, skipping what .gitignore excludes. Optionally restrict to a path or a glob.',
     subject: (input) => [input.pattern, input.path, input.glob].filter(Boolean).join(' '),
   }),
 };
@@ -161,7 +186,18 @@ export function replayPolicyOf(name: string): ReplayPolicy {
 }
 
 // Keywords strict tool use does not accept; zod still enforces them when a call is validated.
-const UNSUPPORTED_KEYWORDS = new Set(['$schema', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'multipleOf', 'pattern', 'format']);
+const UNSUPPORTED_KEYWORDS = new Set([
+  '$schema',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'multipleOf',
+  'pattern',
+  'format',
+]);
 
 function stripUnsupported(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(stripUnsupported);
@@ -169,7 +205,10 @@ function stripUnsupported(value: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [key, child] of Object.entries(value)) {
     if (UNSUPPORTED_KEYWORDS.has(key)) continue;
-    out[key] = key === 'properties' ? Object.fromEntries(Object.entries(child as object).map(([k, v]) => [k, stripUnsupported(v)])) : stripUnsupported(child);
+    out[key] =
+      key === 'properties'
+        ? Object.fromEntries(Object.entries(child as object).map(([k, v]) => [k, stripUnsupported(v)]))
+        : stripUnsupported(child);
   }
   return out;
 }
@@ -212,7 +251,9 @@ function describeIssue(issue: z.core.$ZodIssue, allowed: string[], input: unknow
   const field = issue.path.map(String).join('.');
   switch (issue.code) {
     case 'unrecognized_keys':
-      return issue.keys.map((key) => `unknown field "${key}" is not allowed (allowed: ${allowed.join(', ')})`).join('; ');
+      return issue.keys
+        .map((key) => `unknown field "${key}" is not allowed (allowed: ${allowed.join(', ')})`)
+        .join('; ');
     case 'invalid_type': {
       if (!field) return `the arguments must be a JSON object, got ${typeName(input)}`;
       const received = fieldValue(input, issue.path);

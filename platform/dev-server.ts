@@ -50,17 +50,39 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   const namespace = opts.namespace ?? 'default';
   const address = `${ip}:${opts.port}`;
   if (!(await isPortFree(opts.port, ip))) {
-    throw new PlatformError(`port ${opts.port} is already in use by another program: stop it or choose another port (TEMPORAL_PORT)`);
+    throw new PlatformError(
+      `port ${opts.port} is already in use by another program: stop it or choose another port (TEMPORAL_PORT)`,
+    );
   }
   if (opts.uiPort !== undefined && !(await isPortFree(opts.uiPort, ip))) {
-    throw new PlatformError(`Web UI port ${opts.uiPort} is already in use: stop the program using it or choose another port (TEMPORAL_UI_PORT)`);
+    throw new PlatformError(
+      `Web UI port ${opts.uiPort} is already in use: stop the program using it or choose another port (TEMPORAL_UI_PORT)`,
+    );
   }
-  const args = ['server', 'start-dev', '--ip', ip, '--port', String(opts.port), '--namespace', namespace, '--log-level', 'warn'];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    ip,
+    '--port',
+    String(opts.port),
+    '--namespace',
+    namespace,
+    '--log-level',
+    'warn',
+  ];
   if (opts.uiPort === undefined) args.push('--headless');
   else args.push('--ui-port', String(opts.uiPort));
   if (opts.dbFile) {
     fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
-    args.push('--db-filename', opts.dbFile, '--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL');
+    args.push(
+      '--db-filename',
+      opts.dbFile,
+      '--sqlite-pragma',
+      'journal_mode=WAL',
+      '--sqlite-pragma',
+      'synchronous=NORMAL',
+    );
   }
   for (const flag of searchAttributeFlags()) args.push('--search-attribute', flag);
   for (const [key, value] of Object.entries(opts.dynamicConfig ?? {})) {
@@ -82,11 +104,15 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   const deadline = Date.now() + (opts.readyTimeoutMs ?? 60_000);
   while (!(await isTemporalServing(address, namespace))) {
     if (exited !== undefined) {
-      throw new PlatformError(`temporal dev server exited with code ${exited} before it was ready; see ${opts.logFile}:\n${tail(opts.logFile)}`);
+      throw new PlatformError(
+        `temporal dev server exited with code ${exited} before it was ready; see ${opts.logFile}:\n${tail(opts.logFile)}`,
+      );
     }
     if (Date.now() > deadline) {
       process.kill(pid, 'SIGKILL');
-      throw new PlatformError(`temporal dev server did not become ready on ${address}; see ${opts.logFile}:\n${tail(opts.logFile)}`);
+      throw new PlatformError(
+        `temporal dev server did not become ready on ${address}; see ${opts.logFile}:\n${tail(opts.logFile)}`,
+      );
     }
     await delay(200);
   }
@@ -116,7 +142,7 @@ export async function isTemporalServing(address: string, namespace = 'default'):
   let connection: Connection | undefined;
   try {
     connection = await Connection.connect({ address, connectTimeout: 1_000 });
-    await connection.workflowService.describeNamespace({ namespace }, );
+    await connection.workflowService.describeNamespace({ namespace });
     return true;
   } catch {
     return false;
@@ -133,15 +159,20 @@ export async function ensureSearchAttributes(address: string, namespace = 'defau
   const connection = await Connection.connect({ address });
   try {
     const existing = await connection.operatorService.listSearchAttributes({ namespace });
-    const have = new Set([...Object.keys(existing.customAttributes ?? {}), ...Object.keys(existing.systemAttributes ?? {})]);
+    const have = new Set([
+      ...Object.keys(existing.customAttributes ?? {}),
+      ...Object.keys(existing.systemAttributes ?? {}),
+    ]);
     const missing = Object.values(SEARCH_ATTRIBUTES).filter((key) => !have.has(key.name));
     if (missing.length === 0) return [];
     await connection.operatorService.addSearchAttributes({
       namespace,
-      searchAttributes: Object.fromEntries(missing.flatMap((key) => {
-        const type = encodeSearchAttributeIndexedValueType(key.type);
-        return type === undefined ? [] : [[key.name, type] as const];
-      })),
+      searchAttributes: Object.fromEntries(
+        missing.flatMap((key) => {
+          const type = encodeSearchAttributeIndexedValueType(key.type);
+          return type === undefined ? [] : [[key.name, type] as const];
+        }),
+      ),
     });
     return missing.map((key) => key.name);
   } finally {

@@ -52,7 +52,9 @@ export async function ensureDockerEngine(log: (line: string) => void = () => und
   const docker = dockerClient();
   if (await pingDocker(docker)) return docker;
   if (process.env.DOCKER_HOST) {
-    throw new PlatformError(`DOCKER_HOST=${process.env.DOCKER_HOST} does not answer: start that engine or unset DOCKER_HOST`);
+    throw new PlatformError(
+      `DOCKER_HOST=${process.env.DOCKER_HOST} does not answer: start that engine or unset DOCKER_HOST`,
+    );
   }
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const isDebian = fs.existsSync('/etc/debian_version');

@@ -77,7 +77,9 @@ export async function startLocalServer(
     return { address, uiUrl, namespace: settings.namespace, reused: true, pid: readPid(pidFile), dbFile, logFile };
   }
   if (!(await isPortFree(settings.port, settings.ip))) {
-    throw new PlatformError(`port ${settings.port} is busy but no Temporal server answers there: stop that program or set TEMPORAL_PORT to a free port`);
+    throw new PlatformError(
+      `port ${settings.port} is busy but no Temporal server answers there: stop that program or set TEMPORAL_PORT to a free port`,
+    );
   }
   const cli = await ensureTemporalCli(log);
   const server = await startDevServer({

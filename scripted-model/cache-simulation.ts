@@ -110,7 +110,13 @@ export class PromptCacheSimulation {
   }
 }
 
-function usage(input: number, creation: number, read: number, creation1h: number, creation5m = creation - creation1h): CacheUsage {
+function usage(
+  input: number,
+  creation: number,
+  read: number,
+  creation1h: number,
+  creation5m = creation - creation1h,
+): CacheUsage {
   return {
     input_tokens: input,
     cache_creation_input_tokens: creation,

@@ -28,7 +28,8 @@ export function parseScriptedModelArgs(argv: readonly string[]): ScriptedModelAr
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const [name, inline] = flag.split(/=(.*)/s, 2) as [string, string | undefined];
-    if (!['--port', '--script', '--host', '--api-key', '--min-cacheable-tokens'].includes(name)) throw new Error(`unknown argument "${flag}"\n${USAGE}`);
+    if (!['--port', '--script', '--host', '--api-key', '--min-cacheable-tokens'].includes(name))
+      throw new Error(`unknown argument "${flag}"\n${USAGE}`);
     const value = inline ?? argv[++i];
     if (value === undefined) throw new Error(`${name} needs a value\n${USAGE}`);
     values.set(name, value);
@@ -82,7 +83,8 @@ if (require.main === module) {
     });
     await server.stop();
     console.log(`served ${server.requests.length} requests, ${server.turnsServed} scripted turns`);
-    for (const error of server.scriptErrors) console.error(`script error at request ${error.requestIndex}: ${error.message}`);
+    for (const error of server.scriptErrors)
+      console.error(`script error at request ${error.requestIndex}: ${error.message}`);
     return server.scriptErrors.length > 0 ? 1 : 0;
   });
 }

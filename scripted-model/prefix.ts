@@ -30,11 +30,15 @@ function messagesOf(request: RecordedRequest): unknown[] | null {
  * an exact prefix of its messages. A retried request (identical) counts as an extension.
  */
 export function assertRequestsExtendPrefix(requests: readonly RecordedRequest[]): void {
-  const conversation = requests.filter((request) => request.method === 'POST' && request.path === '/v1/messages' && messagesOf(request));
+  const conversation = requests.filter(
+    (request) => request.method === 'POST' && request.path === '/v1/messages' && messagesOf(request),
+  );
   for (let n = 1; n < conversation.length; n++) {
     const problem = prefixViolation(messagesOf(conversation[n - 1]!)!, messagesOf(conversation[n]!)!);
     if (problem) {
-      throw new Error(`request ${conversation[n]!.index} does not extend request ${conversation[n - 1]!.index} as an exact prefix: ${problem}`);
+      throw new Error(
+        `request ${conversation[n]!.index} does not extend request ${conversation[n - 1]!.index} as an exact prefix: ${problem}`,
+      );
     }
   }
 }

@@ -57,14 +57,23 @@ function breakpointOf(block: Json): PromptBlock['breakpoint'] {
 export function promptBlocks(body: MessagesRequestBody): PromptBlock[] {
   const blocks: PromptBlock[] = [];
   for (const tool of (body.tools ?? []) as Json[]) {
-    blocks.push({ key: `tool:${canonicalJson(withoutCacheControl(tool))}`, tokens: toolTokens(tool), breakpoint: breakpointOf(tool) });
+    blocks.push({
+      key: `tool:${canonicalJson(withoutCacheControl(tool))}`,
+      tokens: toolTokens(tool),
+      breakpoint: breakpointOf(tool),
+    });
   }
   const system = body.system;
   if (typeof system === 'string') {
-    if (system.length > 0) blocks.push({ key: `system:${canonicalJson({ type: 'text', text: system })}`, tokens: textTokens(system) });
+    if (system.length > 0)
+      blocks.push({ key: `system:${canonicalJson({ type: 'text', text: system })}`, tokens: textTokens(system) });
   } else if (Array.isArray(system)) {
     for (const block of system as Json[]) {
-      blocks.push({ key: `system:${canonicalJson(withoutCacheControl(block))}`, tokens: blockTokens(block), breakpoint: breakpointOf(block) });
+      blocks.push({
+        key: `system:${canonicalJson(withoutCacheControl(block))}`,
+        tokens: blockTokens(block),
+        breakpoint: breakpointOf(block),
+      });
     }
   }
   body.messages.forEach((message, index) => {

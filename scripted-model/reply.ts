@@ -53,9 +53,14 @@ export function buildReply(turn: ScriptedTurn, body: MessagesRequestBody, nextTo
     for (const call of turn.toolCalls ?? []) {
       const tool = tools.get(call.name);
       if (!tool) {
-        throw new ScriptViolation(`the turn calls tool "${call.name}", but the request offers ${tools.size ? [...tools.keys()].map((n) => `"${n}"`).join(', ') : 'no tools'}`);
+        throw new ScriptViolation(
+          `the turn calls tool "${call.name}", but the request offers ${tools.size ? [...tools.keys()].map((n) => `"${n}"`).join(', ') : 'no tools'}`,
+        );
       }
-      const input = turn.fault?.type === 'malformed_tool_call' ? malformed(call.input, tool, turn.fault.mutation ?? 'invented_field') : call.input;
+      const input =
+        turn.fault?.type === 'malformed_tool_call'
+          ? malformed(call.input, tool, turn.fault.mutation ?? 'invented_field')
+          : call.input;
       content.push({ type: 'tool_use', id: call.id ?? nextToolUseId(), name: call.name, input });
     }
   }
@@ -67,9 +72,12 @@ export function buildReply(turn: ScriptedTurn, body: MessagesRequestBody, nextTo
   return {
     content,
     incompleteBlocks: new Set(),
-    stopReason: stopSequence !== null ? 'stop_sequence' : turn.stopReason ?? defaultStop,
+    stopReason: stopSequence !== null ? 'stop_sequence' : (turn.stopReason ?? defaultStop),
     stopSequence,
-    outputTokens: Math.max(1, content.reduce((sum, block) => sum + blockTokens(block), 0)),
+    outputTokens: Math.max(
+      1,
+      content.reduce((sum, block) => sum + blockTokens(block), 0),
+    ),
   };
 }
 
@@ -100,8 +108,10 @@ function truncate(content: Json[], budget: number): Pick<ScriptedReply, 'content
       left -= tokens;
       continue;
     }
-    if (block.type === 'text' && left > 0) kept.push({ ...block, text: String(block.text).slice(0, left * CHARS_PER_TOKEN) });
-    if (block.type === 'thinking' && left > 0) kept.push({ ...block, thinking: String(block.thinking).slice(0, left * CHARS_PER_TOKEN) });
+    if (block.type === 'text' && left > 0)
+      kept.push({ ...block, text: String(block.text).slice(0, left * CHARS_PER_TOKEN) });
+    if (block.type === 'thinking' && left > 0)
+      kept.push({ ...block, thinking: String(block.thinking).slice(0, left * CHARS_PER_TOKEN) });
     if (block.type === 'tool_use') {
       incompleteBlocks.add(kept.length);
       kept.push({ ...block, input: fittingFields(String(block.name), block.input as Json, left) });
@@ -122,21 +132,27 @@ function fittingFields(name: string, input: Json, budget: number): Json {
 }
 
 /** The tool input made to violate the tool's schema, the way models sometimes do. */
-function malformed(input: Record<string, unknown>, tool: Json, mutation: 'invented_field' | 'missing_required' | 'wrong_type'): Json {
+function malformed(
+  input: Record<string, unknown>,
+  tool: Json,
+  mutation: 'invented_field' | 'missing_required' | 'wrong_type',
+): Json {
   const schema = (tool.input_schema ?? {}) as Json;
   const properties = Object.keys((schema.properties ?? {}) as Json);
   const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
   const first = required[0] ?? properties[0] ?? Object.keys(input)[0];
   switch (mutation) {
     case 'invented_field':
-      return { ...input, [`${first ?? 'field'}2`]: first !== undefined ? input[first] ?? 'invented' : 'invented' };
+      return { ...input, [`${first ?? 'field'}2`]: first !== undefined ? (input[first] ?? 'invented') : 'invented' };
     case 'missing_required': {
-      if (first === undefined) throw new ScriptViolation(`tool "${String(tool.name)}" has no field a malformed call could leave out`);
+      if (first === undefined)
+        throw new ScriptViolation(`tool "${String(tool.name)}" has no field a malformed call could leave out`);
       const { [first]: _left, ...rest } = input;
       return rest;
     }
     case 'wrong_type': {
-      if (first === undefined) throw new ScriptViolation(`tool "${String(tool.name)}" has no field a malformed call could mistype`);
+      if (first === undefined)
+        throw new ScriptViolation(`tool "${String(tool.name)}" has no field a malformed call could mistype`);
       return { ...input, [first]: typeof input[first] === 'number' ? String(input[first]) : 12345 };
     }
   }

@@ -10,7 +10,15 @@ import { z } from 'zod';
 import { contentBlocks } from './prompt';
 import type { MessagesRequestBody } from './validation';
 
-export const STOP_REASONS = ['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal', 'model_context_window_exceeded'] as const;
+export const STOP_REASONS = [
+  'end_turn',
+  'max_tokens',
+  'stop_sequence',
+  'tool_use',
+  'pause_turn',
+  'refusal',
+  'model_context_window_exceeded',
+] as const;
 export type ScriptedStopReason = (typeof STOP_REASONS)[number];
 
 export const API_ERROR_TYPES = [
@@ -141,22 +149,47 @@ function resultText(content: unknown): string {
 }
 
 const faultSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('rate_limit'), retryAfterSeconds: z.number().nonnegative().optional(), retryAfterMs: z.number().nonnegative().optional() }),
+  z.strictObject({
+    type: z.literal('rate_limit'),
+    retryAfterSeconds: z.number().nonnegative().optional(),
+    retryAfterMs: z.number().nonnegative().optional(),
+  }),
   z.strictObject({ type: z.literal('overloaded') }),
-  z.strictObject({ type: z.literal('server_error'), status: z.union([z.literal(500), z.literal(502), z.literal(503), z.literal(504)]).optional() }),
-  z.strictObject({ type: z.literal('http_error'), status: z.number().int().min(400).max(599), errorType: z.enum(API_ERROR_TYPES), message: z.string().optional() }),
-  z.strictObject({ type: z.literal('stream_error'), afterBlocks: z.number().int().nonnegative().optional(), errorType: z.enum(['overloaded_error', 'api_error']).optional() }),
+  z.strictObject({
+    type: z.literal('server_error'),
+    status: z.union([z.literal(500), z.literal(502), z.literal(503), z.literal(504)]).optional(),
+  }),
+  z.strictObject({
+    type: z.literal('http_error'),
+    status: z.number().int().min(400).max(599),
+    errorType: z.enum(API_ERROR_TYPES),
+    message: z.string().optional(),
+  }),
+  z.strictObject({
+    type: z.literal('stream_error'),
+    afterBlocks: z.number().int().nonnegative().optional(),
+    errorType: z.enum(['overloaded_error', 'api_error']).optional(),
+  }),
   z.strictObject({ type: z.literal('drop_connection'), afterBlocks: z.number().int().nonnegative().optional() }),
-  z.strictObject({ type: z.literal('stall'), ms: z.number().nonnegative(), afterBlocks: z.number().int().nonnegative().optional() }),
+  z.strictObject({
+    type: z.literal('stall'),
+    ms: z.number().nonnegative(),
+    afterBlocks: z.number().int().nonnegative().optional(),
+  }),
   z.strictObject({ type: z.literal('cut_at_max_tokens'), outputTokens: z.number().int().positive() }),
-  z.strictObject({ type: z.literal('malformed_tool_call'), mutation: z.enum(['invented_field', 'missing_required', 'wrong_type']).optional() }),
+  z.strictObject({
+    type: z.literal('malformed_tool_call'),
+    mutation: z.enum(['invented_field', 'missing_required', 'wrong_type']).optional(),
+  }),
 ]);
 
 const turnSchema = z.strictObject({
   label: z.string().optional(),
   thinking: z.string().optional(),
   text: z.string().optional(),
-  toolCalls: z.array(z.strictObject({ name: z.string(), input: z.record(z.string(), z.unknown()), id: z.string().optional() })).optional(),
+  toolCalls: z
+    .array(z.strictObject({ name: z.string(), input: z.record(z.string(), z.unknown()), id: z.string().optional() }))
+    .optional(),
   stopReason: z.enum(STOP_REASONS).optional(),
   fault: faultSchema.optional(),
   latencyMs: z.number().nonnegative().optional(),

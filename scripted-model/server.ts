@@ -150,7 +150,8 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     if (Array.isArray(this.script) && this.turns < this.script.length) {
       problems.push(`${this.script.length - this.turns} of ${this.script.length} scripted turns were never requested`);
     }
-    if (problems.length > 0) throw new Error(`the scripted model run did not go as scripted:\n  ${problems.join('\n  ')}`);
+    if (problems.length > 0)
+      throw new Error(`the scripted model run did not go as scripted:\n  ${problems.join('\n  ')}`);
   }
 
   async stop(): Promise<void> {
@@ -165,7 +166,12 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
       receivedAt: Date.now(),
       method: req.method ?? 'GET',
       path,
-      headers: Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value ?? ''])),
+      headers: Object.fromEntries(
+        Object.entries(req.headers).map(([name, value]) => [
+          name,
+          Array.isArray(value) ? value.join(', ') : (value ?? ''),
+        ]),
+      ),
       rawBody: '',
       body: null,
       messagesRequest: null,
@@ -183,7 +189,8 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     });
 
     const raw = await readBody(req, this.options.maxRequestBytes ?? 32 * 1024 * 1024);
-    if (raw === null) return this.fail(res, record, 'request_too_large', 'Request exceeds the maximum allowed number of bytes.');
+    if (raw === null)
+      return this.fail(res, record, 'request_too_large', 'Request exceeds the maximum allowed number of bytes.');
     record.rawBody = raw;
     try {
       record.body = raw.length > 0 ? JSON.parse(raw) : null;
@@ -198,15 +205,26 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     const bearer = /^Bearer\s+(.+)$/i.exec(record.headers.authorization ?? '');
     const key = record.headers['x-api-key'] || bearer?.[1];
     if (!key) return this.fail(res, record, 'authentication_error', 'x-api-key header is required');
-    if (this.options.apiKey !== undefined && key !== this.options.apiKey) return this.fail(res, record, 'authentication_error', 'invalid x-api-key');
-    if (!record.headers['anthropic-version']) return this.fail(res, record, 'invalid_request_error', 'anthropic-version: header is required');
-    if (record.body === null) return this.fail(res, record, 'invalid_request_error', 'There was an issue with the request body: it is not valid JSON');
+    if (this.options.apiKey !== undefined && key !== this.options.apiKey)
+      return this.fail(res, record, 'authentication_error', 'invalid x-api-key');
+    if (!record.headers['anthropic-version'])
+      return this.fail(res, record, 'invalid_request_error', 'anthropic-version: header is required');
+    if (record.body === null)
+      return this.fail(
+        res,
+        record,
+        'invalid_request_error',
+        'There was an issue with the request body: it is not valid JSON',
+      );
 
-    const validation = validateMessagesRequest(route.endsWith('count_tokens') ? { max_tokens: 1, ...(record.body as object) } : record.body);
+    const validation = validateMessagesRequest(
+      route.endsWith('count_tokens') ? { max_tokens: 1, ...(record.body as object) } : record.body,
+    );
     if (!validation.ok) return this.fail(res, record, 'invalid_request_error', validation.message);
     const body = validation.body;
     record.messagesRequest = body;
-    if (this.options.models && !this.options.models.includes(body.model)) return this.fail(res, record, 'not_found_error', `model: ${body.model}`);
+    if (this.options.models && !this.options.models.includes(body.model))
+      return this.fail(res, record, 'not_found_error', `model: ${body.model}`);
 
     if (route.endsWith('count_tokens')) {
       const usage = PromptCacheSimulation.uncached(promptBlocks(body));
@@ -220,10 +238,14 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     const context = scriptedRequest(body, record.index, turnIndex);
     let turn: ScriptedTurn | undefined;
     try {
-      turn = Array.isArray(this.script) ? this.script[turnIndex] : (this.script as (r: typeof context) => ScriptedTurn | undefined)(context);
+      turn = Array.isArray(this.script)
+        ? this.script[turnIndex]
+        : (this.script as (r: typeof context) => ScriptedTurn | undefined)(context);
       if (turn === undefined) {
         const size = Array.isArray(this.script) ? ` (it has ${this.script.length} turns)` : '';
-        throw new ScriptViolation(`the script has no turn for this request: it ran out after ${turnIndex} turns${size}`);
+        throw new ScriptViolation(
+          `the script has no turn for this request: it ran out after ${turnIndex} turns${size}`,
+        );
       }
       this.turns += 1;
       record.turnIndex = turnIndex;
@@ -235,8 +257,17 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       const label = turn?.label ? ` (${turn.label})` : '';
-      this.scriptErrors.push({ requestIndex: record.index, turnIndex: record.turnIndex, message: `turn ${turnIndex}${label}: ${message}` });
-      return this.fail(res, record, 'invalid_request_error', `scripted model: off script at turn ${turnIndex}${label}: ${message}`);
+      this.scriptErrors.push({
+        requestIndex: record.index,
+        turnIndex: record.turnIndex,
+        message: `turn ${turnIndex}${label}: ${message}`,
+      });
+      return this.fail(
+        res,
+        record,
+        'invalid_request_error',
+        `scripted model: off script at turn ${turnIndex}${label}: ${message}`,
+      );
     }
 
     if (turn.latencyMs) await sleep(turn.latencyMs);
@@ -249,14 +280,20 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     } catch (error) {
       if (!(error instanceof ScriptViolation)) throw error;
       this.scriptErrors.push({ requestIndex: record.index, turnIndex, message: `turn ${turnIndex}: ${error.message}` });
-      return this.fail(res, record, 'invalid_request_error', `scripted model: off script at turn ${turnIndex}: ${error.message}`);
+      return this.fail(
+        res,
+        record,
+        'invalid_request_error',
+        `scripted model: off script at turn ${turnIndex}: ${error.message}`,
+      );
     }
     const usage = this.cache.process(promptBlocks(body));
     record.usage = { ...usage, output_tokens: reply.outputTokens };
     const identity = { id: `msg_scripted_${String(++this.messageIds).padStart(4, '0')}`, model: body.model };
 
     if (body.stream !== true) {
-      if (fault?.type === 'stream_error') return this.fail(res, record, fault.errorType ?? 'overloaded_error', 'Overloaded');
+      if (fault?.type === 'stream_error')
+        return this.fail(res, record, fault.errorType ?? 'overloaded_error', 'Overloaded');
       if (fault?.type === 'drop_connection') return void res.destroy();
       return this.sendJson(res, record, 200, {
         id: identity.id,
@@ -269,7 +306,13 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
         usage: { ...usage, output_tokens: reply.outputTokens, service_tier: 'standard' },
       });
     }
-    await this.stream(res, record, messageEventGroups(identity, reply, usage, this.options.chunkChars ?? 16), fault, turn.eventDelayMs ?? 0);
+    await this.stream(
+      res,
+      record,
+      messageEventGroups(identity, reply, usage, this.options.chunkChars ?? 16),
+      fault,
+      turn.eventDelayMs ?? 0,
+    );
   }
 
   /** Answers faults that replace the response; returns false for faults applied to it. */
@@ -278,7 +321,14 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
       case 'rate_limit': {
         const headers: Record<string, string> = { 'retry-after': String(Math.ceil(fault.retryAfterSeconds ?? 1)) };
         if (fault.retryAfterMs !== undefined) headers['retry-after-ms'] = String(fault.retryAfterMs);
-        this.fail(res, record, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', undefined, headers);
+        this.fail(
+          res,
+          record,
+          'rate_limit_error',
+          'Number of request tokens has exceeded your per-minute rate limit',
+          undefined,
+          headers,
+        );
         return true;
       }
       case 'overloaded':
@@ -301,10 +351,21 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     }
   }
 
-  private async stream(res: http.ServerResponse, record: RecordedRequest, groups: ReturnType<typeof messageEventGroups>, fault: ScriptedFault | undefined, delayMs: number): Promise<void> {
+  private async stream(
+    res: http.ServerResponse,
+    record: RecordedRequest,
+    groups: ReturnType<typeof messageEventGroups>,
+    fault: ScriptedFault | undefined,
+    delayMs: number,
+  ): Promise<void> {
     record.status = 200;
     record.streamed = true;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'request-id': record.requestId });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'request-id': record.requestId,
+    });
     const send = async (events: SseEvent[]): Promise<boolean> => {
       for (const event of events) {
         if (res.destroyed) return false;
@@ -313,7 +374,10 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
       }
       return !res.destroyed;
     };
-    const faultAfter = fault?.type === 'stream_error' || fault?.type === 'stall' || fault?.type === 'drop_connection' ? fault.afterBlocks ?? 0 : -1;
+    const faultAfter =
+      fault?.type === 'stream_error' || fault?.type === 'stall' || fault?.type === 'drop_connection'
+        ? (fault.afterBlocks ?? 0)
+        : -1;
     if (!(await send(groups.head))) return;
     for (let block = 0; block <= groups.blocks.length; block++) {
       if (block === faultAfter && fault) {
@@ -321,11 +385,19 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
           const type = fault.errorType ?? 'overloaded_error';
           const message = type === 'overloaded_error' ? 'Overloaded' : 'Internal server error';
           record.error = { type, message };
-          res.end(formatSse({ event: 'error', data: { type: 'error', error: { type, message }, request_id: record.requestId } }));
+          res.end(
+            formatSse({
+              event: 'error',
+              data: { type: 'error', error: { type, message }, request_id: record.requestId },
+            }),
+          );
           return;
         }
         if (fault.type === 'drop_connection') {
-          record.error = { type: 'connection_dropped', message: 'the scripted model dropped the connection mid-stream' };
+          record.error = {
+            type: 'connection_dropped',
+            message: 'the scripted model dropped the connection mid-stream',
+          };
           // Let what was sent reach the client first, as on a connection that breaks mid-answer.
           await new Promise<void>((resolve) => res.write('', () => resolve()));
           await sleep(20);
@@ -339,12 +411,26 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     if (await send(groups.tail)) res.end();
   }
 
-  private fail(res: http.ServerResponse, record: RecordedRequest, type: ApiErrorType, message: string, status = ERROR_STATUS[type], headers: Record<string, string> = {}): void {
+  private fail(
+    res: http.ServerResponse,
+    record: RecordedRequest,
+    type: ApiErrorType,
+    message: string,
+    status = ERROR_STATUS[type],
+    headers: Record<string, string> = {},
+  ): void {
     record.error = { type, message };
     this.sendError(res, record, type, message, status, headers);
   }
 
-  private sendError(res: http.ServerResponse, record: RecordedRequest | null, type: string, message: string, status: number, headers: Record<string, string> = {}): void {
+  private sendError(
+    res: http.ServerResponse,
+    record: RecordedRequest | null,
+    type: string,
+    message: string,
+    status: number,
+    headers: Record<string, string> = {},
+  ): void {
     const requestId = record?.requestId ?? 'req_scripted_error';
     if (record) record.status = status;
     res.writeHead(status, { 'content-type': 'application/json', 'request-id': requestId, ...headers });

@@ -33,7 +33,12 @@ export function formatSse({ event, data }: SseEvent): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-export function messageEventGroups(identity: MessageIdentity, reply: ScriptedReply, usage: CacheUsage, chunkChars: number): MessageEventGroups {
+export function messageEventGroups(
+  identity: MessageIdentity,
+  reply: ScriptedReply,
+  usage: CacheUsage,
+  chunkChars: number,
+): MessageEventGroups {
   const head: SseEvent[] = [
     {
       event: 'message_start',
@@ -53,7 +58,9 @@ export function messageEventGroups(identity: MessageIdentity, reply: ScriptedRep
     },
     { event: 'ping', data: { type: 'ping' } },
   ];
-  const blocks = reply.content.map((block, index) => blockEvents(block, index, reply.incompleteBlocks.has(index), chunkChars));
+  const blocks = reply.content.map((block, index) =>
+    blockEvents(block, index, reply.incompleteBlocks.has(index), chunkChars),
+  );
   const tail: SseEvent[] = [
     {
       event: 'message_delta',
@@ -84,16 +91,21 @@ function delta(index: number, body: Json): SseEvent {
 }
 
 function blockEvents(block: Json, index: number, incomplete: boolean, chunkChars: number): SseEvent[] {
-  const start = (contentBlock: Json): SseEvent => ({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: contentBlock } });
+  const start = (contentBlock: Json): SseEvent => ({
+    event: 'content_block_start',
+    data: { type: 'content_block_start', index, content_block: contentBlock },
+  });
   const events: SseEvent[] = [];
   switch (block.type) {
     case 'text':
       events.push(start({ type: 'text', text: '' }));
-      for (const part of chunks(String(block.text), chunkChars)) events.push(delta(index, { type: 'text_delta', text: part }));
+      for (const part of chunks(String(block.text), chunkChars))
+        events.push(delta(index, { type: 'text_delta', text: part }));
       break;
     case 'thinking':
       events.push(start({ type: 'thinking', thinking: '', signature: '' }));
-      for (const part of chunks(String(block.thinking), chunkChars)) events.push(delta(index, { type: 'thinking_delta', thinking: part }));
+      for (const part of chunks(String(block.thinking), chunkChars))
+        events.push(delta(index, { type: 'thinking_delta', thinking: part }));
       events.push(delta(index, { type: 'signature_delta', signature: block.signature }));
       break;
     case 'tool_use': {
@@ -102,7 +114,8 @@ function blockEvents(block: Json, index: number, incomplete: boolean, chunkChars
       // A cut call streams its input without the closing brace, as a cut stream would.
       if (incomplete) json = json.slice(0, -1);
       events.push(delta(index, { type: 'input_json_delta', partial_json: '' }));
-      for (const part of chunks(json, chunkChars)) events.push(delta(index, { type: 'input_json_delta', partial_json: part }));
+      for (const part of chunks(json, chunkChars))
+        events.push(delta(index, { type: 'input_json_delta', partial_json: part }));
       break;
     }
     default:

@@ -56,13 +56,23 @@ type Block = z.infer<typeof blockSchema>;
 export const MAX_CACHE_BREAKPOINTS = 4;
 
 const USER_BLOCKS = new Set(['text', 'image', 'document', 'search_result', 'tool_result']);
-const ASSISTANT_BLOCKS = new Set(['text', 'thinking', 'redacted_thinking', 'tool_use', 'server_tool_use', 'web_search_tool_result']);
+const ASSISTANT_BLOCKS = new Set([
+  'text',
+  'thinking',
+  'redacted_thinking',
+  'tool_use',
+  'server_tool_use',
+  'web_search_tool_result',
+]);
 
 export type RequestValidation = { ok: true; body: MessagesRequestBody } | { ok: false; message: string };
 
 export function validateMessagesRequest(raw: unknown): RequestValidation {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { ok: false, message: 'request body must be a JSON object' };
-  const parsed = bodySchema.safeParse(raw, { error: (issue) => (issue.input === undefined ? 'Field required' : undefined) });
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return { ok: false, message: 'request body must be a JSON object' };
+  const parsed = bodySchema.safeParse(raw, {
+    error: (issue) => (issue.input === undefined ? 'Field required' : undefined),
+  });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     return { ok: false, message: `${issue.path.join('.') || 'body'}: ${issue.message}` };
@@ -129,7 +139,11 @@ function relationalProblem(body: MessagesRequestBody): string | null {
       }
     }
     if (message.role === 'assistant' && i < messages.length - 1) {
-      const answered = new Set(blocksOf(messages[i + 1]!.content).filter((b) => b.type === 'tool_result').map((b) => String(b.tool_use_id)));
+      const answered = new Set(
+        blocksOf(messages[i + 1]!.content)
+          .filter((b) => b.type === 'tool_result')
+          .map((b) => String(b.tool_use_id)),
+      );
       const unanswered = toolUseIds(message.content).filter((id) => !answered.has(id));
       if (unanswered.length > 0) {
         return (
@@ -156,7 +170,8 @@ function blockProblem(block: Block, path: string, seenToolUseIds: Set<string>): 
     case 'tool_use': {
       if (typeof block.id !== 'string') return `${path}.id: Field required`;
       if (typeof block.name !== 'string') return `${path}.name: Field required`;
-      if (typeof block.input !== 'object' || block.input === null || Array.isArray(block.input)) return `${path}.input: Input should be a valid dictionary`;
+      if (typeof block.input !== 'object' || block.input === null || Array.isArray(block.input))
+        return `${path}.input: Input should be a valid dictionary`;
       if (seenToolUseIds.has(block.id)) return `${path}: \`tool_use\` ids must be unique`;
       seenToolUseIds.add(block.id);
       break;
@@ -167,7 +182,8 @@ function blockProblem(block: Block, path: string, seenToolUseIds: Set<string>): 
     case 'thinking':
       if (typeof block.thinking !== 'string') return `${path}.thinking: Field required`;
       if (typeof block.signature !== 'string') return `${path}.signature: Field required`;
-      if (block.signature !== thinkingSignature(block.thinking)) return `${path}: Invalid \`signature\` in \`thinking\` block`;
+      if (block.signature !== thinkingSignature(block.thinking))
+        return `${path}: Invalid \`signature\` in \`thinking\` block`;
       if (block.cache_control != null) return `${path}.thinking.cache_control: Extra inputs are not permitted`;
       break;
     case 'redacted_thinking':
@@ -183,7 +199,9 @@ function blockProblem(block: Block, path: string, seenToolUseIds: Set<string>): 
 }
 
 function toolUseIds(content: string | Block[]): string[] {
-  return blocksOf(content).filter((block) => block.type === 'tool_use').map((block) => String(block.id));
+  return blocksOf(content)
+    .filter((block) => block.type === 'tool_use')
+    .map((block) => String(block.id));
 }
 
 function countBreakpoints(body: MessagesRequestBody): number {

@@ -32,11 +32,20 @@ runMain(async () => {
   await ensureTemporalCli(say);
   const docker = await ensureDockerEngine(say);
   const image = await buildSandboxImage(docker, say);
-  say(image.built ? `built the sandbox image ${image.tag} in ${image.seconds.toFixed(0)} s` : `sandbox image ${image.tag} is ready`);
+  say(
+    image.built
+      ? `built the sandbox image ${image.tag} in ${image.seconds.toFixed(0)} s`
+      : `sandbox image ${image.tag} is ready`,
+  );
   const server = process.env.TEMPORAL_ADDRESS ? undefined : await startLocalServer(undefined, say);
-  if (server) say(`${server.reused ? 'reusing' : 'started'} the Temporal dev server on ${server.address} (Web UI ${server.uiUrl})`);
+  if (server)
+    say(
+      `${server.reused ? 'reusing' : 'started'} the Temporal dev server on ${server.address} (Web UI ${server.uiUrl})`,
+    );
 
-  const scripted = process.env.ANTHROPIC_API_KEY ? undefined : await startScriptedModelServer({ script: FIX_FAILING_TEST_SCENARIO });
+  const scripted = process.env.ANTHROPIC_API_KEY
+    ? undefined
+    : await startScriptedModelServer({ script: FIX_FAILING_TEST_SCENARIO });
   if (scripted) {
     process.env.ANTHROPIC_API_KEY = 'scripted-demo-key';
     process.env.ANTHROPIC_BASE_URL = scripted.url;
@@ -90,7 +99,8 @@ runMain(async () => {
     );
     console.log(`=== Web UI: ${url}`);
     if (server) console.log('The Temporal dev server keeps running (npm run server -- stop stops it).');
-    if (scripted && scripted.scriptErrors.length) throw new Error(`the scripted agent went off-script: ${scripted.scriptErrors.join('; ')}`);
+    if (scripted && scripted.scriptErrors.length)
+      throw new Error(`the scripted agent went off-script: ${scripted.scriptErrors.join('; ')}`);
     return result.state === 'completed' ? 0 : 1;
   } finally {
     workers.shutdown();

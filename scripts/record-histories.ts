@@ -42,10 +42,14 @@ runMain(async () => {
   const calculator = path.join(PROJECT_ROOT, 'examples', 'calculator');
   // The temporal CLI writes histories in the proto JSON form that `historyFromJSON` reads.
   const record = async (name: string, workflowId: string) => {
-    const json = execFileSync(cli.path, ['workflow', 'show', '--address', server.address, '--workflow-id', workflowId, '--output', 'json'], {
-      encoding: 'utf8',
-      maxBuffer: 64 * 1024 * 1024,
-    });
+    const json = execFileSync(
+      cli.path,
+      ['workflow', 'show', '--address', server.address, '--workflow-id', workflowId, '--output', 'json'],
+      {
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
     const history = JSON.parse(json) as { events: unknown[] };
     fs.mkdirSync(FIXTURES, { recursive: true });
     fs.writeFileSync(path.join(FIXTURES, `${name}.json`), `${JSON.stringify(history, null, 1)}\n`);
@@ -54,12 +58,34 @@ runMain(async () => {
   try {
     h.model.setScript([
       { toolCalls: [{ name: 'list_files', input: {} }] },
-      { toolCalls: [{ name: 'read_file', input: { path: 'src/math.js' } }, { name: 'edit_file', input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 } }] },
-      { toolCalls: [{ name: 'edit_file', input: { path: 'src/math.js', old_text: 'sum(values) / (values.length - 1)', new_text: 'sum(values) / values.length' } }] },
+      {
+        toolCalls: [
+          { name: 'read_file', input: { path: 'src/math.js' } },
+          {
+            name: 'edit_file',
+            input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 },
+          },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            name: 'edit_file',
+            input: {
+              path: 'src/math.js',
+              old_text: 'sum(values) / (values.length - 1)',
+              new_text: 'sum(values) / values.length',
+            },
+          },
+        ],
+      },
       { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | tail -n 3' } }] },
       { text: 'Fixed.' },
     ]);
-    let handle = await h.start({ goal: 'fix the failing test', repo: { kind: 'local', path: calculator } }, 'fixture-completed');
+    let handle = await h.start(
+      { goal: 'fix the failing test', repo: { kind: 'local', path: calculator } },
+      'fixture-completed',
+    );
     await operationResult(handle);
     await record('completed-with-tools', handle.workflowId);
 
@@ -81,7 +107,10 @@ runMain(async () => {
     await operationResult(handle);
     await record('aborted', handle.workflowId);
 
-    h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'true' } }] }, { toolCalls: [{ name: 'bash', input: { command: 'true' } }] }]);
+    h.model.setScript([
+      { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
+      { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
+    ]);
     handle = await h.start({ goal: 'run out of turns', budget: { maxTurns: 2 } }, 'fixture-budget');
     await operationResult(handle);
     await record('failed-budget', handle.workflowId);

@@ -6,5 +6,9 @@ import { runMain } from './main';
 runMain(async () => {
   const docker = await ensureDockerEngine((line) => console.log(line));
   const result = await buildSandboxImage(docker, (line) => console.log(line));
-  console.log(result.built ? `built ${result.tag} (${result.path} path) in ${result.seconds.toFixed(1)} s` : `${result.tag} is up to date`);
+  console.log(
+    result.built
+      ? `built ${result.tag} (${result.path} path) in ${result.seconds.toFixed(1)} s`
+      : `${result.tag} is up to date`,
+  );
 });

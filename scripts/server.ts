@@ -20,7 +20,11 @@ runMain(async (args) => {
       return 0;
     }
     case 'stop':
-      console.log((await stopLocalServer(settings)) ? 'stopped the Temporal dev server' : 'no Temporal dev server started by this checkout is running');
+      console.log(
+        (await stopLocalServer(settings))
+          ? 'stopped the Temporal dev server'
+          : 'no Temporal dev server started by this checkout is running',
+      );
       return 0;
     case 'status': {
       const address = `${settings.ip}:${settings.port}`;

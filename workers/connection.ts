@@ -23,16 +23,22 @@ export function temporalSettings(): TemporalSettings {
   return { connectionOptions: { ...connectionOptions, address }, address, namespace: namespace ?? 'default' };
 }
 
-export async function connectClient(settings = temporalSettings()): Promise<{ client: Client; connection: Connection }> {
+export async function connectClient(
+  settings = temporalSettings(),
+): Promise<{ client: Client; connection: Connection }> {
   const connection = await Connection.connect(settings.connectionOptions).catch((err: Error) => {
-    throw new Error(`cannot reach Temporal at ${settings.address} (${err.message}): start it with \`npm run server\` or set TEMPORAL_ADDRESS`);
+    throw new Error(
+      `cannot reach Temporal at ${settings.address} (${err.message}): start it with \`npm run server\` or set TEMPORAL_ADDRESS`,
+    );
   });
   return { client: new Client({ connection, namespace: settings.namespace }), connection };
 }
 
 export async function connectWorker(settings = temporalSettings()): Promise<NativeConnection> {
   return NativeConnection.connect(settings.connectionOptions).catch((err: Error) => {
-    throw new Error(`cannot reach Temporal at ${settings.address} (${err.message}): start it with \`npm run server\` or set TEMPORAL_ADDRESS`);
+    throw new Error(
+      `cannot reach Temporal at ${settings.address} (${err.message}): start it with \`npm run server\` or set TEMPORAL_ADDRESS`,
+    );
   });
 }
 

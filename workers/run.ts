@@ -49,7 +49,15 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
   }
   if (role === 'hands' || role === 'dev') {
     const docker = await requireDocker();
-    workers.push(await createHandsWorker({ connection, namespace: temporal.namespace, taskQueue: queues.hands, docker, image: sandboxImageTag() }));
+    workers.push(
+      await createHandsWorker({
+        connection,
+        namespace: temporal.namespace,
+        taskQueue: queues.hands,
+        docker,
+        image: sandboxImageTag(),
+      }),
+    );
   }
   return {
     workers,

@@ -6,7 +6,9 @@ import { DefaultLogger, LogLevel, Runtime } from '@temporalio/worker';
 
 let installed = false;
 
-export function installRuntime(level: LogLevel = (process.env.AGENT_LOG_LEVEL?.toUpperCase() as LogLevel | undefined) ?? 'WARN'): void {
+export function installRuntime(
+  level: LogLevel = (process.env.AGENT_LOG_LEVEL?.toUpperCase() as LogLevel | undefined) ?? 'WARN',
+): void {
   if (installed) return;
   installed = true;
   try {

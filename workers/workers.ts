@@ -63,13 +63,20 @@ function crashTestOptions(): Partial<WorkerOptions> {
 }
 
 function workflowSource(options: CommonWorkerOptions): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
-  return options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') };
+  return options.workflowBundle
+    ? { workflowBundle: options.workflowBundle }
+    : { workflowsPath: require.resolve('../workflows') };
 }
 
 export function brainActivities(options: Pick<BrainWorkerOptions, 'client' | 'modelSettings' | 'cache'>) {
   const anthropic: Anthropic = createAnthropicClient(options.modelSettings);
   return {
-    ...createBrainActivities({ anthropic, settings: options.modelSettings, temporal: options.client, cache: options.cache ?? new ContextCache() }),
+    ...createBrainActivities({
+      anthropic,
+      settings: options.modelSettings,
+      temporal: options.client,
+      cache: options.cache ?? new ContextCache(),
+    }),
     ...createModelActivities({ settings: options.modelSettings, client: anthropic }),
     ...createHealthActivities(),
   };

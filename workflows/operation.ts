@@ -154,7 +154,11 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
 
   const heartbeat = settings.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeout: settings.heartbeatTimeoutMs };
   const { modelStep } = proxyActivities<BrainActivities>({ ...MODEL_STEP_ACTIVITY_OPTIONS, ...heartbeat });
-  const sandbox = proxyActivities<HandsActivities>({ ...SANDBOX_ACTIVITY_OPTIONS, ...heartbeat, taskQueue: handsQueue });
+  const sandbox = proxyActivities<HandsActivities>({
+    ...SANDBOX_ACTIVITY_OPTIONS,
+    ...heartbeat,
+    taskQueue: handsQueue,
+  });
 
   /** Search attributes: all of them when the state changes, only the counters after a turn. */
   const publish = (what: 'state' | 'counters'): void => {
@@ -200,7 +204,9 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   // waits for a container. Eager starts it alongside the first model call instead.
   const eager =
     settings.eagerSandbox && !s.sandboxUsed
-      ? (settings.repo ? ensureWorkspace() : sandbox.ensureSandbox({ sandboxId: sessionId, operationId }).then(() => void (s.sandboxUsed = true)))
+      ? settings.repo
+        ? ensureWorkspace()
+        : sandbox.ensureSandbox({ sandboxId: sessionId, operationId }).then(() => void (s.sandboxUsed = true))
       : undefined;
   // An eager failure surfaces at the first tool call, which awaits the same promise.
   eager?.catch(() => undefined);
@@ -246,7 +252,13 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
         results.push(toolResult(call.id, outcome.content, outcome.isError));
       } catch (err) {
         if (isCancellation(err) || abortReason !== undefined) {
-          results.push(toolResult(call.id, `interrupted: the operation was aborted (${abortReason ?? 'cancelled'}) while this call ran; its process was stopped. The workspace is preserved.`, true));
+          results.push(
+            toolResult(
+              call.id,
+              `interrupted: the operation was aborted (${abortReason ?? 'cancelled'}) while this call ran; its process was stopped. The workspace is preserved.`,
+              true,
+            ),
+          );
           abortReason ??= 'cancelled';
           continue;
         }
@@ -260,9 +272,13 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   };
 
   const checkBudget = (): OperationEnd | undefined => {
-    if (s.turn >= settings.budget.maxTurns) return new OperationEnd('failed', `budget: turns (${settings.budget.maxTurns} used)`);
+    if (s.turn >= settings.budget.maxTurns)
+      return new OperationEnd('failed', `budget: turns (${settings.budget.maxTurns} used)`);
     if (settings.budget.maxTotalTokens !== undefined && totalTokens(s.usage) >= settings.budget.maxTotalTokens) {
-      return new OperationEnd('failed', `budget: tokens (${totalTokens(s.usage)} of ${settings.budget.maxTotalTokens})`);
+      return new OperationEnd(
+        'failed',
+        `budget: tokens (${totalTokens(s.usage)} of ${settings.budget.maxTotalTokens})`,
+      );
     }
     if (settings.budget.maxDurationMs !== undefined && Date.now() - s.startedAtMs >= settings.budget.maxDurationMs) {
       return new OperationEnd('failed', `budget: deadline (${settings.budget.maxDurationMs} ms)`);
@@ -274,7 +290,8 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
     for (;;) {
       // Checkpoint: queued steering joins the tail, after any tool results.
       if (s.pendingSteering.length) {
-        for (const text of s.pendingSteering.splice(0)) s.tail.push({ type: 'text', text: `[steering from the user] ${text}` });
+        for (const text of s.pendingSteering.splice(0))
+          s.tail.push({ type: 'text', text: `[steering from the user] ${text}` });
       }
       if (s.tail.length === 0) return new OperationEnd('completed', 'end_turn');
       const overBudget = checkBudget();
@@ -287,7 +304,9 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
       phase = 'model';
       details();
       const reply = await withDeadline(
-        settings.budget.maxDurationMs === undefined ? undefined : s.startedAtMs + settings.budget.maxDurationMs - Date.now(),
+        settings.budget.maxDurationMs === undefined
+          ? undefined
+          : s.startedAtMs + settings.budget.maxDurationMs - Date.now(),
         () =>
           modelStep({
             operationId,
@@ -300,7 +319,8 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
             tail: s.tail,
           }),
       );
-      if (reply === undefined) return new OperationEnd('failed', `budget: deadline (${settings.budget.maxDurationMs} ms)`);
+      if (reply === undefined)
+        return new OperationEnd('failed', `budget: deadline (${settings.budget.maxDurationMs} ms)`);
       s.turn += 1;
       s.steps += 1;
       s.messages += 2;
@@ -312,11 +332,17 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
       if (text) s.finalText = text;
       publish('counters');
 
-      const toolUses = reply.message.content.filter((block): block is Anthropic.ToolUseBlock => block.type === 'tool_use');
+      const toolUses = reply.message.content.filter(
+        (block): block is Anthropic.ToolUseBlock => block.type === 'tool_use',
+      );
       if (toolUses.length > 0 && reply.stopReason === 'max_tokens') {
         // A batch cut off by max_tokens is never executed: its JSON may parse while truncated.
         s.tail = toolUses.map((call) =>
-          toolResult(call.id, 'not executed: your reply was cut off at max_tokens, so this call may be incomplete. Send it again, smaller.', true),
+          toolResult(
+            call.id,
+            'not executed: your reply was cut off at max_tokens, so this call may be incomplete. Send it again, smaller.',
+            true,
+          ),
         );
       } else if (toolUses.length > 0) {
         phase = 'tools';
@@ -374,7 +400,12 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
     openToolResults: s.tail.filter((block): block is Anthropic.ToolResultBlockParam => block.type === 'tool_result'),
   };
   if (ended.state === 'failed') {
-    throw ApplicationFailure.create({ type: 'OperationFailed', message: ended.reason, nonRetryable: true, details: [result] });
+    throw ApplicationFailure.create({
+      type: 'OperationFailed',
+      message: ended.reason,
+      nonRetryable: true,
+      details: [result],
+    });
   }
   return result;
 }
@@ -386,13 +417,15 @@ async function withDeadline<T>(remainingMs: number | undefined, fn: () => Promis
   let expired = false;
   const work = new CancellationScope();
   const timerScope = new CancellationScope();
-  const timer = timerScope.run(() => sleep(remainingMs)).then(
-    () => {
-      expired = true;
-      work.cancel();
-    },
-    () => undefined,
-  );
+  const timer = timerScope
+    .run(() => sleep(remainingMs))
+    .then(
+      () => {
+        expired = true;
+        work.cancel();
+      },
+      () => undefined,
+    );
   try {
     return await work.run(fn);
   } catch (err) {
@@ -405,7 +438,9 @@ async function withDeadline<T>(remainingMs: number | undefined, fn: () => Promis
 }
 
 function toolResult(toolUseId: string, content: string, isError: boolean): Anthropic.ToolResultBlockParam {
-  return isError ? { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true } : { type: 'tool_result', tool_use_id: toolUseId, content };
+  return isError
+    ? { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true }
+    : { type: 'tool_result', tool_use_id: toolUseId, content };
 }
 
 function replyText(reply: ModelStepResult): string {
@@ -432,4 +467,3 @@ function sandboxIdFor(workflowId: string): string {
   const cleaned = workflowId.replace(/[^A-Za-z0-9_.-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
   return (cleaned || 'operation').slice(0, 63);
 }
-

@@ -37,12 +37,19 @@ export function createBrainActivities(deps: BrainDependencies) {
     deps.cache.stats.misses += 1;
     if (input.base.messages === 0) {
       if (input.system === undefined) {
-        throw ApplicationFailure.nonRetryable('the first model step of an operation must carry the system prompt', 'ContextMismatch');
+        throw ApplicationFailure.nonRetryable(
+          'the first model step of an operation must carry the system prompt',
+          'ContextMismatch',
+        );
       }
       return { context: { system: input.system, messages: [], lastReplyId: null }, rebuilt: false };
     }
     const { workflowId, runId } = Context.current().info.workflowExecution ?? {};
-    if (!workflowId || !runId) throw ApplicationFailure.nonRetryable('modelStep must run as an activity of an operation workflow', 'ContextMismatch');
+    if (!workflowId || !runId)
+      throw ApplicationFailure.nonRetryable(
+        'modelStep must run as an activity of an operation workflow',
+        'ContextMismatch',
+      );
     const rebuilt = await rebuildContextFromHistory(deps.temporal, workflowId, runId);
     deps.cache.stats.rebuilds += 1;
     if (rebuilt.messages.length !== input.base.messages || rebuilt.lastReplyId !== input.base.lastReplyId) {

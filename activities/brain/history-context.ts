@@ -15,7 +15,11 @@ interface RecordedStep {
   result: ModelStepResult;
 }
 
-export async function rebuildContextFromHistory(client: Client, workflowId: string, runId: string): Promise<AssembledContext> {
+export async function rebuildContextFromHistory(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): Promise<AssembledContext> {
   const runs: RecordedStep[][] = [];
   let next: string | undefined = runId;
   while (next) {
@@ -35,7 +39,10 @@ export async function rebuildContextFromHistory(client: Client, workflowId: stri
   return context;
 }
 
-function completedModelSteps(events: temporal.api.history.v1.IHistoryEvent[]): { steps: RecordedStep[]; previousRunId?: string } {
+function completedModelSteps(events: temporal.api.history.v1.IHistoryEvent[]): {
+  steps: RecordedStep[];
+  previousRunId?: string;
+} {
   const scheduled = new Map<string, ModelStepInput>();
   const steps: RecordedStep[] = [];
   let previousRunId: string | undefined;
@@ -51,7 +58,8 @@ function completedModelSteps(events: temporal.api.history.v1.IHistoryEvent[]): {
     if (done) {
       const input = scheduled.get(String(done.scheduledEventId));
       const payload = done.result?.payloads?.[0];
-      if (input && payload) steps.push({ input, result: defaultPayloadConverter.fromPayload<ModelStepResult>(payload) });
+      if (input && payload)
+        steps.push({ input, result: defaultPayloadConverter.fromPayload<ModelStepResult>(payload) });
     }
   }
   return { steps, previousRunId };

@@ -17,7 +17,14 @@ import { promisify } from 'node:util';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import * as tar from 'tar-stream';
-import { replayPolicyOf, toolSummary, validateToolCall, type ReplayPolicy, type ToolInput, type ToolName } from '../../common/tools';
+import {
+  replayPolicyOf,
+  toolSummary,
+  validateToolCall,
+  type ReplayPolicy,
+  type ToolInput,
+  type ToolName,
+} from '../../common/tools';
 import { AGENT_DIR, decideReplay, journalFor, outputPathOf, runBaseOf } from './journal';
 import { shapeOutput, spillOptions, type Spill } from './output';
 import { crashPoint } from '../crash-points';
@@ -110,7 +117,11 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
   async function runTool(input: RunToolInput): Promise<ToolOutcome> {
     const ctx = activityContext();
     if (typeof input.toolCallId !== 'string' || !TOOL_CALL_ID.test(input.toolCallId)) {
-      throw ApplicationFailure.create({ type: 'InvalidToolInput', nonRetryable: true, message: `invalid toolCallId ${JSON.stringify(input.toolCallId)}: use letters, digits, '_', '.', '-'` });
+      throw ApplicationFailure.create({
+        type: 'InvalidToolInput',
+        nonRetryable: true,
+        message: `invalid toolCallId ${JSON.stringify(input.toolCallId)}: use letters, digits, '_', '.', '-'`,
+      });
     }
     const checked = validateToolCall(input.name, input.input);
     if (!checked.ok) return { content: checked.error, isError: true, synthetic: false };
@@ -131,7 +142,9 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
       }
       const result = call.result!;
       const outcome: ToolOutcome = {
-        content: replaced ? `[sandbox restarted: ${replaced}; /workspace is preserved]\n${result.content}` : result.content,
+        content: replaced
+          ? `[sandbox restarted: ${replaced}; /workspace is preserved]\n${result.content}`
+          : result.content,
         isError: result.isError,
         synthetic: call.synthetic,
         ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
@@ -155,7 +168,12 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
     const policy = replayPolicyOf(call.name);
     // The map is keyed by name, so each implementation receives its own input type.
     const tool = HANDS_TOOLS[call.name] as HandsTool<ToolInput<ToolName>>;
-    const toolCtx: ToolContext = { toolCallId: call.toolCallId, spill, outputPath: outputPathOf(call.toolCallId), ...(call.timeoutMs !== undefined ? { timeoutMs: call.timeoutMs } : {}) };
+    const toolCtx: ToolContext = {
+      toolCallId: call.toolCallId,
+      spill,
+      outputPath: outputPathOf(call.toolCallId),
+      ...(call.timeoutMs !== undefined ? { timeoutMs: call.timeoutMs } : {}),
+    };
     const prepared = tool.prepare(call.input, toolCtx);
     const signal = ctx?.cancellationSignal;
     if (signal?.aborted) await throwCancelled(ctx);
@@ -190,7 +208,14 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
       // if nothing had happened; one still running is awaited; one that never ran or died runs again.
       const earlier = await replayNever(call, 'never', prepared.timeoutMs, ctx, beat);
       if (earlier.kind === 'finished') {
-        return { result: tool.format({ exit: earlier.run.exit, output: earlier.run.output, outputPath: earlier.run.outputPath }, call.input, toolCtx), synthetic: false };
+        return {
+          result: tool.format(
+            { exit: earlier.run.exit, output: earlier.run.output, outputPath: earlier.run.outputPath },
+            call.input,
+            toolCtx,
+          ),
+          synthetic: false,
+        };
       }
     }
     crashPoint(`tool: before process start (${call.name} ${call.toolCallId})`);
@@ -198,14 +223,18 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
     crashPoint(`tool: after process end (${call.name} ${call.toolCallId})`);
     if (run.kind === 'journal-exists') {
       const replay = await replayNever(call, policy, prepared.timeoutMs, ctx, beat);
-      if (replay.kind === 'run') run = await manager.exec(call.sandboxId, { ...options, journal: { ...journal, mode: 'append' } });
+      if (replay.kind === 'run')
+        run = await manager.exec(call.sandboxId, { ...options, journal: { ...journal, mode: 'append' } });
       else if (replay.kind === 'finished') run = replay.run;
       else return { result: interruptedResult(call, replay), synthetic: true };
     }
     if (run.kind === 'lost') return { lost: run.reason, synthetic: false };
     if (run.kind !== 'finished') throw new SandboxError('failed', 'the journal appeared while the call ran');
     if (run.exit.cancelled && signal?.aborted) await throwCancelled(ctx);
-    return { result: tool.format({ exit: run.exit, output: run.output, outputPath: run.outputPath }, call.input, toolCtx), synthetic: false };
+    return {
+      result: tool.format({ exit: run.exit, output: run.output, outputPath: run.outputPath }, call.input, toolCtx),
+      synthetic: false,
+    };
   }
 
   type Replay =
@@ -214,9 +243,21 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
     | { kind: 'interrupted'; attempt: number; pid?: number; partialOutput: Buffer; startedAt?: string };
 
   /** A `never` call whose journal exists: return its recorded result, wait for it, or report it interrupted. */
-  async function replayNever(call: RunToolInput, policy: ReplayPolicy, timeoutMs: number, ctx: Context | undefined, beat: Heartbeater): Promise<Replay> {
+  async function replayNever(
+    call: RunToolInput,
+    policy: ReplayPolicy,
+    timeoutMs: number,
+    ctx: Context | undefined,
+    beat: Heartbeater,
+  ): Promise<Replay> {
     const runBase = runBaseOf(call.toolCallId);
-    const journalPath = journalFor({ toolCallId: call.toolCallId, tool: call.name, replayPolicy: policy, summary: '', command: '' }).path;
+    const journalPath = journalFor({
+      toolCallId: call.toolCallId,
+      tool: call.name,
+      replayPolicy: policy,
+      summary: '',
+      command: '',
+    }).path;
     const deadline = Date.now() + timeoutMs + 15_000;
     for (;;) {
       const status = await manager.runStatus(call.sandboxId, runBase, journalPath);
@@ -229,19 +270,37 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
           const pid = decision.exit.pid;
           return {
             kind: 'finished',
-            run: { kind: 'finished', exit: decision.exit, output: decision.output, process: { pid, pgid: pid, attempt: decision.attempt, runDir }, outputPath: outputPathOf(call.toolCallId) },
+            run: {
+              kind: 'finished',
+              exit: decision.exit,
+              output: decision.output,
+              process: { pid, pgid: pid, attempt: decision.attempt, runDir },
+              outputPath: outputPathOf(call.toolCallId),
+            },
           };
         }
         case 'interrupted':
-          return { kind: 'interrupted', attempt: decision.attempt, partialOutput: decision.partialOutput, ...(decision.pid ? { pid: decision.pid } : {}), ...(decision.startedAt ? { startedAt: decision.startedAt } : {}) };
+          return {
+            kind: 'interrupted',
+            attempt: decision.attempt,
+            partialOutput: decision.partialOutput,
+            ...(decision.pid ? { pid: decision.pid } : {}),
+            ...(decision.startedAt ? { startedAt: decision.startedAt } : {}),
+          };
         case 'wait': {
           beat.update({ waitingFor: decision.pid ?? 'starting', attempt: status.attempt });
           if (ctx?.cancellationSignal.aborted) {
-            if (decision.pid) await manager.kill(call.sandboxId, decision.pid, { runDir: `${runBase}/${status.attempt}` });
+            if (decision.pid)
+              await manager.kill(call.sandboxId, decision.pid, { runDir: `${runBase}/${status.attempt}` });
             await throwCancelled(ctx);
           }
           if (Date.now() > deadline) {
-            return { kind: 'interrupted', attempt: status.attempt, partialOutput: status.output, ...(decision.pid ? { pid: decision.pid } : {}) };
+            return {
+              kind: 'interrupted',
+              attempt: status.attempt,
+              partialOutput: status.output,
+              ...(decision.pid ? { pid: decision.pid } : {}),
+            };
           }
           await delay(REPLAY_POLL_MS);
         }
@@ -258,7 +317,10 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
     ];
     if (replay.partialOutput.length) {
       const shaped = shapeOutput(replay.partialOutput, `${runBaseOf(call.toolCallId)}/${replay.attempt}/out`, spill);
-      lines.push(`Partial output captured before the interruption (${replay.partialOutput.length} bytes):`, shaped.text.replace(/\n$/, ''));
+      lines.push(
+        `Partial output captured before the interruption (${replay.partialOutput.length} bytes):`,
+        shaped.text.replace(/\n$/, ''),
+      );
       return { content: lines.join('\n'), isError: true, ...(shaped.spill ? { spill: shaped.spill } : {}) };
     }
     lines.push('No output was captured.');
@@ -281,7 +343,11 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
       if (input.source.kind === 'local') {
         dir = path.resolve(input.source.path);
         if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
-          throw ApplicationFailure.create({ type: 'InvalidSeedSource', nonRetryable: true, message: `seed source ${dir} is not a directory` });
+          throw ApplicationFailure.create({
+            type: 'InvalidSeedSource',
+            nonRetryable: true,
+            message: `seed source ${dir} is not a directory`,
+          });
         }
       } else {
         cloneDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-seed-'));
@@ -306,11 +372,17 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
         // Not a repository of its own: commit the seeded files as a baseline so the operation's
         // changes can be diffed and the agent can use git as it would anywhere else.
         const init = await manager.script(input.sandboxId, BASELINE_SCRIPT, []);
-        if (init.exitCode !== 0) throw new SandboxError('failed', `could not create the baseline commit: ${init.stderr.trim().slice(0, 300)}`);
+        if (init.exitCode !== 0)
+          throw new SandboxError('failed', `could not create the baseline commit: ${init.stderr.trim().slice(0, 300)}`);
         baseline = init.stdout.toString('utf8').trim() || undefined;
       }
-      const result: SeedResult = { ...counts, ...(head ?? baseline ? { head: head ?? baseline } : {}) };
-      await manager.putFiles(input.sandboxId, [{ path: SEED_MARKER, content: JSON.stringify({ ...result, source: describeSource(input.source), at: new Date().toISOString() }) }]);
+      const result: SeedResult = { ...counts, ...((head ?? baseline) ? { head: head ?? baseline } : {}) };
+      await manager.putFiles(input.sandboxId, [
+        {
+          path: SEED_MARKER,
+          content: JSON.stringify({ ...result, source: describeSource(input.source), at: new Date().toISOString() }),
+        },
+      ]);
       return result;
     } catch (err) {
       throw toActivityFailure(err);
@@ -347,7 +419,10 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
     }
   }
 
-  async function ensureSandbox(input: { sandboxId: string; operationId?: string }): Promise<{ created: boolean; replaced?: string }> {
+  async function ensureSandbox(input: {
+    sandboxId: string;
+    operationId?: string;
+  }): Promise<{ created: boolean; replaced?: string }> {
     try {
       const sandbox = await manager.ensure(input.sandboxId, { operationId: input.operationId });
       return { created: sandbox.created, ...(sandbox.replaced ? { replaced: sandbox.replaced } : {}) };
@@ -390,7 +465,11 @@ async function cloneRepository(url: string, ref: string | undefined, into: strin
     if (ref) await execFileAsync('git', ['-C', dir, 'checkout', '--quiet', ref]);
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr ?? String(err);
-    throw ApplicationFailure.create({ type: 'SeedCloneFailed', nonRetryable: false, message: `git clone ${redactUrl(url)}${ref ? ` (${ref})` : ''} failed: ${redactUrl(stderr.trim())}` });
+    throw ApplicationFailure.create({
+      type: 'SeedCloneFailed',
+      nonRetryable: false,
+      message: `git clone ${redactUrl(url)}${ref ? ` (${ref})` : ''} failed: ${redactUrl(stderr.trim())}`,
+    });
   }
   const clean = redactUrl(url);
   if (clean !== url) await execFileAsync('git', ['-C', dir, 'remote', 'set-url', 'origin', clean]);
@@ -402,7 +481,9 @@ function redactUrl(text: string): string {
 }
 
 function describeSource(source: SeedSource): string {
-  return source.kind === 'local' ? `local:${source.path}` : `git:${redactUrl(source.url)}${source.ref ? `#${source.ref}` : ''}`;
+  return source.kind === 'local'
+    ? `local:${source.path}`
+    : `git:${redactUrl(source.url)}${source.ref ? `#${source.ref}` : ''}`;
 }
 
 /**
@@ -412,7 +493,9 @@ function describeSource(source: SeedSource): string {
 export async function listSeedFiles(dir: string): Promise<string[]> {
   const top = await gitOutput(dir, ['rev-parse', '--show-toplevel']).catch(() => undefined);
   if (top && fs.realpathSync(top) === fs.realpathSync(dir)) {
-    const { stdout } = await execFileAsync('git', ['-C', dir, 'ls-files', '-co', '--exclude-standard', '-z'], { maxBuffer: 256 * 1024 * 1024 });
+    const { stdout } = await execFileAsync('git', ['-C', dir, 'ls-files', '-co', '--exclude-standard', '-z'], {
+      maxBuffer: 256 * 1024 * 1024,
+    });
     const listed = stdout.split('\0').filter(Boolean);
     const gitDir = path.join(dir, '.git');
     const history = fs.existsSync(gitDir) && fs.lstatSync(gitDir).isDirectory() ? walk(dir, '.git', () => true) : [];
@@ -423,7 +506,9 @@ export async function listSeedFiles(dir: string): Promise<string[]> {
 
 function walk(root: string, rel: string, keep: (name: string) => boolean): string[] {
   const out: string[] = [];
-  const entries = fs.readdirSync(path.join(root, rel), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name));
+  const entries = fs
+    .readdirSync(path.join(root, rel), { withFileTypes: true })
+    .sort((a, b) => a.name.localeCompare(b.name));
   for (const entry of entries) {
     if (!keep(entry.name)) continue;
     const child = rel ? `${rel}/${entry.name}` : entry.name;
@@ -434,7 +519,12 @@ function walk(root: string, rel: string, keep: (name: string) => boolean): strin
 }
 
 /** Adds the files to the tar as uid/gid 1000 (parents first); `.git/config` loses URL credentials. */
-async function packFiles(pack: tar.Pack, dir: string, files: string[], progress: () => void): Promise<{ files: number; bytes: number }> {
+async function packFiles(
+  pack: tar.Pack,
+  dir: string,
+  files: string[],
+  progress: () => void,
+): Promise<{ files: number; bytes: number }> {
   const dirs = new Set<string>();
   let count = 0;
   let bytes = 0;
@@ -450,7 +540,11 @@ async function packFiles(pack: tar.Pack, dir: string, files: string[], progress:
     }
   };
   const addBuffer = (name: string, content: Buffer, mode: number, mtime: Date) =>
-    new Promise<void>((resolve, reject) => pack.entry({ name, mode, mtime, size: content.length, ...owner }, content, (err) => (err ? reject(err) : resolve())));
+    new Promise<void>((resolve, reject) =>
+      pack.entry({ name, mode, mtime, size: content.length, ...owner }, content, (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
 
   for (const rel of files) {
     const full = path.join(dir, rel);
@@ -463,12 +557,22 @@ async function packFiles(pack: tar.Pack, dir: string, files: string[], progress:
     if (stat.isDirectory()) continue; // a submodule's gitlink
     addDir(rel);
     if (stat.isSymbolicLink()) {
-      pack.entry({ name: rel, type: 'symlink', linkname: fs.readlinkSync(full), mode: 0o777, mtime: stat.mtime, ...owner });
+      pack.entry({
+        name: rel,
+        type: 'symlink',
+        linkname: fs.readlinkSync(full),
+        mode: 0o777,
+        mtime: stat.mtime,
+        ...owner,
+      });
     } else if (stat.isFile()) {
       let content = fs.readFileSync(full);
       if (rel === '.git/config') content = Buffer.from(redactUrl(content.toString('utf8')));
       if (rel === '.git/info/exclude') {
-        content = Buffer.concat([content, Buffer.from(`${content.length && content[content.length - 1] !== 0x0a ? '\n' : ''}.agent/\n`)]);
+        content = Buffer.concat([
+          content,
+          Buffer.from(`${content.length && content[content.length - 1] !== 0x0a ? '\n' : ''}.agent/\n`),
+        ]);
         excludeSeen = true;
       }
       await addBuffer(rel, content, stat.mode & 0o777, stat.mtime);
@@ -530,17 +634,47 @@ function toActivityFailure(err: unknown): Error {
   if (err instanceof SandboxError) {
     switch (err.kind) {
       case 'unavailable':
-        return ApplicationFailure.create({ type: 'SandboxUnavailable', nonRetryable: false, message: err.message, cause: err });
+        return ApplicationFailure.create({
+          type: 'SandboxUnavailable',
+          nonRetryable: false,
+          message: err.message,
+          cause: err,
+        });
       case 'image-missing':
-        return ApplicationFailure.create({ type: 'SandboxImageMissing', nonRetryable: true, message: err.message, cause: err });
+        return ApplicationFailure.create({
+          type: 'SandboxImageMissing',
+          nonRetryable: true,
+          message: err.message,
+          cause: err,
+        });
       case 'invalid':
-        return ApplicationFailure.create({ type: 'InvalidToolInput', nonRetryable: true, message: err.message, cause: err });
+        return ApplicationFailure.create({
+          type: 'InvalidToolInput',
+          nonRetryable: true,
+          message: err.message,
+          cause: err,
+        });
       case 'lost':
-        return ApplicationFailure.create({ type: 'SandboxLost', nonRetryable: false, message: err.message, cause: err });
+        return ApplicationFailure.create({
+          type: 'SandboxLost',
+          nonRetryable: false,
+          message: err.message,
+          cause: err,
+        });
       case 'failed':
-        return ApplicationFailure.create({ type: 'SandboxFailed', nonRetryable: false, message: err.message, cause: err });
+        return ApplicationFailure.create({
+          type: 'SandboxFailed',
+          nonRetryable: false,
+          message: err.message,
+          cause: err,
+        });
     }
   }
   const message = err instanceof Error ? err.message : String(err);
-  return ApplicationFailure.create({ type: 'HandsError', nonRetryable: false, message, ...(err instanceof Error ? { cause: err } : {}) });
+  return ApplicationFailure.create({
+    type: 'HandsError',
+    nonRetryable: false,
+    message,
+    ...(err instanceof Error ? { cause: err } : {}),
+  });
 }

@@ -75,9 +75,20 @@ export function journalFor(input: {
   command: string;
   activityAttempt?: number;
 }): ExecJournal {
-  const header = { version: 1, toolCallId: input.toolCallId, tool: input.tool, replayPolicy: input.replayPolicy, summary: input.summary };
-  const command = input.command.length > JOURNAL_COMMAND_MAX ? `${input.command.slice(0, JOURNAL_COMMAND_MAX)}…` : input.command;
-  const started = { type: 'started', command, ...(input.activityAttempt !== undefined ? { activityAttempt: input.activityAttempt } : {}) };
+  const header = {
+    version: 1,
+    toolCallId: input.toolCallId,
+    tool: input.tool,
+    replayPolicy: input.replayPolicy,
+    summary: input.summary,
+  };
+  const command =
+    input.command.length > JOURNAL_COMMAND_MAX ? `${input.command.slice(0, JOURNAL_COMMAND_MAX)}…` : input.command;
+  const started = {
+    type: 'started',
+    command,
+    ...(input.activityAttempt !== undefined ? { activityAttempt: input.activityAttempt } : {}),
+  };
   return {
     path: journalPathOf(input.toolCallId),
     head: `${JSON.stringify(header).slice(0, -1)},"events":[`,
@@ -117,7 +128,9 @@ export function decideReplay(policy: ReplayPolicy, status: RunStatus): ReplayDec
       return { action: 'wait', ...(status.process ? { pid: status.process.pid } : {}) };
     case 'dead': {
       const started = parseJournal(status.journal)
-        ?.events.filter((e): e is Extract<JournalEvent, { type: 'started' }> => e.type === 'started' && e.attempt === status.attempt)
+        ?.events.filter(
+          (e): e is Extract<JournalEvent, { type: 'started' }> => e.type === 'started' && e.attempt === status.attempt,
+        )
         .pop();
       return {
         action: 'interrupted',

@@ -24,7 +24,10 @@ export const DEFAULT_SPILL_THRESHOLD_BYTES = 16 * 1024;
 export const DEFAULT_SPILL_THRESHOLD_LINES = 400;
 
 /** Head and tail each get a quarter of the line threshold and ~40% of the byte threshold. */
-export function spillOptions(thresholdBytes = DEFAULT_SPILL_THRESHOLD_BYTES, thresholdLines = DEFAULT_SPILL_THRESHOLD_LINES): SpillOptions {
+export function spillOptions(
+  thresholdBytes = DEFAULT_SPILL_THRESHOLD_BYTES,
+  thresholdLines = DEFAULT_SPILL_THRESHOLD_LINES,
+): SpillOptions {
   const lines = Math.max(1, Math.floor(thresholdLines / 4));
   const bytes = Math.max(256, Math.floor(thresholdBytes * 0.4));
   return { thresholdBytes, thresholdLines, headLines: lines, tailLines: lines, headBytes: bytes, tailBytes: bytes };
@@ -51,7 +54,8 @@ export function countLines(buf: Buffer): number {
 /** Returns the output as text, or its head and tail with a note when it passes the threshold. */
 export function shapeOutput(output: Buffer, fullPath: string, options: SpillOptions): ShapedOutput {
   const lines = countLines(output);
-  if (output.length <= options.thresholdBytes && lines <= options.thresholdLines) return { text: output.toString('utf8') };
+  if (output.length <= options.thresholdBytes && lines <= options.thresholdLines)
+    return { text: output.toString('utf8') };
 
   // Head: whole lines while within budget; a first line longer than the budget is cut.
   let headEnd = 0;
@@ -103,7 +107,12 @@ export function shapeOutput(output: Buffer, fullPath: string, options: SpillOpti
 }
 
 /** Cuts the first `count` lines out of a listing and says where the rest is. */
-export function firstLines(output: Buffer, count: number, fullPath: string, noun: string): ShapedOutput & { total: number } {
+export function firstLines(
+  output: Buffer,
+  count: number,
+  fullPath: string,
+  noun: string,
+): ShapedOutput & { total: number } {
   const text = output.toString('utf8');
   const all = text.split('\n');
   if (all[all.length - 1] === '') all.pop();

@@ -140,7 +140,15 @@ const LABEL_HARNESS = 'agent.harness';
 const LABEL_SANDBOX = 'agent.sandbox';
 const LABEL_OPERATION = 'agent.operation';
 export const DEFAULT_CAPTURE_BYTES = 8 * 1024 * 1024;
-const SANDBOX_ENV = ['HOME=/home/agent', 'USER=agent', 'LANG=C.UTF-8', 'TERM=dumb', 'PAGER=cat', 'GIT_PAGER=cat', 'CI=1'];
+const SANDBOX_ENV = [
+  'HOME=/home/agent',
+  'USER=agent',
+  'LANG=C.UTF-8',
+  'TERM=dumb',
+  'PAGER=cat',
+  'GIT_PAGER=cat',
+  'CI=1',
+];
 
 export const containerNameOf = (sandboxId: string): string => `agent-sbx-${sandboxId}`;
 export const volumeNameOf = (sandboxId: string): string => `agent-ws-${sandboxId}`;
@@ -152,7 +160,8 @@ export class SandboxManager {
   private readonly pending = new Map<string, Promise<EnsureResult>>();
 
   constructor(options: SandboxManagerOptions) {
-    if (options.network !== undefined && options.network !== 'none') throw new SandboxError('invalid', `network ${String(options.network)} is not supported`);
+    if (options.network !== undefined && options.network !== 'none')
+      throw new SandboxError('invalid', `network ${String(options.network)} is not supported`);
     this.docker = options.docker;
     this.image = options.image;
     this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
@@ -200,11 +209,22 @@ export class SandboxManager {
         const theirs = await this.doEnsure(sandboxId, operationId, round + 1);
         return { ...theirs, ...(replaced ? { replaced } : {}) };
       }
-      if (statusOf(err) === 404) throw new SandboxError('image-missing', `the sandbox image ${this.image} does not exist: build it with \`npm run sandbox:build\``, { cause: err });
+      if (statusOf(err) === 404)
+        throw new SandboxError(
+          'image-missing',
+          `the sandbox image ${this.image} does not exist: build it with \`npm run sandbox:build\``,
+          { cause: err },
+        );
       throw classifyDockerError('create the sandbox container', err);
     }
     await this.start(created);
-    return { sandboxId, containerName: name, containerId: created.id, created: true, ...(replaced ? { replaced } : {}) };
+    return {
+      sandboxId,
+      containerName: name,
+      containerId: created.id,
+      created: true,
+      ...(replaced ? { replaced } : {}),
+    };
   }
 
   private async start(container: Docker.Container): Promise<void> {
@@ -236,17 +256,29 @@ export class SandboxManager {
   }
 
   private labels(sandboxId: string, operationId: string | undefined): Record<string, string> {
-    return { [LABEL_HARNESS]: '1', [LABEL_SANDBOX]: sandboxId, ...(operationId ? { [LABEL_OPERATION]: operationId } : {}) };
+    return {
+      [LABEL_HARNESS]: '1',
+      [LABEL_SANDBOX]: sandboxId,
+      ...(operationId ? { [LABEL_OPERATION]: operationId } : {}),
+    };
   }
 
   private async volumeExists(sandboxId: string): Promise<boolean> {
-    return (await dockerCall('inspect the workspace volume', () => this.docker.getVolume(volumeNameOf(sandboxId)).inspect(), [404])) !== undefined;
+    return (
+      (await dockerCall(
+        'inspect the workspace volume',
+        () => this.docker.getVolume(volumeNameOf(sandboxId)).inspect(),
+        [404],
+      )) !== undefined
+    );
   }
 
   private async ensureVolume(sandboxId: string, operationId: string | undefined): Promise<void> {
     if (await this.volumeExists(sandboxId)) return;
     // Creating an existing named volume is a no-op in Docker, so a race here is harmless.
-    await dockerCall('create the workspace volume', () => this.docker.createVolume({ Name: volumeNameOf(sandboxId), Labels: this.labels(sandboxId, operationId) }));
+    await dockerCall('create the workspace volume', () =>
+      this.docker.createVolume({ Name: volumeNameOf(sandboxId), Labels: this.labels(sandboxId, operationId) }),
+    );
   }
 
   /** Runs a command under the run wrapper; see `ExecOptions` and scripts.ts. */
@@ -254,13 +286,19 @@ export class SandboxManager {
     const container = this.docker.getContainer(containerNameOf(sandboxId));
     const journal = options.journal;
     const argv = [
-      'bash', '-c', SCRIPTS.runWrapper, 'agent-run',
+      'bash',
+      '-c',
+      SCRIPTS.runWrapper,
+      'agent-run',
       options.runBase,
       options.outputLink ?? '',
       (Math.max(1, options.timeoutMs) / 1000).toFixed(3),
       String(options.maxOutputBytes ?? DEFAULT_CAPTURE_BYTES),
       options.command,
-      journal?.path ?? '', journal?.head ?? '', journal?.started ?? '', journal?.mode ?? 'append',
+      journal?.path ?? '',
+      journal?.head ?? '',
+      journal?.started ?? '',
+      journal?.mode ?? 'append',
       ...(options.args ?? []),
     ];
     const exec = await this.createExec(container, argv);
@@ -299,7 +337,11 @@ export class SandboxManager {
     const guardMs = options.timeoutMs + 60_000;
     try {
       await new Promise<void>((resolve, reject) => {
-        const guard = setTimeout(() => reject(new SandboxError('unavailable', `the sandbox command did not end ${guardMs} ms after it started`)), guardMs);
+        const guard = setTimeout(
+          () =>
+            reject(new SandboxError('unavailable', `the sandbox command did not end ${guardMs} ms after it started`)),
+          guardMs,
+        );
         this.docker.modem.demuxStream(stream, out, err);
         const done = () => {
           clearTimeout(guard);
@@ -324,8 +366,19 @@ export class SandboxManager {
     const parsed = parseRunOutput(all);
     if (parsed) {
       const runDir = `${options.runBase}/${parsed.attempt}`;
-      const process: ProcessIdentity = identity ?? { pid: parsed.exit.pid, pgid: parsed.exit.pid, attempt: parsed.attempt, runDir };
-      return { kind: 'finished', exit: parsed.exit, output: parsed.output, process, outputPath: options.outputLink ?? `${runDir}/out` };
+      const process: ProcessIdentity = identity ?? {
+        pid: parsed.exit.pid,
+        pgid: parsed.exit.pid,
+        attempt: parsed.attempt,
+        runDir,
+      };
+      return {
+        kind: 'finished',
+        exit: parsed.exit,
+        output: parsed.output,
+        process,
+        outputPath: options.outputLink ?? `${runDir}/out`,
+      };
     }
     // No result: the container probably died under the command. Docker updates its state a moment
     // after the exec stream ends, so look for a little while.
@@ -333,18 +386,26 @@ export class SandboxManager {
       const state = await dockerCall('inspect the sandbox container', () => container.inspect(), [404]);
       if (!state || !state.State.Running) {
         const why = !state ? 'removed' : state.State.OOMKilled ? 'out of memory' : `exited ${state.State.ExitCode}`;
-        return { kind: 'lost', reason: `the sandbox container stopped while the command ran (${why})`, ...(identity ? { process: identity } : {}) };
+        return {
+          kind: 'lost',
+          reason: `the sandbox container stopped while the command ran (${why})`,
+          ...(identity ? { process: identity } : {}),
+        };
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    throw new SandboxError('failed', `the run wrapper ended without a result: ${Buffer.concat(stderr).toString('utf8').trim().slice(0, 500) || 'no output'}`);
+    throw new SandboxError(
+      'failed',
+      `the run wrapper ended without a result: ${Buffer.concat(stderr).toString('utf8').trim().slice(0, 500) || 'no output'}`,
+    );
   }
 
   /** The latest attempt under a run base (state, exit, output so far) and the journal. */
   async runStatus(sandboxId: string, runBase: string, journalPath: string): Promise<RunStatus> {
     const { stdout, exitCode, stderr } = await this.script(sandboxId, SCRIPTS.runStatus, [runBase, journalPath]);
     const newline = stdout.indexOf(0x0a);
-    if (exitCode !== 0 || newline < 0) throw new SandboxError('failed', `reading the run status failed: ${stderr.trim().slice(0, 300)}`);
+    if (exitCode !== 0 || newline < 0)
+      throw new SandboxError('failed', `reading the run status failed: ${stderr.trim().slice(0, 300)}`);
     const header = JSON.parse(stdout.subarray(0, newline).toString('utf8')) as {
       attempt: number;
       state: RunState;
@@ -365,14 +426,23 @@ export class SandboxManager {
   /** Kills a process group in the sandbox: TERM, then KILL after `graceSeconds` (default 2). */
   async kill(sandboxId: string, pid: number, options: { graceSeconds?: number; runDir?: string } = {}): Promise<void> {
     if (!Number.isInteger(pid) || pid <= 1) throw new SandboxError('invalid', `refusing to kill process group ${pid}`);
-    await this.script(sandboxId, SCRIPTS.killGroup, [String(pid), String(options.graceSeconds ?? 2), options.runDir ?? '']);
+    await this.script(sandboxId, SCRIPTS.killGroup, [
+      String(pid),
+      String(options.graceSeconds ?? 2),
+      options.runDir ?? '',
+    ]);
   }
 
   /**
    * Runs a short bash script as `agent` in /workspace and returns its output (not journalled, no
    * process identity: for the hands' own bookkeeping and quick reads).
    */
-  async script(sandboxId: string, script: string, args: string[] = [], options: { user?: string } = {}): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
+  async script(
+    sandboxId: string,
+    script: string,
+    args: string[] = [],
+    options: { user?: string } = {},
+  ): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
     const container = this.docker.getContainer(containerNameOf(sandboxId));
     const exec = await this.createExec(container, ['bash', '-c', script, 'agent-script', ...args], options.user);
     const stream = await dockerCall('start a command in the sandbox', () => exec.start({ hijack: true, stdin: false }));
@@ -387,15 +457,33 @@ export class SandboxManager {
       stream.on('error', (e) => reject(classifyDockerError('read a sandbox command', e)));
     });
     const info = await dockerCall('inspect a sandbox command', () => exec.inspect());
-    return { exitCode: info.ExitCode ?? -1, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString('utf8') };
+    return {
+      exitCode: info.ExitCode ?? -1,
+      stdout: Buffer.concat(stdout),
+      stderr: Buffer.concat(stderr).toString('utf8'),
+    };
   }
 
   private async createExec(container: Docker.Container, cmd: string[], user = AGENT_USER): Promise<Docker.Exec> {
     try {
-      return await container.exec({ Cmd: cmd, User: user, WorkingDir: WORKSPACE_DIR, Env: SANDBOX_ENV, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false });
+      return await container.exec({
+        Cmd: cmd,
+        User: user,
+        WorkingDir: WORKSPACE_DIR,
+        Env: SANDBOX_ENV,
+        AttachStdout: true,
+        AttachStderr: true,
+        AttachStdin: false,
+        Tty: false,
+      });
     } catch (err) {
       const status = statusOf(err);
-      if (status === 404 || status === 409) throw new SandboxError('lost', `the sandbox container is not running (${status === 404 ? 'removed' : 'stopped'})`, { cause: err });
+      if (status === 404 || status === 409)
+        throw new SandboxError(
+          'lost',
+          `the sandbox container is not running (${status === 404 ? 'removed' : 'stopped'})`,
+          { cause: err },
+        );
       throw classifyDockerError('run a command in the sandbox', err);
     }
   }
@@ -434,10 +522,18 @@ export class SandboxManager {
       await call();
       return true;
     };
-    const container = await dockerCall('remove the sandbox container', removed(() => this.docker.getContainer(containerNameOf(sandboxId)).remove({ force: true })), [404]);
+    const container = await dockerCall(
+      'remove the sandbox container',
+      removed(() => this.docker.getContainer(containerNameOf(sandboxId)).remove({ force: true })),
+      [404],
+    );
     let volume: boolean | undefined = false;
     if (!options.keepVolume) {
-      volume = await dockerCall('remove the workspace volume', removed(() => this.docker.getVolume(volumeNameOf(sandboxId)).remove()), [404]);
+      volume = await dockerCall(
+        'remove the workspace volume',
+        removed(() => this.docker.getVolume(volumeNameOf(sandboxId)).remove()),
+        [404],
+      );
     }
     return { container: container ?? false, volume: volume ?? false };
   }
@@ -445,7 +541,9 @@ export class SandboxManager {
   /** Every sandbox this harness made (by label), with its container and volume when they exist. */
   async list(): Promise<SandboxInfo[]> {
     const filters = { label: [`${LABEL_HARNESS}=1`] };
-    const containers = await dockerCall('list sandbox containers', () => this.docker.listContainers({ all: true, filters }));
+    const containers = await dockerCall('list sandbox containers', () =>
+      this.docker.listContainers({ all: true, filters }),
+    );
     const volumes = await dockerCall('list workspace volumes', () => this.docker.listVolumes({ filters }));
     const byId = new Map<string, SandboxInfo>();
     const entry = (id: string): SandboxInfo => {
@@ -458,7 +556,13 @@ export class SandboxManager {
       if (!id) continue;
       const info = entry(id);
       if (c.Labels[LABEL_OPERATION]) info.operationId = c.Labels[LABEL_OPERATION];
-      info.container = { name: (c.Names[0] ?? '').replace(/^\//, ''), id: c.Id, state: c.State, status: c.Status, createdAt: new Date(c.Created * 1000) };
+      info.container = {
+        name: (c.Names[0] ?? '').replace(/^\//, ''),
+        id: c.Id,
+        state: c.State,
+        status: c.Status,
+        createdAt: new Date(c.Created * 1000),
+      };
     }
     for (const v of volumes.Volumes ?? []) {
       const id = v.Labels?.[LABEL_SANDBOX];
@@ -482,7 +586,11 @@ export class SandboxManager {
     for (const sandbox of await this.list()) {
       let containerGone = !sandbox.container;
       if (sandbox.container && sandbox.container.createdAt.getTime() <= cutoff) {
-        await dockerCall('remove a sandbox container', () => this.docker.getContainer(sandbox.container!.id).remove({ force: true }), [404]);
+        await dockerCall(
+          'remove a sandbox container',
+          () => this.docker.getContainer(sandbox.container!.id).remove({ force: true }),
+          [404],
+        );
         result.removedContainers.push(sandbox.container.name);
         containerGone = true;
       }
@@ -498,7 +606,10 @@ export class SandboxManager {
 
 function checkSandboxId(sandboxId: string): void {
   if (!SANDBOX_ID.test(sandboxId)) {
-    throw new SandboxError('invalid', `invalid sandbox id ${JSON.stringify(sandboxId)}: use letters, digits, '_', '.', '-' (at most 101, starting with a letter or digit)`);
+    throw new SandboxError(
+      'invalid',
+      `invalid sandbox id ${JSON.stringify(sandboxId)}: use letters, digits, '_', '.', '-' (at most 101, starting with a letter or digit)`,
+    );
   }
 }
 
@@ -525,7 +636,11 @@ function parseRunOutput(all: Buffer): { attempt: number; exit: RunExit; output: 
   if (exitEnd < 0) return undefined;
   const line = all.subarray(offset, exitEnd).toString('utf8');
   if (!line.startsWith('@@agent-exit ')) return undefined;
-  return { attempt, exit: JSON.parse(line.slice('@@agent-exit '.length)) as RunExit, output: all.subarray(exitEnd + 1) };
+  return {
+    attempt,
+    exit: JSON.parse(line.slice('@@agent-exit '.length)) as RunExit,
+    output: all.subarray(exitEnd + 1),
+  };
 }
 
 function statusOf(err: unknown): number | undefined {
@@ -539,8 +654,17 @@ export function classifyDockerError(action: string, err: unknown): SandboxError 
   const status = statusOf(err);
   const code = (err as { code?: unknown } | null)?.code;
   const detail = err instanceof Error ? err.message : String(err);
-  if (status === undefined || status >= 500 || code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'ECONNRESET' || code === 'EPIPE') {
-    return new SandboxError('unavailable', `could not ${action}: the Docker engine did not answer (${detail})`, { cause: err });
+  if (
+    status === undefined ||
+    status >= 500 ||
+    code === 'ECONNREFUSED' ||
+    code === 'ENOENT' ||
+    code === 'ECONNRESET' ||
+    code === 'EPIPE'
+  ) {
+    return new SandboxError('unavailable', `could not ${action}: the Docker engine did not answer (${detail})`, {
+      cause: err,
+    });
   }
   return new SandboxError('failed', `could not ${action}: ${detail}`, { cause: err });
 }

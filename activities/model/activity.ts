@@ -67,7 +67,12 @@ export function createModelActivities(deps: ModelActivityDeps = {}): ModelActivi
         if (!result.ok) throw notConfiguredFailure(result.problems);
         settings = result.settings;
       }
-      return sendWithHeartbeats({ client: clientFor(settings), settings, request, heartbeatIntervalMs: deps.heartbeatIntervalMs });
+      return sendWithHeartbeats({
+        client: clientFor(settings),
+        settings,
+        request,
+        heartbeatIntervalMs: deps.heartbeatIntervalMs,
+      });
     },
   };
 }
@@ -92,7 +97,8 @@ export async function sendWithHeartbeats(input: {
     failedAttemptsUsage: failedAttemptsUsageFrom(context.info.heartbeatDetails) ?? null,
   };
   const heartbeat = (): void => context.heartbeat(latest);
-  const intervalMs = input.heartbeatIntervalMs ?? Math.max(1000, Math.floor((context.info.heartbeatTimeoutMs ?? 30_000) / 3));
+  const intervalMs =
+    input.heartbeatIntervalMs ?? Math.max(1000, Math.floor((context.info.heartbeatTimeoutMs ?? 30_000) / 3));
   heartbeat();
   const timer = setInterval(heartbeat, intervalMs);
   try {

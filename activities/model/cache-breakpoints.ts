@@ -77,7 +77,9 @@ function markedParts(params: CacheableParams, control: CacheControlEphemeral): P
     parts.system = [{ type: 'text', text: system, cache_control: control }];
   } else if (Array.isArray(system) && system.length > 0) {
     const last = system.length - 1;
-    parts.system = system.map((block: TextBlockParam, index) => (index === last && block.text.length > 0 ? marked(block, control) : block));
+    parts.system = system.map((block: TextBlockParam, index) =>
+      index === last && block.text.length > 0 ? marked(block, control) : block,
+    );
   }
   parts.messages = markTail(params.messages, control);
   return parts;
@@ -90,7 +92,9 @@ function markTail(messages: MessageParam[], control: CacheControlEphemeral): Mes
     const message = result[m]!;
     const blocks: ContentBlockParam[] =
       typeof message.content === 'string'
-        ? message.content.length > 0 ? [{ type: 'text', text: message.content }] : []
+        ? message.content.length > 0
+          ? [{ type: 'text', text: message.content }]
+          : []
         : [...message.content];
     for (let b = blocks.length - 1; b >= 0; b--) {
       if (!canCarryCacheControl(blocks[b]!)) continue;

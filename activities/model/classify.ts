@@ -3,19 +3,9 @@
  * classes, HTTP status codes and the API's `error.type`, never message text. Every failure carries
  * `ModelFailureDetails` so usage an attempt had already received is never lost.
  */
-import {
-  APIConnectionError,
-  APIConnectionTimeoutError,
-  APIError,
-  APIUserAbortError,
-} from '@anthropic-ai/sdk';
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
-import {
-  MODEL_FAILURE_TYPES,
-  ModelFailureDetails,
-  ModelFailureType,
-  TokenUsage,
-} from '../../common/model-types';
+import { MODEL_FAILURE_TYPES, ModelFailureDetails, ModelFailureType, TokenUsage } from '../../common/model-types';
 import { MODEL_ENV } from './settings';
 
 /** What the request had got to when it failed. */
@@ -43,7 +33,11 @@ interface Classification {
   retryAfterMs: number | null;
 }
 
-export function classifyModelError(error: unknown, attempt: ModelAttemptState, now: () => number = Date.now): ApplicationFailure {
+export function classifyModelError(
+  error: unknown,
+  attempt: ModelAttemptState,
+  now: () => number = Date.now,
+): ApplicationFailure {
   return toFailure(classify(error, attempt, now), attempt, error);
 }
 
@@ -93,13 +87,28 @@ export function notConfiguredFailure(problems: string[]): ApplicationFailure {
 function classify(error: unknown, attempt: ModelAttemptState, now: () => number): Classification {
   const base = { status: null, apiErrorType: null, requestId: attempt.requestId, retryAfterMs: null };
   if (error instanceof APIConnectionTimeoutError) {
-    return { ...base, type: MODEL_FAILURE_TYPES.timedOut, retryable: true, message: `the model API at ${attempt.baseURL} did not answer in time (${MODEL_ENV.requestTimeoutMs})` };
+    return {
+      ...base,
+      type: MODEL_FAILURE_TYPES.timedOut,
+      retryable: true,
+      message: `the model API at ${attempt.baseURL} did not answer in time (${MODEL_ENV.requestTimeoutMs})`,
+    };
   }
   if (error instanceof APIUserAbortError) {
-    return { ...base, type: MODEL_FAILURE_TYPES.unexpected, retryable: false, message: 'the model request was aborted without a cancellation' };
+    return {
+      ...base,
+      type: MODEL_FAILURE_TYPES.unexpected,
+      retryable: false,
+      message: 'the model request was aborted without a cancellation',
+    };
   }
   if (error instanceof APIConnectionError) {
-    return { ...base, type: MODEL_FAILURE_TYPES.connectionFailed, retryable: true, message: `could not reach the model API at ${attempt.baseURL} (check ${MODEL_ENV.baseURL} and the network)` };
+    return {
+      ...base,
+      type: MODEL_FAILURE_TYPES.connectionFailed,
+      retryable: true,
+      message: `could not reach the model API at ${attempt.baseURL} (check ${MODEL_ENV.baseURL} and the network)`,
+    };
   }
   if (error instanceof APIError) {
     const requestId = error.requestID ?? attempt.requestId;
@@ -118,9 +127,19 @@ function classify(error: unknown, attempt: ModelAttemptState, now: () => number)
   }
   if (attempt.streaming) {
     // Not an SDK error, raised while the response body was being read: the connection broke.
-    return { ...base, type: MODEL_FAILURE_TYPES.connectionFailed, retryable: true, message: `the connection to the model API broke while the response was streaming (${describe(error)})` };
+    return {
+      ...base,
+      type: MODEL_FAILURE_TYPES.connectionFailed,
+      retryable: true,
+      message: `the connection to the model API broke while the response was streaming (${describe(error)})`,
+    };
   }
-  return { ...base, type: MODEL_FAILURE_TYPES.unexpected, retryable: false, message: `the model call failed unexpectedly: ${describe(error)}` };
+  return {
+    ...base,
+    type: MODEL_FAILURE_TYPES.unexpected,
+    retryable: false,
+    message: `the model call failed unexpectedly: ${describe(error)}`,
+  };
 }
 
 function classifyStatus(
@@ -131,24 +150,52 @@ function classifyStatus(
   attempt: ModelAttemptState,
   now: () => number,
 ): Classification {
-  const fail = (type: ModelFailureType, retryable: boolean, message: string): Classification => ({ ...base, type, retryable, message });
+  const fail = (type: ModelFailureType, retryable: boolean, message: string): Classification => ({
+    ...base,
+    type,
+    retryable,
+    message,
+  });
   switch (status) {
     case 400:
-      return fail(MODEL_FAILURE_TYPES.invalidRequest, false, `the model API rejected the request as invalid (400)${detail}`);
+      return fail(
+        MODEL_FAILURE_TYPES.invalidRequest,
+        false,
+        `the model API rejected the request as invalid (400)${detail}`,
+      );
     case 401:
-      return fail(MODEL_FAILURE_TYPES.authenticationFailed, false, `authentication failed (401): check ${MODEL_ENV.apiKey}`);
+      return fail(
+        MODEL_FAILURE_TYPES.authenticationFailed,
+        false,
+        `authentication failed (401): check ${MODEL_ENV.apiKey}`,
+      );
     case 403:
-      return fail(MODEL_FAILURE_TYPES.permissionDenied, false, `permission denied (403): the key in ${MODEL_ENV.apiKey} may not use model "${attempt.model}"${detail}`);
+      return fail(
+        MODEL_FAILURE_TYPES.permissionDenied,
+        false,
+        `permission denied (403): the key in ${MODEL_ENV.apiKey} may not use model "${attempt.model}"${detail}`,
+      );
     case 404:
-      return fail(MODEL_FAILURE_TYPES.notFound, false, `not found (404): check ${MODEL_ENV.model} ("${attempt.model}") and ${MODEL_ENV.baseURL} (${attempt.baseURL})${detail}`);
+      return fail(
+        MODEL_FAILURE_TYPES.notFound,
+        false,
+        `not found (404): check ${MODEL_ENV.model} ("${attempt.model}") and ${MODEL_ENV.baseURL} (${attempt.baseURL})${detail}`,
+      );
     case 408:
       return fail(MODEL_FAILURE_TYPES.timedOut, true, `the model API timed out the request (408)${detail}`);
     case 413:
-      return fail(MODEL_FAILURE_TYPES.requestTooLarge, false, `the request is too large for the model API (413): compact the conversation or shorten tool results${detail}`);
+      return fail(
+        MODEL_FAILURE_TYPES.requestTooLarge,
+        false,
+        `the request is too large for the model API (413): compact the conversation or shorten tool results${detail}`,
+      );
     case 429: {
       const retryAfterMs = retryAfterFromHeaders(headers, now);
       const wait = retryAfterMs === null ? '' : `; the server asked to wait ${formatMs(retryAfterMs)}`;
-      return { ...fail(MODEL_FAILURE_TYPES.rateLimited, true, `rate limited by the model API (429)${wait}`), retryAfterMs };
+      return {
+        ...fail(MODEL_FAILURE_TYPES.rateLimited, true, `rate limited by the model API (429)${wait}`),
+        retryAfterMs,
+      };
     }
     case 529:
       return fail(MODEL_FAILURE_TYPES.overloaded, true, `the model API is overloaded (529)`);

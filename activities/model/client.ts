@@ -7,7 +7,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { ModelSettings } from './settings';
 
-export function createAnthropicClient(settings: Pick<ModelSettings, 'apiKey' | 'baseURL' | 'requestTimeoutMs'>): Anthropic {
+export function createAnthropicClient(
+  settings: Pick<ModelSettings, 'apiKey' | 'baseURL' | 'requestTimeoutMs'>,
+): Anthropic {
   return new Anthropic({
     apiKey: settings.apiKey,
     baseURL: settings.baseURL ?? null,

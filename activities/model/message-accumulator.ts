@@ -13,7 +13,10 @@ import type {
 import { partialParse } from '@anthropic-ai/sdk/_vendor/partial-json-parser/parser';
 import type { AssistantMessage, TokenUsage } from '../../common/model-types';
 
-type UsageFields = Pick<Usage, 'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'>;
+type UsageFields = Pick<
+  Usage,
+  'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'
+>;
 
 export function usageFromApi(usage: UsageFields): TokenUsage {
   return {
@@ -100,7 +103,10 @@ export class MessageAccumulator {
     return this.message;
   }
 
-  private applyDelta(index: number, delta: Extract<RawMessageStreamEvent, { type: 'content_block_delta' }>['delta']): void {
+  private applyDelta(
+    index: number,
+    delta: Extract<RawMessageStreamEvent, { type: 'content_block_delta' }>['delta'],
+  ): void {
     const content = this.started().content;
     const block = content[index];
     if (!block) return;
@@ -109,7 +115,8 @@ export class MessageAccumulator {
         if (block.type === 'text') content[index] = { ...block, text: block.text + delta.text };
         return;
       case 'citations_delta':
-        if (block.type === 'text') content[index] = { ...block, citations: [...(block.citations ?? []), delta.citation] };
+        if (block.type === 'text')
+          content[index] = { ...block, citations: [...(block.citations ?? []), delta.citation] };
         return;
       case 'thinking_delta':
         if (block.type === 'thinking') content[index] = { ...block, thinking: block.thinking + delta.thinking };

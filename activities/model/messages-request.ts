@@ -45,7 +45,10 @@ export interface SendMessagesRequestInput {
 }
 
 /** The Messages API params for `request`: defaults filled in, cache breakpoints placed, streaming. */
-export function buildMessagesParams(request: ModelRequest, settings: Pick<ModelCallSettings, 'model' | 'maxTokens' | 'promptCacheTtl'>): MessageCreateParamsStreaming {
+export function buildMessagesParams(
+  request: ModelRequest,
+  settings: Pick<ModelCallSettings, 'model' | 'maxTokens' | 'promptCacheTtl'>,
+): MessageCreateParamsStreaming {
   const params: MessageCreateParamsStreaming = {
     model: request.model ?? settings.model,
     max_tokens: request.maxTokens ?? settings.maxTokens,
@@ -63,7 +66,8 @@ export function buildMessagesParams(request: ModelRequest, settings: Pick<ModelC
 
 export async function sendMessagesRequest(input: SendMessagesRequestInput): Promise<ModelReply> {
   const { client, request, settings, signal, onProgress } = input;
-  const failedAttemptsUsage = input.failedAttemptsUsage && !isZeroUsage(input.failedAttemptsUsage) ? input.failedAttemptsUsage : null;
+  const failedAttemptsUsage =
+    input.failedAttemptsUsage && !isZeroUsage(input.failedAttemptsUsage) ? input.failedAttemptsUsage : null;
   const params = buildMessagesParams(request, settings);
   const attempt: ModelAttemptState = {
     baseURL: client.baseURL,
@@ -81,7 +85,8 @@ export async function sendMessagesRequest(input: SendMessagesRequestInput): Prom
     if (stalled) return streamStalledFailure(settings.streamIdleTimeoutMs, attempt);
     return classifyModelError(error, attempt);
   };
-  const progress = (): void => onProgress?.({ requestId: attempt.requestId, events: attempt.events, usage: attempt.usage, failedAttemptsUsage });
+  const progress = (): void =>
+    onProgress?.({ requestId: attempt.requestId, events: attempt.events, usage: attempt.usage, failedAttemptsUsage });
 
   const requestSignal = signal ? AbortSignal.any([signal, stall.signal]) : stall.signal;
   let events: AsyncIterator<RawMessageStreamEvent>;

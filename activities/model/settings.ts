@@ -38,10 +38,15 @@ export const MODEL_ENV = {
 
 export const DEFAULT_MODEL = 'claude-sonnet-4-6';
 
-const blankToUndefined = (value: unknown): unknown => (typeof value === 'string' && value.trim() === '' ? undefined : value);
+const blankToUndefined = (value: unknown): unknown =>
+  typeof value === 'string' && value.trim() === '' ? undefined : value;
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
 const positiveInt = (max: number) =>
-  z.coerce.number({ error: 'must be a number' }).int('must be a whole number').positive('must be positive').max(max, `must be at most ${max}`);
+  z.coerce
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .positive('must be positive')
+    .max(max, `must be at most ${max}`);
 
 const modelEnvSchema = z.object({
   [MODEL_ENV.apiKey]: z.preprocess(

@@ -13,13 +13,26 @@ import type { ConcurrencyResult } from '../results';
 import { median, p95, round } from '../stats';
 import { spawnWorkerChild } from '../worker-child';
 
-export async function runConcurrency(ctx: BenchContext, profile: BenchProfile['concurrency']): Promise<ConcurrencyResult> {
+export async function runConcurrency(
+  ctx: BenchContext,
+  profile: BenchProfile['concurrency'],
+): Promise<ConcurrencyResult> {
   const server = await startScriptedModelServer({
-    script: stepsScript({ steps: (request) => goalParam(request, 'steps') ?? 0, call: () => ({ name: 'bash', input: { command: 'true' } }) }),
+    script: stepsScript({
+      steps: (request) => goalParam(request, 'steps') ?? 0,
+      call: () => ({ name: 'bash', input: { command: 'true' } }),
+    }),
   });
   const queues = uniqueQueues('bench-concurrency');
   const worker = await spawnWorkerChild(
-    { address: ctx.address, namespace: ctx.namespace, workflowBundlePath: ctx.workflowBundlePath, image: ctx.image, modelUrl: server.url, ...queues },
+    {
+      address: ctx.address,
+      namespace: ctx.namespace,
+      workflowBundlePath: ctx.workflowBundlePath,
+      image: ctx.image,
+      modelUrl: server.url,
+      ...queues,
+    },
     ctx.log,
   );
   const ids = Array.from({ length: profile.operations }, (_, index) => runId('concurrency', `${index}`));
@@ -28,7 +41,15 @@ export async function runConcurrency(ctx: BenchContext, profile: BenchProfile['c
     const outcomes = await Promise.all(
       ids.map(async (id) => {
         try {
-          const handle = await startOperation(ctx.client, queues, { goal: `${markerText(id)} steps=${profile.steps}: run cheap commands`, budget: { maxTurns: profile.steps + 1 } }, id);
+          const handle = await startOperation(
+            ctx.client,
+            queues,
+            {
+              goal: `${markerText(id)} steps=${profile.steps}: run cheap commands`,
+              budget: { maxTurns: profile.steps + 1 },
+            },
+            id,
+          );
           const result = await operationResult(handle);
           return { ok: result.state === 'completed', endedAt: Date.now() };
         } catch (err) {
@@ -50,7 +71,9 @@ export async function runConcurrency(ctx: BenchContext, profile: BenchProfile['c
       workerPeakRssMb: round(worker.peakRssMb()),
       operationMs: { median: round(median(durations)), p95: round(p95(durations)) },
     };
-    ctx.log(`concurrency: ${completed}/${profile.operations} completed in ${(wallMs / 1000).toFixed(1)} s, worker peak RSS ${result.workerPeakRssMb} MiB`);
+    ctx.log(
+      `concurrency: ${completed}/${profile.operations} completed in ${(wallMs / 1000).toFixed(1)} s, worker peak RSS ${result.workerPeakRssMb} MiB`,
+    );
     return result;
   } finally {
     await worker.stop();

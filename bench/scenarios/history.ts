@@ -12,9 +12,16 @@ import type { BenchProfile } from '../profiles';
 import type { HistoryPoint, HistoryResult } from '../results';
 import { round } from '../stats';
 
-export async function runHistory(ctx: BenchContext, profile: BenchProfile['history'], suggestContinueAsNewEvents: number | null): Promise<HistoryResult> {
+export async function runHistory(
+  ctx: BenchContext,
+  profile: BenchProfile['history'],
+  suggestContinueAsNewEvents: number | null,
+): Promise<HistoryResult> {
   const server = await startScriptedModelServer({
-    script: stepsScript({ steps: (request) => goalParam(request, 'steps') ?? 0, call: () => ({ name: 'bash', input: { command: 'true' } }) }),
+    script: stepsScript({
+      steps: (request) => goalParam(request, 'steps') ?? 0,
+      call: () => ({ name: 'bash', input: { command: 'true' } }),
+    }),
   });
   const harness = await startDurableHarness(ctx, server.url, 'bench-history');
   try {
@@ -23,7 +30,12 @@ export async function runHistory(ctx: BenchContext, profile: BenchProfile['histo
     for (const steps of profile.points) {
       const id = runId('history', `${steps}`);
       const started = Date.now();
-      const result = await operationResult(await harness.start({ goal: `${markerText(id)} steps=${steps}: run cheap commands`, budget: { maxTurns: steps + 1 } }, id));
+      const result = await operationResult(
+        await harness.start(
+          { goal: `${markerText(id)} steps=${steps}: run cheap commands`, budget: { maxTurns: steps + 1 } },
+          id,
+        ),
+      );
       if (result.state !== 'completed') throw new Error(`history: run ${id} ended ${result.state}: ${result.reason}`);
       const wallMs = Date.now() - started;
       const measure = await measureHistory(ctx.client, id);
@@ -41,18 +53,27 @@ export async function runHistory(ctx: BenchContext, profile: BenchProfile['histo
         marginalBytesPerStep: previous ? round((measure.bytes - previous.bytes) / (steps - previous.steps)) : null,
         wallMs,
       });
-      ctx.log(`history: ${steps} steps → ${measure.events} events, ${measure.bytes} bytes, ${measure.runs} run(s) (${(wallMs / 1000).toFixed(1)} s)`);
+      ctx.log(
+        `history: ${steps} steps → ${measure.events} events, ${measure.bytes} bytes, ${measure.runs} run(s) (${(wallMs / 1000).toFixed(1)} s)`,
+      );
     }
     const firstPoint = points[0]!;
     const lastPoint = points[points.length - 1]!;
     return {
       points,
       bytesPerStep: { first: firstPoint.bytesPerStep, last: lastPoint.bytesPerStep },
-      bytesPerStepExcludingContent: { first: firstPoint.bytesPerStepExcludingContent, last: lastPoint.bytesPerStepExcludingContent },
+      bytesPerStepExcludingContent: {
+        first: firstPoint.bytesPerStepExcludingContent,
+        last: lastPoint.bytesPerStepExcludingContent,
+      },
       eventsPerStep: { first: firstPoint.eventsPerStep, last: lastPoint.eventsPerStep },
       maxBytesPerStepExcludingContent: Math.max(...points.map((point) => point.bytesPerStepExcludingContent)),
       lastPointByEventType: Object.entries(lastByType)
-        .map(([eventType, { events, bytes }]) => ({ eventType, eventsPerStep: round(events / lastPoint.steps, 2), bytesPerStep: round(bytes / lastPoint.steps) }))
+        .map(([eventType, { events, bytes }]) => ({
+          eventType,
+          eventsPerStep: round(events / lastPoint.steps, 2),
+          bytesPerStep: round(bytes / lastPoint.steps),
+        }))
         .sort((a, b) => b.bytesPerStep - a.bytesPerStep),
       suggestContinueAsNewEvents,
     };

@@ -30,20 +30,35 @@ export async function runOverhead(ctx: BenchContext, profile: BenchProfile['over
   const runPlain = async (steps: number): Promise<number[]> => {
     const id = runId('overhead', 'plain');
     plainSandboxes.push(id);
-    await runPlainLoop({ client, settings, hands, sandboxId: id, goal: `${markerText(id)} steps=${steps}: run cheap commands`, maxTurns: steps + 1 });
+    await runPlainLoop({
+      client,
+      settings,
+      hands,
+      sandboxId: id,
+      goal: `${markerText(id)} steps=${steps}: run cheap commands`,
+      maxTurns: steps + 1,
+    });
     return timesOf(server, id, steps);
   };
   const runDurable = async (steps: number): Promise<number[]> => {
     const id = runId('overhead', 'durable');
-    const result = await operationResult(await harness.start({ goal: `${markerText(id)} steps=${steps}: run cheap commands`, budget: { maxTurns: steps + 1 } }, id));
-    if (result.state !== 'completed') throw new Error(`overhead: durable run ${id} ended ${result.state}: ${result.reason}`);
+    const result = await operationResult(
+      await harness.start(
+        { goal: `${markerText(id)} steps=${steps}: run cheap commands`, budget: { maxTurns: steps + 1 } },
+        id,
+      ),
+    );
+    if (result.state !== 'completed')
+      throw new Error(`overhead: durable run ${id} ended ${result.state}: ${result.reason}`);
     return timesOf(server, id, steps);
   };
 
   try {
     const points: Record<number, OverheadPoint> = {};
     for (const latencyMs of profile.latencies) {
-      server.setScript(stepsScript({ steps: (request) => goalParam(request, 'steps') ?? 0, call: () => CHEAP_CALL, latencyMs }));
+      server.setScript(
+        stepsScript({ steps: (request) => goalParam(request, 'steps') ?? 0, call: () => CHEAP_CALL, latencyMs }),
+      );
       await runPlain(2);
       await runDurable(2);
       const plain: number[][] = [];
@@ -66,7 +81,8 @@ export async function runOverhead(ctx: BenchContext, profile: BenchProfile['over
 /** Arrival times of a run's model requests; checks the run took every step. */
 function timesOf(server: ScriptedModelServer, marker: string, steps: number): number[] {
   const requests = requestsOf(server.requests, marker);
-  if (requests.length !== steps + 1) throw new Error(`overhead: run ${marker} made ${requests.length} model requests, expected ${steps + 1}`);
+  if (requests.length !== steps + 1)
+    throw new Error(`overhead: run ${marker} made ${requests.length} model requests, expected ${steps + 1}`);
   return requests.map((request) => request.receivedAt);
 }
 

@@ -34,7 +34,10 @@ interface Variant {
 export async function runRecovery(ctx: BenchContext, profile: BenchProfile['recovery']): Promise<RecoveryResult> {
   const command = `sleep ${profile.toolSleepSeconds}; echo ${TOOL_OUTPUT}`;
   const server = await startScriptedModelServer({
-    script: stepsScript({ steps: (request) => goalParam(request, 'steps') ?? 0, call: () => ({ name: 'bash', input: { command } }) }),
+    script: stepsScript({
+      steps: (request) => goalParam(request, 'steps') ?? 0,
+      call: () => ({ name: 'bash', input: { command } }),
+    }),
   });
   const fastHeartbeat = `heartbeatTimeoutMs ${profile.heartbeatTimeoutMs / 1000} s`;
   const variants: Variant[] = [
@@ -55,7 +58,11 @@ export async function runRecovery(ctx: BenchContext, profile: BenchProfile['reco
   }
 }
 
-async function recoverOnce(ctx: BenchContext, server: ScriptedModelServer, variant: Variant): Promise<RecoveryMeasurement> {
+async function recoverOnce(
+  ctx: BenchContext,
+  server: ScriptedModelServer,
+  variant: Variant,
+): Promise<RecoveryMeasurement> {
   const queues = uniqueQueues('bench-recovery');
   const config = {
     address: ctx.address,
@@ -64,31 +71,60 @@ async function recoverOnce(ctx: BenchContext, server: ScriptedModelServer, varia
     image: ctx.image,
     modelUrl: server.url,
     ...queues,
-    ...(variant.stickyQueueScheduleToStartTimeoutMs ? { stickyQueueScheduleToStartTimeoutMs: variant.stickyQueueScheduleToStartTimeoutMs } : {}),
+    ...(variant.stickyQueueScheduleToStartTimeoutMs
+      ? { stickyQueueScheduleToStartTimeoutMs: variant.stickyQueueScheduleToStartTimeoutMs }
+      : {}),
   };
   const id = runId('recovery', 'kill');
   const workers: WorkerChild[] = [];
   try {
     workers.push(await spawnWorkerChild(config, ctx.log));
     const goal = `${markerText(id)} steps=1: run a command that takes a while`;
-    const handle = await startOperation(ctx.client, queues, { goal, ...(variant.heartbeatTimeoutMs ? { heartbeatTimeoutMs: variant.heartbeatTimeoutMs } : {}) }, id);
-    await waitUntil(async () => {
-      const pending = (await handle.describe()).raw.pendingActivities ?? [];
-      return pending.some((activity) => activity.activityType?.name === 'runTool' && activity.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED);
-    }, 'the tool call to start', 60_000);
+    const handle = await startOperation(
+      ctx.client,
+      queues,
+      { goal, ...(variant.heartbeatTimeoutMs ? { heartbeatTimeoutMs: variant.heartbeatTimeoutMs } : {}) },
+      id,
+    );
+    await waitUntil(
+      async () => {
+        const pending = (await handle.describe()).raw.pendingActivities ?? [];
+        return pending.some(
+          (activity) =>
+            activity.activityType?.name === 'runTool' &&
+            activity.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+        );
+      },
+      'the tool call to start',
+      60_000,
+    );
     await delay(KILL_AFTER_START_MS);
     const killedAt = Date.now();
     await workers[0]!.kill();
     const replacement = await spawnWorkerChild(config, ctx.log);
     workers.push(replacement);
 
-    const progressAt = await waitUntil(async () => requestsOf(server.requests, id)[1]?.receivedAt, 'the operation to make progress', 240_000);
+    const progressAt = await waitUntil(
+      async () => requestsOf(server.requests, id)[1]?.receivedAt,
+      'the operation to make progress',
+      240_000,
+    );
     const result = await operationResult(handle);
     const events = (await handle.fetchHistory()).events ?? [];
-    const scheduled = events.find((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool');
+    const scheduled = events.find(
+      (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool',
+    );
     const sameActivity = (scheduledEventId: unknown) => String(scheduledEventId) === String(scheduled?.eventId);
-    const completed = events.find((event) => event.activityTaskCompletedEventAttributes && sameActivity(event.activityTaskCompletedEventAttributes.scheduledEventId));
-    const started = events.find((event) => event.activityTaskStartedEventAttributes && sameActivity(event.activityTaskStartedEventAttributes.scheduledEventId));
+    const completed = events.find(
+      (event) =>
+        event.activityTaskCompletedEventAttributes &&
+        sameActivity(event.activityTaskCompletedEventAttributes.scheduledEventId),
+    );
+    const started = events.find(
+      (event) =>
+        event.activityTaskStartedEventAttributes &&
+        sameActivity(event.activityTaskStartedEventAttributes.scheduledEventId),
+    );
     const toolResult = toolResultOf(requestsOf(server.requests, id)[1]?.body);
     const heartbeatTimeout = scheduled?.activityTaskScheduledEventAttributes?.heartbeatTimeout;
     const measurement: RecoveryMeasurement = {
@@ -99,10 +135,16 @@ async function recoverOnce(ctx: BenchContext, server: ScriptedModelServer, varia
       completed: result.state === 'completed',
       killToReplacementReadyMs: replacement.readyAt - killedAt,
       killToToolCompletedMs: completed?.eventTime ? tsToMs(completed.eventTime) - killedAt : Number.NaN,
-      toolResult: toolResult.includes('[interrupted') ? 'interrupted' : toolResult.includes(TOOL_OUTPUT) ? 'recorded' : 'other',
+      toolResult: toolResult.includes('[interrupted')
+        ? 'interrupted'
+        : toolResult.includes(TOOL_OUTPUT)
+          ? 'recorded'
+          : 'other',
       toolAttempts: started?.activityTaskStartedEventAttributes?.attempt ?? Number.NaN,
     };
-    ctx.log(`recovery (${variant.label}): progress ${(measurement.killToProgressMs / 1000).toFixed(1)} s after the kill; ${result.state}; tool result ${measurement.toolResult}`);
+    ctx.log(
+      `recovery (${variant.label}): progress ${(measurement.killToProgressMs / 1000).toFixed(1)} s after the kill; ${result.state}; tool result ${measurement.toolResult}`,
+    );
     return measurement;
   } finally {
     for (const worker of workers) await worker.stop();

@@ -46,18 +46,28 @@ export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens
   const goal = (id: string) => `${markerText(id)} steps=${profile.turns}: print the logs one by one and look at them`;
   const manager = new SandboxManager({ docker: ctx.docker, image: ctx.image });
   // The plain loop keeps whole outputs: spilling is what the harness adds.
-  const fullOutputHands = createHandsActivities({ manager, spillThresholdBytes: 1 << 30, spillThresholdLines: 1 << 30 });
+  const fullOutputHands = createHandsActivities({
+    manager,
+    spillThresholdBytes: 1 << 30,
+    spillThresholdLines: 1 << 30,
+  });
 
-  const way = async (name: string, run: (server: ScriptedModelServer, id: string) => Promise<void>): Promise<TokenWay> => {
+  const way = async (
+    name: string,
+    run: (server: ScriptedModelServer, id: string) => Promise<void>,
+  ): Promise<TokenWay> => {
     const server = await startScriptedModelServer({ script });
     const id = runId('tokens', name);
     const started = Date.now();
     try {
       await run(server, id);
       const requests = requestsOf(server.requests, id);
-      if (requests.length !== profile.turns + 1) throw new Error(`tokens: ${name} made ${requests.length} model requests, expected ${profile.turns + 1}`);
+      if (requests.length !== profile.turns + 1)
+        throw new Error(`tokens: ${name} made ${requests.length} model requests, expected ${profile.turns + 1}`);
       const { usage, peakContext } = usageOf(requests);
-      ctx.log(`tokens: ${name} done (${requests.length} requests, peak context ${peakContext} tokens, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+      ctx.log(
+        `tokens: ${name} done (${requests.length} requests, peak context ${peakContext} tokens, ${((Date.now() - started) / 1000).toFixed(1)} s)`,
+      );
       return {
         requests: requests.length,
         uncachedInput: usage.input,
@@ -92,7 +102,9 @@ export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens
   const harnessWay = await way('harness', async (server, id) => {
     const harness = await startDurableHarness(ctx, server.url, 'bench-tokens');
     try {
-      const result = await operationResult(await harness.start({ goal: goal(id), budget: { maxTurns: profile.turns + 1 } }, id));
+      const result = await operationResult(
+        await harness.start({ goal: goal(id), budget: { maxTurns: profile.turns + 1 } }, id),
+      );
       if (result.state !== 'completed') throw new Error(`tokens: harness run ended ${result.state}: ${result.reason}`);
     } finally {
       await harness.close();
@@ -102,7 +114,11 @@ export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens
   const prompt = (w: TokenWay) => w.uncachedInput + w.cacheWrite + w.cacheRead;
   return {
     turns: profile.turns,
-    outputBytes: { min: Math.min(...sizes), max: Math.max(...sizes), total: sizes.reduce((sum, size) => sum + size, 0) },
+    outputBytes: {
+      min: Math.min(...sizes),
+      max: Math.max(...sizes),
+      total: sizes.reduce((sum, size) => sum + size, 0),
+    },
     naive,
     cachedFullOutput,
     harness: harnessWay,

@@ -31,11 +31,17 @@ const PROBE_LATENCY_MS = 2_500;
 const SETTLE_MS = 500;
 
 export async function runTtft(ctx: BenchContext, profile: BenchProfile['ttft']): Promise<TtftResult> {
-  const steps = stepsScript({ steps: (request) => goalParam(request, 'steps') ?? 0, call: () => ({ name: 'bash', input: { command: 'true' } }), latencyMs: MODEL_LATENCY_MS });
+  const steps = stepsScript({
+    steps: (request) => goalParam(request, 'steps') ?? 0,
+    call: () => ({ name: 'bash', input: { command: 'true' } }),
+    latencyMs: MODEL_LATENCY_MS,
+  });
   const server = await startScriptedModelServer({
     script: (request) => {
       const turn = steps(request);
-      return goalParam(request, 'probe') && !request.body.messages.some((message) => message.role === 'assistant') ? { ...turn, latencyMs: PROBE_LATENCY_MS } : turn;
+      return goalParam(request, 'probe') && !request.body.messages.some((message) => message.role === 'assistant')
+        ? { ...turn, latencyMs: PROBE_LATENCY_MS }
+        : turn;
     },
   });
   const harness = await startDurableHarness(ctx, server.url, 'bench-ttft');
@@ -68,7 +74,11 @@ export async function runTtft(ctx: BenchContext, profile: BenchProfile['ttft']):
   }
 }
 
-async function measure(harness: DurableHarness, server: ScriptedModelServer, kind: Kind): Promise<{ first: number; second: number }> {
+async function measure(
+  harness: DurableHarness,
+  server: ScriptedModelServer,
+  kind: Kind,
+): Promise<{ first: number; second: number }> {
   const id = runId('ttft', kind.toLowerCase());
   const input: OperationInput = {
     goal: `${markerText(id)} steps=${kind === 'noSandbox' ? 0 : 1}: answer`,
@@ -84,7 +94,11 @@ async function measure(harness: DurableHarness, server: ScriptedModelServer, kin
 }
 
 /** Starts `eagerSandbox: true` without a repository and looks for its container during the first model call. */
-async function probeEagerWithoutRepo(ctx: BenchContext, harness: DurableHarness, server: ScriptedModelServer): Promise<boolean> {
+async function probeEagerWithoutRepo(
+  ctx: BenchContext,
+  harness: DurableHarness,
+  server: ScriptedModelServer,
+): Promise<boolean> {
   const id = runId('ttft', 'probe');
   const handle = await harness.start({ goal: `${markerText(id)} steps=1 probe=1: answer`, eagerSandbox: true }, id);
   const deadline = Date.now() + 30_000;
@@ -96,7 +110,10 @@ async function probeEagerWithoutRepo(ctx: BenchContext, harness: DurableHarness,
   const exists = await ctx.docker
     .getContainer(`agent-sbx-${id}`)
     .inspect()
-    .then(() => true, () => false);
+    .then(
+      () => true,
+      () => false,
+    );
   await operationResult(handle);
   return exists;
 }

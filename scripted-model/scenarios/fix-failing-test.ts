@@ -26,7 +26,16 @@ export const FIX_FAILING_TEST_SCENARIO: ScriptedTurn[] = [
   {
     label: 'fix average',
     text: '`average` divides by `values.length - 1`; the arithmetic mean divides by the number of values.',
-    toolCalls: [{ name: 'edit_file', input: { path: 'src/math.js', old_text: 'sum(values) / (values.length - 1)', new_text: 'sum(values) / values.length' } }],
+    toolCalls: [
+      {
+        name: 'edit_file',
+        input: {
+          path: 'src/math.js',
+          old_text: 'sum(values) / (values.length - 1)',
+          new_text: 'sum(values) / values.length',
+        },
+      },
+    ],
   },
   {
     label: 'verify',

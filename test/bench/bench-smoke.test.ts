@@ -18,7 +18,13 @@ describe('bench smoke run (overhead + history, smoke profile)', () => {
   beforeAll(async () => {
     const platform = testPlatform();
     ctx = await connectBench(
-      { address: platform.temporalAddress, namespace: platform.namespace, workflowBundlePath: platform.workflowBundlePath, docker: new Docker(), image: platform.sandboxImage },
+      {
+        address: platform.temporalAddress,
+        namespace: platform.namespace,
+        workflowBundlePath: platform.workflowBundlePath,
+        docker: new Docker(),
+        image: platform.sandboxImage,
+      },
       () => undefined,
     );
   });
@@ -67,9 +73,21 @@ describe('bench smoke run (overhead + history, smoke profile)', () => {
 
 describe('bench helpers', () => {
   it('parses the command line', () => {
-    expect(parseBenchArgs([], 'out')).toEqual({ profile: 'full', scenarios: [...SCENARIOS], outDir: 'out', help: false });
-    expect(parseBenchArgs(['--quick', '--only', 'ttft,overhead', '--out=x'], 'out')).toEqual({ profile: 'quick', scenarios: ['overhead', 'ttft'], outDir: 'x', help: false });
-    expect(parseBenchArgs(['--only', 'nope'], 'out')).toEqual({ error: expect.stringContaining('unknown scenario nope') });
+    expect(parseBenchArgs([], 'out')).toEqual({
+      profile: 'full',
+      scenarios: [...SCENARIOS],
+      outDir: 'out',
+      help: false,
+    });
+    expect(parseBenchArgs(['--quick', '--only', 'ttft,overhead', '--out=x'], 'out')).toEqual({
+      profile: 'quick',
+      scenarios: ['overhead', 'ttft'],
+      outDir: 'x',
+      help: false,
+    });
+    expect(parseBenchArgs(['--only', 'nope'], 'out')).toEqual({
+      error: expect.stringContaining('unknown scenario nope'),
+    });
     expect(parseBenchArgs(['--render', 'r.json'], 'out')).toMatchObject({ render: 'r.json', outDir: 'out' });
     expect(parseBenchArgs(['--fast'], 'out')).toEqual({ error: 'unknown argument --fast' });
   });

@@ -37,13 +37,23 @@ describe('agent CLI (real process)', () => {
   afterAll(async () => {
     await model.stop();
     const docker = new Docker();
-    await docker.getContainer(`agent-sbx-${id}`).remove({ force: true }).catch(() => undefined);
-    await docker.getVolume(`agent-ws-${id}`).remove().catch(() => undefined);
+    await docker
+      .getContainer(`agent-sbx-${id}`)
+      .remove({ force: true })
+      .catch(() => undefined);
+    await docker
+      .getVolume(`agent-ws-${id}`)
+      .remove()
+      .catch(() => undefined);
   });
 
   it('runs an operation to completion, then reports its status and diff', async () => {
     const repo = path.join(PROJECT_ROOT, 'examples', 'calculator');
-    const { stdout } = await run(AGENT, ['run', '--with-worker', '--id', id, '--repo', repo, 'make the failing test pass'], { env: env() });
+    const { stdout } = await run(
+      AGENT,
+      ['run', '--with-worker', '--id', id, '--repo', repo, 'make the failing test pass'],
+      { env: env() },
+    );
     expect(stdout).toContain(`operation ${id} accepted`);
     expect(stdout).toMatch(/turn \d+ · /); // live progress
     expect(stdout).toContain('COMPLETED: end_turn');
@@ -60,7 +70,9 @@ describe('agent CLI (real process)', () => {
   });
 
   it('says in one line what is wrong with bad input', async () => {
-    const error = await run(AGENT, ['run', '--repo', '/no/such/dir', 'goal'], { env: env() }).catch((err: { stderr: string; code: number }) => err);
+    const error = await run(AGENT, ['run', '--repo', '/no/such/dir', 'goal'], { env: env() }).catch(
+      (err: { stderr: string; code: number }) => err,
+    );
     expect(error).toMatchObject({ code: 1 });
     expect((error as { stderr: string }).stderr.trim()).toBe('error: --repo /no/such/dir: no such directory');
   });

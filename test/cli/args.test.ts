@@ -19,12 +19,19 @@ describe('agent argument parsing', () => {
 
   it('parses status, abort, steer, worker, server and sandbox', () => {
     expect(parseAgentArgs(['status', 'op-1', '--json'])).toEqual({ kind: 'status', id: 'op-1', json: true });
-    expect(parseAgentArgs(['abort', 'op-1', '--reason', 'wrong repo'])).toEqual({ kind: 'abort', id: 'op-1', reason: 'wrong repo' });
+    expect(parseAgentArgs(['abort', 'op-1', '--reason', 'wrong repo'])).toEqual({
+      kind: 'abort',
+      id: 'op-1',
+      reason: 'wrong repo',
+    });
     expect(parseAgentArgs(['steer', 'op-1', 'use pnpm'])).toEqual({ kind: 'steer', id: 'op-1', text: 'use pnpm' });
     expect(parseAgentArgs(['worker'])).toEqual({ kind: 'worker', role: 'dev' });
     expect(parseAgentArgs(['worker', 'hands'])).toEqual({ kind: 'worker', role: 'hands' });
     expect(parseAgentArgs(['server', 'stop'])).toEqual({ kind: 'server', action: 'stop' });
-    expect(parseAgentArgs(['sandbox', 'gc', '--older-than', '1h'])).toEqual({ kind: 'sandbox', args: ['gc', '--older-than', '1h'] });
+    expect(parseAgentArgs(['sandbox', 'gc', '--older-than', '1h'])).toEqual({
+      kind: 'sandbox',
+      args: ['gc', '--older-than', '1h'],
+    });
     expect(parseAgentArgs([])).toEqual({ kind: 'help' });
   });
 

@@ -8,7 +8,14 @@
  */
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { connectTestTemporal, TestTemporal } from '../support/temporal';
-import { CrashMatrix, crashMatrixScript, EFFECTS, ScenarioOutcome, STEERING_TEXT, transcriptDifferences } from './crash-matrix';
+import {
+  CrashMatrix,
+  crashMatrixScript,
+  EFFECTS,
+  ScenarioOutcome,
+  STEERING_TEXT,
+  transcriptDifferences,
+} from './crash-matrix';
 
 jest.setTimeout(60 * 60 * 1000);
 
@@ -86,9 +93,15 @@ describe('crash matrix', () => {
         seconds: outcome.wallMs / 1000,
       });
       const problems = [
-        outcome.crashes < (recoveryCrash ? 2 : 1) ? `expected ${recoveryCrash ? 2 : 1} crashes, saw ${outcome.crashes}` : '',
-        outcome.boundaries[0].slice(0, n).join('|') !== boundaries.slice(0, n).join('|') ? 'boundaries before the crash differ from the reference' : '',
-        outcome.result.state !== 'completed' || outcome.status !== 'COMPLETED' ? `ended ${outcome.result.state}/${outcome.status}` : '',
+        outcome.crashes < (recoveryCrash ? 2 : 1)
+          ? `expected ${recoveryCrash ? 2 : 1} crashes, saw ${outcome.crashes}`
+          : '',
+        outcome.boundaries[0].slice(0, n).join('|') !== boundaries.slice(0, n).join('|')
+          ? 'boundaries before the crash differ from the reference'
+          : '',
+        outcome.result.state !== 'completed' || outcome.status !== 'COMPLETED'
+          ? `ended ${outcome.result.state}/${outcome.status}`
+          : '',
         duplicates ? `${duplicates} duplicated side effects` : '',
         lost ? 'steering lost' : '',
         steeringCount(outcome) > 1 ? 'steering entered twice' : '',
@@ -101,7 +114,10 @@ describe('crash matrix', () => {
         `crash matrix: ${rows.length} boundaries, ${rows.filter((r) => r.recoveryCrash).length} with a second crash during recovery, ${((Date.now() - started) / 1000).toFixed(0)} s`,
         '| # | boundary | 2nd crash | outcome | synthetic results | duplicates | lost steering | s |',
         '|---|---|---|---|---|---|---|---|',
-        ...rows.map((r) => `| ${r.boundary} | ${r.where} | ${r.recoveryCrash ? 'yes' : ''} | ${r.outcome} | ${r.synthetic} | ${r.duplicates} | ${r.lost} | ${r.seconds.toFixed(1)} |`),
+        ...rows.map(
+          (r) =>
+            `| ${r.boundary} | ${r.where} | ${r.recoveryCrash ? 'yes' : ''} | ${r.outcome} | ${r.synthetic} | ${r.duplicates} | ${r.lost} | ${r.seconds.toFixed(1)} |`,
+        ),
       ].join('\n'),
     );
     expect(failures).toEqual([]);

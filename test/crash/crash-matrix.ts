@@ -35,7 +35,9 @@ const TURNS: ScriptedTurn[] = [
       {
         id: 'toolu_cm_02',
         name: 'bash',
-        input: { command: `echo ${EFFECTS[0]} >> /workspace/effects.log; while [ ! -f /workspace/release ]; do sleep 0.05; done; echo released` },
+        input: {
+          command: `echo ${EFFECTS[0]} >> /workspace/effects.log; while [ ! -f /workspace/release ]; do sleep 0.05; done; echo released`,
+        },
       },
     ],
   },
@@ -43,7 +45,15 @@ const TURNS: ScriptedTurn[] = [
     text: 'Reading and fixing.',
     toolCalls: [
       { id: 'toolu_cm_03', name: 'read_file', input: { path: 'src/math.js', offset: 8, limit: 4 } },
-      { id: 'toolu_cm_04', name: 'edit_file', input: { path: 'src/math.js', old_text: 'sum(values) / (values.length - 1)', new_text: 'sum(values) / values.length' } },
+      {
+        id: 'toolu_cm_04',
+        name: 'edit_file',
+        input: {
+          path: 'src/math.js',
+          old_text: 'sum(values) / (values.length - 1)',
+          new_text: 'sum(values) / values.length',
+        },
+      },
     ],
   },
   {
@@ -55,7 +65,13 @@ const TURNS: ScriptedTurn[] = [
   },
   {
     text: 'Running the tests.',
-    toolCalls: [{ id: 'toolu_cm_07', name: 'bash', input: { command: `echo ${EFFECTS[1]} >> /workspace/effects.log; npm test 2>&1 | grep -E '^# (pass|fail)'` } }],
+    toolCalls: [
+      {
+        id: 'toolu_cm_07',
+        name: 'bash',
+        input: { command: `echo ${EFFECTS[1]} >> /workspace/effects.log; npm test 2>&1 | grep -E '^# (pass|fail)'` },
+      },
+    ],
   },
   { text: 'Done: average now divides by the number of values.' },
 ];
@@ -110,26 +126,34 @@ export class CrashMatrix {
       fs.writeFileSync(log, '');
       const crashAt = plans[index];
       const out = fs.openSync(path.join(this.dir, `${id}-worker-${index}.log`), 'w');
-      const child = spawn(path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'), [path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'dev'], {
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: testPlatform().temporalAddress,
-          TEMPORAL_NAMESPACE: testPlatform().namespace,
-          ANTHROPIC_API_KEY: 'crash-matrix',
-          ANTHROPIC_BASE_URL: this.model.url,
-          AGENT_MODEL: 'scripted-model',
-          AGENT_BRAIN_QUEUE: queues.brain,
-          AGENT_HANDS_QUEUE: queues.hands,
-          AGENT_WORKFLOW_BUNDLE: testPlatform().workflowBundlePath,
-          AGENT_SANDBOX_IMAGE: testPlatform().sandboxImage,
-          AGENT_CRASH_LOG: log,
-          AGENT_CRASH_AT: String(crashAt ?? 0),
+      const child = spawn(
+        path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'),
+        [path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'dev'],
+        {
+          env: {
+            ...process.env,
+            TEMPORAL_ADDRESS: testPlatform().temporalAddress,
+            TEMPORAL_NAMESPACE: testPlatform().namespace,
+            ANTHROPIC_API_KEY: 'crash-matrix',
+            ANTHROPIC_BASE_URL: this.model.url,
+            AGENT_MODEL: 'scripted-model',
+            AGENT_BRAIN_QUEUE: queues.brain,
+            AGENT_HANDS_QUEUE: queues.hands,
+            AGENT_WORKFLOW_BUNDLE: testPlatform().workflowBundlePath,
+            AGENT_SANDBOX_IMAGE: testPlatform().sandboxImage,
+            AGENT_CRASH_LOG: log,
+            AGENT_CRASH_AT: String(crashAt ?? 0),
+          },
+          stdio: ['ignore', out, out],
         },
-        stdio: ['ignore', out, out],
-      });
+      );
       fs.closeSync(out);
       child.on('exit', () => {
-        boundaries[index] = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => line.split('\t')[1]);
+        boundaries[index] = fs
+          .readFileSync(log, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => line.split('\t')[1]);
         // The worker killed itself exactly when it reached its crash point (tsx reports the child's
         // death as an exit code, so the count of boundaries passed is the reliable witness).
         if (crashAt !== undefined && boundaries[index].length === crashAt) crashes += 1;
@@ -159,7 +183,10 @@ export class CrashMatrix {
       // Steering goes in while the second turn's tool runs (its process has written its effect), so
       // it always joins the same checkpoint and its boundary always comes after the process start.
       await until(async () =>
-        execFileSync('docker', ['exec', `agent-sbx-${id}`, 'cat', '/workspace/effects.log'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes(EFFECTS[0]),
+        execFileSync('docker', ['exec', `agent-sbx-${id}`, 'cat', '/workspace/effects.log'], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        }).includes(EFFECTS[0]),
       );
       await handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }] });
       await until(async () => {
@@ -169,10 +196,22 @@ export class CrashMatrix {
       const result = await operationResult(handle);
       const description = await handle.describe();
       const context = await rebuildContextFromHistory(this.client, id, description.runId);
-      const effects = execFileSync('docker', ['exec', `agent-sbx-${id}`, 'cat', '/workspace/effects.log'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+      const effects = execFileSync('docker', ['exec', `agent-sbx-${id}`, 'cat', '/workspace/effects.log'], {
+        encoding: 'utf8',
+      })
+        .split('\n')
+        .filter(Boolean);
       finished = true;
       await stop(current);
-      return { result, status: description.status.name, transcript: context.messages, effects, boundaries, crashes, wallMs: Date.now() - started };
+      return {
+        result,
+        status: description.status.name,
+        transcript: context.messages,
+        effects,
+        boundaries,
+        crashes,
+        wallMs: Date.now() - started,
+      };
     } finally {
       finished = true;
       if (current) await stop(current);
@@ -227,7 +266,8 @@ export function transcriptDifferences(reference: Anthropic.MessageParam[], actua
     want.forEach((block, j) => {
       const other = got[j];
       if (JSON.stringify(block) === JSON.stringify(other)) return;
-      const synthetic = other.type === 'tool_result' && block.type === 'tool_result' && resultText(other).startsWith(SYNTHETIC_MARK);
+      const synthetic =
+        other.type === 'tool_result' && block.type === 'tool_result' && resultText(other).startsWith(SYNTHETIC_MARK);
       if (!synthetic) problems.push(`message ${i} block ${j} differs: ${JSON.stringify(other).slice(0, 200)}`);
     });
   }

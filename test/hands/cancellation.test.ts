@@ -16,7 +16,10 @@ describe('runTool cancellation through Temporal (real Docker, real server)', () 
 
   beforeAll(async () => {
     temporal = await connectTestTemporal();
-    worker = await createTestWorker(temporal, { taskQueue, activities: createHandsActivities({ manager: fx.manager, heartbeatIntervalMs: 200 }) });
+    worker = await createTestWorker(temporal, {
+      taskQueue,
+      activities: createHandsActivities({ manager: fx.manager, heartbeatIntervalMs: 200 }),
+    });
     running = worker.run();
   });
 
@@ -33,10 +36,19 @@ describe('runTool cancellation through Temporal (real Docker, real server)', () 
     const handle = await temporal.client.workflow.start(handsRunToolOnce, {
       taskQueue,
       workflowId: `hands-cancel-${toolCallId}`,
-      args: [{ sandboxId, toolCallId, name: 'bash', input: { command: 'echo started; sleep 300 & sleep 301; echo never' }, timeoutMs: 600_000 }],
+      args: [
+        {
+          sandboxId,
+          toolCallId,
+          name: 'bash',
+          input: { command: 'echo started; sleep 300 & sleep 301; echo never' },
+          timeoutMs: 600_000,
+        },
+      ],
     });
 
-    const seen = async () => (await fx.sh(sandboxId, 'ps -eo args= | grep -cE "^sleep 30[01]$" || true').catch(() => '0')).trim();
+    const seen = async () =>
+      (await fx.sh(sandboxId, 'ps -eo args= | grep -cE "^sleep 30[01]$" || true').catch(() => '0')).trim();
     for (let i = 0; (await seen()) !== '2'; i++) {
       if (i > 300) throw new Error('the command never started');
       await new Promise((resolve) => setTimeout(resolve, 100));

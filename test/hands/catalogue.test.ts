@@ -93,9 +93,17 @@ describe('agent sandbox arguments', () => {
     expect(parseSandboxArgs(['ls'])).toEqual({ kind: 'ls' });
     expect(parseSandboxArgs([])).toEqual({ kind: 'help' });
     expect(parseSandboxArgs(['rm', 'abc'])).toEqual({ kind: 'rm', sandboxId: 'abc', keepVolume: false });
-    expect(parseSandboxArgs(['rm', 'abc', '--keep-volume'])).toEqual({ kind: 'rm', sandboxId: 'abc', keepVolume: true });
+    expect(parseSandboxArgs(['rm', 'abc', '--keep-volume'])).toEqual({
+      kind: 'rm',
+      sandboxId: 'abc',
+      keepVolume: true,
+    });
     expect(parseSandboxArgs(['gc'])).toEqual({ kind: 'gc', olderThanMs: 86_400_000, volumes: false });
-    expect(parseSandboxArgs(['gc', '--older-than', '1h', '--volumes'])).toEqual({ kind: 'gc', olderThanMs: 3_600_000, volumes: true });
+    expect(parseSandboxArgs(['gc', '--older-than', '1h', '--volumes'])).toEqual({
+      kind: 'gc',
+      olderThanMs: 3_600_000,
+      volumes: true,
+    });
     expect(parseSandboxArgs(['gc', '--older-than=90s'])).toEqual({ kind: 'gc', olderThanMs: 90_000, volumes: false });
   });
 
@@ -113,7 +121,20 @@ describe('agent sandbox arguments', () => {
     expect(parseDuration('250')).toBe(250);
     const now = Date.parse('2026-01-01T12:00:00Z');
     const table = formatTable(
-      [{ sandboxId: 's1', operationId: 'op-1', container: { name: 'agent-sbx-s1', id: 'x', state: 'running', status: 'Up 1 hour', createdAt: new Date(now - 3_600_000) }, volume: { name: 'agent-ws-s1' } }],
+      [
+        {
+          sandboxId: 's1',
+          operationId: 'op-1',
+          container: {
+            name: 'agent-sbx-s1',
+            id: 'x',
+            state: 'running',
+            status: 'Up 1 hour',
+            createdAt: new Date(now - 3_600_000),
+          },
+          volume: { name: 'agent-ws-s1' },
+        },
+      ],
       now,
     );
     expect(table.split('\n')[0]).toMatch(/^SANDBOX\s+CONTAINER\s+STATE\s+AGE\s+VOLUME\s+OPERATION$/);

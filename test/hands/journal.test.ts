@@ -16,9 +16,15 @@ describe('tool-call journal and replay (real Docker)', () => {
   const fx = handsFixture();
   const hands = createHandsActivities({ manager: fx.manager });
   const sandboxId = fx.sandboxId('journal');
-  const newCall = (command: string): RunToolInput => ({ sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'bash', input: { command } });
+  const newCall = (command: string): RunToolInput => ({
+    sandboxId,
+    toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
+    name: 'bash',
+    input: { command },
+  });
   const effects = async (file: string) => Number((await fx.sh(sandboxId, `touch ${file}; wc -l < ${file}`)).trim());
-  const journalOf = async (toolCallId: string) => parseJournal(await fx.sh(sandboxId, `cat .agent/journal/${toolCallId}.json`));
+  const journalOf = async (toolCallId: string) =>
+    parseJournal(await fx.sh(sandboxId, `cat .agent/journal/${toolCallId}.json`));
   const waitForProcess = async (toolCallId: string) => {
     for (let i = 0; i < 200; i++) {
       const journal = await journalOf(toolCallId).catch(() => undefined);
@@ -35,9 +41,20 @@ describe('tool-call journal and replay (real Docker)', () => {
     const outcome = await hands.runTool(call);
     expect(outcome).toMatchObject({ isError: true, exitCode: 4, synthetic: false });
     const journal = await journalOf(call.toolCallId);
-    expect(journal).toMatchObject({ version: 1, toolCallId: call.toolCallId, tool: 'bash', replayPolicy: 'never', summary: 'bash: echo hi; exit 4' });
+    expect(journal).toMatchObject({
+      version: 1,
+      toolCallId: call.toolCallId,
+      tool: 'bash',
+      replayPolicy: 'never',
+      summary: 'bash: echo hi; exit 4',
+    });
     expect(journal!.events.map((e) => e.type)).toEqual(['started', 'process', 'finished']);
-    expect(journal!.events[0]).toMatchObject({ type: 'started', command: 'echo hi; exit 4', attempt: 1, runDir: `/workspace/.agent/run/${call.toolCallId}/1` });
+    expect(journal!.events[0]).toMatchObject({
+      type: 'started',
+      command: 'echo hi; exit 4',
+      attempt: 1,
+      runDir: `/workspace/.agent/run/${call.toolCallId}/1`,
+    });
     expect(journal!.events[2]).toMatchObject({
       type: 'finished',
       outputPath: `/workspace/.agent/out/${call.toolCallId}.txt`,
@@ -56,10 +73,20 @@ describe('tool-call journal and replay (real Docker)', () => {
 
   it('waits for a call whose process is still running after its worker died, and returns its real result', async () => {
     const call = newCall('echo begin; sleep 3; echo ran >> effects-running.log; echo end');
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/hands-child.ts'), JSON.stringify(call), testPlatform().sandboxImage], {
-      cwd: path.join(__dirname, '../..'),
-      stdio: 'ignore',
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        path.join(__dirname, '../support/hands-child.ts'),
+        JSON.stringify(call),
+        testPlatform().sandboxImage,
+      ],
+      {
+        cwd: path.join(__dirname, '../..'),
+        stdio: 'ignore',
+      },
+    );
     const exited = new Promise((resolve) => child.on('exit', resolve));
     try {
       await waitForProcess(call.toolCallId);
@@ -72,7 +99,12 @@ describe('tool-call journal and replay (real Docker)', () => {
     const started = Date.now();
     const retry = await hands.runTool(call);
     expect(Date.now() - started).toBeGreaterThan(500); // it waited
-    expect(retry).toMatchObject({ isError: false, synthetic: false, exitCode: 0, content: 'begin\nend\n[exit code 0]' });
+    expect(retry).toMatchObject({
+      isError: false,
+      synthetic: false,
+      exitCode: 0,
+      content: 'begin\nend\n[exit code 0]',
+    });
     expect(await effects('effects-running.log')).toBe(1);
     const journal = await journalOf(call.toolCallId);
     expect(journal!.events.filter((e) => e.type === 'started')).toHaveLength(1);
@@ -86,8 +118,14 @@ describe('tool-call journal and replay (real Docker)', () => {
     await dockerClient().getContainer(containerNameOf(sandboxId)).kill();
 
     const outcome = await running;
-    expect(outcome).toMatchObject({ isError: true, synthetic: true, sandboxReplaced: 'the previous container was gone (exited 137)' });
-    expect(outcome.content).toContain('[sandbox restarted: the previous container was gone (exited 137); /workspace is preserved]');
+    expect(outcome).toMatchObject({
+      isError: true,
+      synthetic: true,
+      sandboxReplaced: 'the previous container was gone (exited 137)',
+    });
+    expect(outcome.content).toContain(
+      '[sandbox restarted: the previous container was gone (exited 137); /workspace is preserved]',
+    );
     expect(outcome.content).toContain('[interrupted: this bash call was already started (attempt 1');
     expect(outcome.content).toContain('Its outcome is unknown');
     expect(outcome.content).toContain('It was not run again. The workspace is preserved.');
@@ -101,7 +139,12 @@ describe('tool-call journal and replay (real Docker)', () => {
 
   it('runs safe tools again on a retry', async () => {
     await fx.sh(sandboxId, 'echo content > safe.txt');
-    const call: RunToolInput = { sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'read_file', input: { path: 'safe.txt' } };
+    const call: RunToolInput = {
+      sandboxId,
+      toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
+      name: 'read_file',
+      input: { path: 'safe.txt' },
+    };
     const first = await hands.runTool(call);
     await fx.sh(sandboxId, 'echo changed > safe.txt');
     const second = await hands.runTool(call);

@@ -13,7 +13,8 @@ describe('sandbox lifecycle (real Docker)', () => {
   const fx = handsFixture();
   const docker = dockerClient();
   const hands = createHandsActivities({ manager: fx.manager });
-  const bash = (sandboxId: string, command: string) => hands.runTool({ sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'bash', input: { command } });
+  const bash = (sandboxId: string, command: string) =>
+    hands.runTool({ sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'bash', input: { command } });
 
   afterAll(() => fx.cleanup());
 
@@ -26,7 +27,9 @@ describe('sandbox lifecycle (real Docker)', () => {
     const second = await bash(sandboxId, 'cat state.txt');
     expect(second.isError).toBe(false);
     expect(second.sandboxReplaced).toBe('the previous container was gone (exited 137)');
-    expect(second.content).toBe('[sandbox restarted: the previous container was gone (exited 137); /workspace is preserved]\nkept\n[exit code 0]');
+    expect(second.content).toBe(
+      '[sandbox restarted: the previous container was gone (exited 137); /workspace is preserved]\nkept\n[exit code 0]',
+    );
 
     const third = await bash(sandboxId, 'cat state.txt');
     expect(third.sandboxReplaced).toBeUndefined();
@@ -44,7 +47,12 @@ describe('sandbox lifecycle (real Docker)', () => {
   it('creates one container for concurrent ensure calls, also across managers', async () => {
     const sandboxId = fx.sandboxId('race');
     const other = new SandboxManager({ docker, image: testPlatform().sandboxImage });
-    const results = await Promise.all([fx.manager.ensure(sandboxId), fx.manager.ensure(sandboxId), other.ensure(sandboxId), other.ensure(sandboxId)]);
+    const results = await Promise.all([
+      fx.manager.ensure(sandboxId),
+      fx.manager.ensure(sandboxId),
+      other.ensure(sandboxId),
+      other.ensure(sandboxId),
+    ]);
     expect(new Set(results.map((r) => r.containerId)).size).toBe(1);
     // Calls on one manager share one creation; of the two managers exactly one created it.
     expect(results[1]).toBe(results[0]);
@@ -58,19 +66,34 @@ describe('sandbox lifecycle (real Docker)', () => {
     const sandboxId = fx.sandboxId('list');
     await fx.manager.ensure(sandboxId, { operationId: 'op-123' });
     const listed = (await fx.manager.list()).find((s) => s.sandboxId === sandboxId);
-    expect(listed).toMatchObject({ sandboxId, operationId: 'op-123', container: { name: containerNameOf(sandboxId), state: 'running' }, volume: { name: volumeNameOf(sandboxId) } });
+    expect(listed).toMatchObject({
+      sandboxId,
+      operationId: 'op-123',
+      container: { name: containerNameOf(sandboxId), state: 'running' },
+      volume: { name: volumeNameOf(sandboxId) },
+    });
 
     const lines: string[] = [];
     expect(await sandboxCommand(['ls'], { manager: fx.manager, out: (l) => lines.push(l) })).toBe(0);
-    expect(lines.join('\n')).toMatch(new RegExp(`${sandboxId}\\s+${containerNameOf(sandboxId)}\\s+Up .*${volumeNameOf(sandboxId)}\\s+op-123`));
+    expect(lines.join('\n')).toMatch(
+      new RegExp(`${sandboxId}\\s+${containerNameOf(sandboxId)}\\s+Up .*${volumeNameOf(sandboxId)}\\s+op-123`),
+    );
 
     lines.length = 0;
-    expect(await sandboxCommand(['rm', sandboxId, '--keep-volume'], { manager: fx.manager, out: (l) => lines.push(l) })).toBe(0);
+    expect(
+      await sandboxCommand(['rm', sandboxId, '--keep-volume'], { manager: fx.manager, out: (l) => lines.push(l) }),
+    ).toBe(0);
     expect(lines[0]).toBe(`removed sandbox ${sandboxId}: container removed, volume kept`);
-    expect((await fx.manager.list()).find((s) => s.sandboxId === sandboxId)).toEqual({ sandboxId, operationId: 'op-123', volume: expect.objectContaining({ name: volumeNameOf(sandboxId) }) });
+    expect((await fx.manager.list()).find((s) => s.sandboxId === sandboxId)).toEqual({
+      sandboxId,
+      operationId: 'op-123',
+      volume: expect.objectContaining({ name: volumeNameOf(sandboxId) }),
+    });
     expect(await sandboxCommand(['rm', sandboxId], { manager: fx.manager, out: () => undefined })).toBe(0);
     expect((await fx.manager.list()).find((s) => s.sandboxId === sandboxId)).toBeUndefined();
-    expect(await sandboxCommand(['rm', sandboxId], { manager: fx.manager, out: () => undefined, err: () => undefined })).toBe(1);
+    expect(
+      await sandboxCommand(['rm', sandboxId], { manager: fx.manager, out: () => undefined, err: () => undefined }),
+    ).toBe(1);
   });
 
   it('garbage-collects old sandboxes by label', async () => {
@@ -90,13 +113,22 @@ describe('sandbox lifecycle (real Docker)', () => {
   });
 
   it('classifies infrastructure failures as typed ApplicationFailures', async () => {
-    const call = { sandboxId: fx.sandboxId('infra'), toolCallId: 'toolu_infra', name: 'bash', input: { command: 'true' } };
-    const unreachable = createHandsActivities({ manager: new SandboxManager({ docker: new Docker({ socketPath: '/nonexistent/docker.sock' }), image: 'x' }) });
+    const call = {
+      sandboxId: fx.sandboxId('infra'),
+      toolCallId: 'toolu_infra',
+      name: 'bash',
+      input: { command: 'true' },
+    };
+    const unreachable = createHandsActivities({
+      manager: new SandboxManager({ docker: new Docker({ socketPath: '/nonexistent/docker.sock' }), image: 'x' }),
+    });
     const down = await unreachable.runTool(call).catch((err: unknown) => err);
     expect(down).toBeInstanceOf(ApplicationFailure);
     expect(down).toMatchObject({ type: 'SandboxUnavailable', nonRetryable: false });
 
-    const noImage = createHandsActivities({ manager: new SandboxManager({ docker, image: 'agent-sandbox:does-not-exist' }) });
+    const noImage = createHandsActivities({
+      manager: new SandboxManager({ docker, image: 'agent-sandbox:does-not-exist' }),
+    });
     const missing = await noImage.runTool(call).catch((err: unknown) => err);
     expect(missing).toMatchObject({ type: 'SandboxImageMissing', nonRetryable: true });
     expect((missing as Error).message).toContain('npm run sandbox:build');

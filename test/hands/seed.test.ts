@@ -10,7 +10,13 @@ import { handsFixture } from '../support/hands';
 function git(dir: string, ...args: string[]): string {
   return execFileSync('git', ['-C', dir, ...args], {
     encoding: 'utf8',
-    env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.invalid', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.invalid' },
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@example.invalid',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@example.invalid',
+    },
   }).trim();
 }
 
@@ -75,9 +81,19 @@ describe('workspace seeding and diff (real Docker)', () => {
   it('diffs the workspace against HEAD, new files included, without touching the index', async () => {
     const sandboxId = fx.sandboxId('diff');
     await hands.seedWorkspace({ sandboxId, source: { kind: 'local', path: repo } });
-    const edit = await hands.runTool({ sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'edit_file', input: { path: 'src/app.js', old_text: '"v2"', new_text: '"v3"' } });
+    const edit = await hands.runTool({
+      sandboxId,
+      toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
+      name: 'edit_file',
+      input: { path: 'src/app.js', old_text: '"v2"', new_text: '"v3"' },
+    });
     expect(edit.isError).toBe(false);
-    await hands.runTool({ sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'write_file', input: { path: 'src/new.js', content: 'export {};\n' } });
+    await hands.runTool({
+      sandboxId,
+      toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
+      name: 'write_file',
+      input: { path: 'src/new.js', content: 'export {};\n' },
+    });
 
     const { diff, stat } = await hands.workspaceDiff({ sandboxId });
     expect(stat).toMatch(/notes\.md\s+\| 1 \+/);

@@ -15,7 +15,10 @@ describe('hands tools (real Docker)', () => {
   afterAll(() => fx.cleanup());
 
   it('runs as uid 1000 with no network and no Docker socket', async () => {
-    const result = await call('bash', { command: 'id -u; id -g; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "; ls /var/run/docker.sock 2>&1 | head -1' });
+    const result = await call('bash', {
+      command:
+        'id -u; id -g; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "; ls /var/run/docker.sock 2>&1 | head -1',
+    });
     expect(result.isError).toBe(false);
     const [uid, gid, ...rest] = result.content.split('\n');
     expect(uid).toBe('1000');
@@ -44,7 +47,9 @@ describe('hands tools (real Docker)', () => {
     expect(whole.content).toContain('    30\trow 30');
 
     const part = await call('read_file', { path: '/workspace/notes/rows.txt', offset: 10, limit: 3 });
-    expect(part.content).toBe('    10\trow 10\n    11\trow 11\n    12\trow 12\n[Showing lines 10-12 of 30 (limit=3). Call read_file with offset=13 to continue.]');
+    expect(part.content).toBe(
+      '    10\trow 10\n    11\trow 11\n    12\trow 12\n[Showing lines 10-12 of 30 (limit=3). Call read_file with offset=13 to continue.]',
+    );
 
     const missing = await call('read_file', { path: 'notes/nope.txt' });
     expect(missing.isError).toBe(true);
@@ -76,10 +81,16 @@ describe('hands tools (real Docker)', () => {
     const wsOnly = await call('edit_file', { path: 'src/app.ts', old_text: '  const b = 2;  ', new_text: 'x' });
     expect(wsOnly.content).toContain('ignoring leading/trailing whitespace exists at line 2');
 
-    const once = await call('edit_file', { path: 'src/app.ts', old_text: 'const b = 2;', new_text: 'const b = 20;\nconst c = 30;' });
+    const once = await call('edit_file', {
+      path: 'src/app.ts',
+      old_text: 'const b = 2;',
+      new_text: 'const b = 20;\nconst c = 30;',
+    });
     expect(once).toMatchObject({ isError: false, synthetic: false });
     expect(once.content).toContain('Edited src/app.ts: replaced 1 line(s) at line 2 with 2 line(s)');
-    expect(await fx.sh(sandboxId, 'cat src/app.ts')).toBe('const a = 1;\nconst b = 20;\nconst c = 30;\nconst a2 = 1;\n');
+    expect(await fx.sh(sandboxId, 'cat src/app.ts')).toBe(
+      'const a = 1;\nconst b = 20;\nconst c = 30;\nconst a2 = 1;\n',
+    );
 
     const missingFile = await call('edit_file', { path: 'src/none.ts', old_text: 'a', new_text: 'b' });
     expect(missingFile.content).toContain('File not found: src/none.ts');
@@ -88,7 +99,12 @@ describe('hands tools (real Docker)', () => {
   it('treats a retried edit that is already applied as done', async () => {
     await call('write_file', { path: 'retry.txt', content: 'alpha\nbeta\n' });
     const toolCallId = `toolu_${randomUUID().slice(0, 12)}`;
-    const edit = { sandboxId, toolCallId, name: 'edit_file', input: { path: 'retry.txt', old_text: 'beta', new_text: 'gamma' } };
+    const edit = {
+      sandboxId,
+      toolCallId,
+      name: 'edit_file',
+      input: { path: 'retry.txt', old_text: 'beta', new_text: 'gamma' },
+    };
     expect((await hands.runTool(edit)).isError).toBe(false);
     const retried = await hands.runTool(edit); // same tool call id: a retry
     expect(retried.isError).toBe(false);
@@ -100,7 +116,10 @@ describe('hands tools (real Docker)', () => {
   });
 
   it('lists files and greps with ripgrep, skipping .git and .agent', async () => {
-    await fx.sh(sandboxId, 'mkdir -p lib/deep .git && echo "needle one" > lib/a.py && echo "NEEDLE two" > lib/deep/b.py && echo x > lib/c.txt && echo needle > .git/config');
+    await fx.sh(
+      sandboxId,
+      'mkdir -p lib/deep .git && echo "needle one" > lib/a.py && echo "NEEDLE two" > lib/deep/b.py && echo x > lib/c.txt && echo needle > .git/config',
+    );
     const listed = await call('list_files', { path: 'lib' });
     expect(listed.content.split('\n')).toEqual(['lib/a.py', 'lib/c.txt', 'lib/deep/b.py']);
     const py = await call('list_files', { pattern: '*.py' });
@@ -138,20 +157,34 @@ describe('hands tools (real Docker)', () => {
     const result = await call('bash', { command: 'sleep 300 & echo started; sleep 300', timeout_ms: 1500 });
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(result.isError).toBe(true);
-    expect(result.content).toContain('started\n[timed out after 1.5 s: the command and everything it started were killed]');
+    expect(result.content).toContain(
+      'started\n[timed out after 1.5 s: the command and everything it started were killed]',
+    );
     expect(await fx.sh(sandboxId, 'ps -eo comm= | grep -c "^sleep$" || true')).toBe('1\n'); // only the container's own `sleep infinity`
   });
 
   it('caps what a command may write and says how much was dropped', async () => {
     const capped = createHandsActivities({ manager: fx.manager, outputCaptureBytes: 10_000 });
-    const result = await capped.runTool({ sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'bash', input: { command: 'seq 1 100000' } });
+    const result = await capped.runTool({
+      sandboxId,
+      toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
+      name: 'bash',
+      input: { command: 'seq 1 100000' },
+    });
     expect(result).toMatchObject({ isError: false, exitCode: 0, spill: { bytes: 10_000 } });
-    expect(result.content).toContain('[output capture stopped at 10000 bytes; the remaining 578895 bytes were discarded]\n[exit code 0]');
+    expect(result.content).toContain(
+      '[output capture stopped at 10000 bytes; the remaining 578895 bytes were discarded]\n[exit code 0]',
+    );
   });
 
   it('refuses a call with an invented field and runs nothing', async () => {
     const toolCallId = `toolu_${randomUUID().slice(0, 12)}`;
-    const result = await hands.runTool({ sandboxId, toolCallId, name: 'edit_file', input: { path: 'x', old_text: 'a', new_text: 'b', oldText2: 'c' } });
+    const result = await hands.runTool({
+      sandboxId,
+      toolCallId,
+      name: 'edit_file',
+      input: { path: 'x', old_text: 'a', new_text: 'b', oldText2: 'c' },
+    });
     expect(result).toMatchObject({ isError: true, synthetic: false });
     expect(result.content).toContain('"oldText2"');
     expect(await fx.sh(sandboxId, `ls .agent/journal/${toolCallId}.json 2>/dev/null | wc -l`)).toBe('0\n');
@@ -165,12 +198,16 @@ describe('hands tools (real Docker)', () => {
     expect(result.spill).toEqual({ path, bytes: 108894, lines: 20000 });
     expect(result.content.startsWith('1\n2\n3\n')).toBe(true);
     expect(result.content).toContain('19999\n20000\n[exit code 0]');
-    expect(result.content).toContain(`[output truncated: 108894 bytes, 20000 lines in total. Shown: lines 1-100 (bytes 0-291) and lines 19901-20000`);
+    expect(result.content).toContain(
+      `[output truncated: 108894 bytes, 20000 lines in total. Shown: lines 1-100 (bytes 0-291) and lines 19901-20000`,
+    );
     expect(result.content).toContain(`Full output: ${path}`);
     expect(result.content).not.toContain('\n10000\n');
     expect(Buffer.byteLength(result.content)).toBeLessThan(16 * 1024);
 
     const middle = await call('read_file', { path, offset: 10000, limit: 3 });
-    expect(middle.content).toBe(' 10000\t10000\n 10001\t10001\n 10002\t10002\n[Showing lines 10000-10002 of 20000 (limit=3). Call read_file with offset=10003 to continue.]');
+    expect(middle.content).toBe(
+      ' 10000\t10000\n 10001\t10001\n 10002\t10002\n[Showing lines 10000-10002 of 20000 (limit=3). Call read_file with offset=10003 to continue.]',
+    );
   });
 });

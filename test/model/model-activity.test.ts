@@ -31,7 +31,11 @@ describe('callModel activity on Temporal', () => {
   async function run(
     turns: ScriptedTurn[],
     input: Omit<CallModelOnceInput, 'request'> = {},
-    options: { server?: ScriptedModelServerOptions; deps?: ModelActivityDeps; whileRunning?: (handle: WorkflowHandle) => Promise<void> } = {},
+    options: {
+      server?: ScriptedModelServerOptions;
+      deps?: ModelActivityDeps;
+      whileRunning?: (handle: WorkflowHandle) => Promise<void>;
+    } = {},
   ): Promise<{ result: CallModelOnceResult; attempts: number[] }> {
     server = await startScriptedModelServer({ script: turns, ...options.server });
     const taskQueue = uniqueQueue('model');
@@ -40,18 +44,29 @@ describe('callModel activity on Temporal', () => {
       activities: createModelActivities({ settings: scriptedSettings(server), ...options.deps }),
     });
     return worker.runUntil(async () => {
-      const handle = await temporal.client.workflow.start(callModelOnce, { taskQueue, workflowId: taskQueue, args: [{ request: REQUEST, ...input }] });
+      const handle = await temporal.client.workflow.start(callModelOnce, {
+        taskQueue,
+        workflowId: taskQueue,
+        args: [{ request: REQUEST, ...input }],
+      });
       await options.whileRunning?.(handle);
       const result = await handle.result();
       const history = await handle.fetchHistory();
-      const attempts = (history.events ?? []).flatMap((event) => (event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt ?? 0] : []));
+      const attempts = (history.events ?? []).flatMap((event) =>
+        event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt ?? 0] : [],
+      );
       return { result, attempts };
     });
   }
 
   it('retries a retryable fault through Temporal, then succeeds', async () => {
-    const { result, attempts } = await run([{ fault: { type: 'overloaded' } }, { text: 'recovered' }], { initialRetryIntervalMs: 200 });
-    expect(result).toMatchObject({ ok: true, reply: { message: { content: [{ type: 'text', text: 'recovered' }] }, stopReason: 'end_turn' } });
+    const { result, attempts } = await run([{ fault: { type: 'overloaded' } }, { text: 'recovered' }], {
+      initialRetryIntervalMs: 200,
+    });
+    expect(result).toMatchObject({
+      ok: true,
+      reply: { message: { content: [{ type: 'text', text: 'recovered' }] }, stopReason: 'end_turn' },
+    });
     expect(server.requests.map((request) => request.status)).toEqual([529, 200]);
     // One HTTP request per attempt: the retry was Temporal's (the completed attempt is the 2nd).
     expect(attempts).toEqual([2]);
@@ -59,7 +74,11 @@ describe('callModel activity on Temporal', () => {
   });
 
   it('fails a non-retryable fault at once, with its type', async () => {
-    const { result, attempts } = await run([{ text: 'never' }], { initialRetryIntervalMs: 200 }, { server: { apiKey: 'the-right-key' } });
+    const { result, attempts } = await run(
+      [{ text: 'never' }],
+      { initialRetryIntervalMs: 200 },
+      { server: { apiKey: 'the-right-key' } },
+    );
     expect(result).toEqual({
       ok: false,
       type: MODEL_FAILURE_TYPES.authenticationFailed,
@@ -85,7 +104,10 @@ describe('callModel activity on Temporal', () => {
 
   it('retries a 429 only after the retry-after the server asked for', async () => {
     // Without the server's retry-after, Temporal would retry after the 100 ms initial interval.
-    const { result } = await run([{ fault: { type: 'rate_limit', retryAfterSeconds: 2 } }, { text: 'after the wait' }], { initialRetryIntervalMs: 100 });
+    const { result } = await run(
+      [{ fault: { type: 'rate_limit', retryAfterSeconds: 2 } }, { text: 'after the wait' }],
+      { initialRetryIntervalMs: 100 },
+    );
     expect(result.ok).toBe(true);
     const [limited, retried] = server.requests;
     expect([limited!.status, retried!.status]).toEqual([429, 200]);
@@ -93,23 +115,40 @@ describe('callModel activity on Temporal', () => {
   });
 
   it('keeps the usage of an attempt that failed mid-stream', async () => {
-    const { result } = await run([{ text: 'x'.repeat(400), fault: { type: 'stream_error', afterBlocks: 1 } }, { text: 'complete answer' }], { initialRetryIntervalMs: 200 });
+    const { result } = await run(
+      [{ text: 'x'.repeat(400), fault: { type: 'stream_error', afterBlocks: 1 } }, { text: 'complete answer' }],
+      { initialRetryIntervalMs: 200 },
+    );
     if (!result.ok) throw new Error(`expected success, got ${result.message}`);
     const [broken, complete] = server.requests;
     expect(broken!.error).toEqual({ type: 'overloaded_error', message: 'Overloaded' });
-    expect(result.reply.failedAttemptsUsage).toEqual({ input: broken!.usage!.input_tokens, cacheWrite: 0, cacheRead: 0, output: 1 });
-    expect(result.reply.usage).toEqual({ input: complete!.usage!.input_tokens, cacheWrite: 0, cacheRead: 0, output: complete!.usage!.output_tokens });
+    expect(result.reply.failedAttemptsUsage).toEqual({
+      input: broken!.usage!.input_tokens,
+      cacheWrite: 0,
+      cacheRead: 0,
+      output: 1,
+    });
+    expect(result.reply.usage).toEqual({
+      input: complete!.usage!.input_tokens,
+      cacheWrite: 0,
+      cacheRead: 0,
+      output: complete!.usage!.output_tokens,
+    });
   });
 
   it('aborts the stream when the activity is cancelled', async () => {
-    const outcome = run([{ text: 'an answer that never finishes', fault: { type: 'stall', ms: 60_000 } }], { heartbeatTimeoutMs: 2000 }, {
-      whileRunning: async (handle) => {
-        await until(() => server.requests[0]?.status === 200);
-        await handle.cancel();
-        // While the worker still runs: the activity itself closed the HTTP stream.
-        await until(() => server.requests[0]!.clientDisconnected);
+    const outcome = run(
+      [{ text: 'an answer that never finishes', fault: { type: 'stall', ms: 60_000 } }],
+      { heartbeatTimeoutMs: 2000 },
+      {
+        whileRunning: async (handle) => {
+          await until(() => server.requests[0]?.status === 200);
+          await handle.cancel();
+          // While the worker still runs: the activity itself closed the HTTP stream.
+          await until(() => server.requests[0]!.clientDisconnected);
+        },
       },
-    });
+    );
     await expect(outcome).rejects.toMatchObject({ name: 'WorkflowFailedError', cause: { name: 'CancelledFailure' } });
     expect(server.requests).toHaveLength(1);
   });

@@ -5,7 +5,11 @@
  */
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
 import { addUsage, ModelRequest, TokenUsage, ZERO_USAGE } from '../../common/model-types';
-import { countCacheBreakpoints, placeCacheBreakpoints, stripCacheBreakpoints } from '../../activities/model/cache-breakpoints';
+import {
+  countCacheBreakpoints,
+  placeCacheBreakpoints,
+  stripCacheBreakpoints,
+} from '../../activities/model/cache-breakpoints';
 import { buildMessagesParams, sendMessagesRequest } from '../../activities/model/messages-request';
 import { PromptCacheSimulation } from '../../scripted-model/cache-simulation';
 import { assertRequestsExtendPrefix } from '../../scripted-model/prefix';
@@ -23,10 +27,18 @@ describe('cache breakpoints placed by the harness', () => {
   ];
 
   it('marks the last tool, the system prompt and the tail of the conversation', () => {
-    const params = placeCacheBreakpoints({ tools, system: 'You are helpful.', messages: [{ role: 'user', content: 'hi' }] }, '5m');
-    expect(params.tools).toEqual([{ name: 'read', input_schema: { type: 'object' } }, { name: 'bash', input_schema: { type: 'object' }, cache_control: EPHEMERAL }]);
+    const params = placeCacheBreakpoints(
+      { tools, system: 'You are helpful.', messages: [{ role: 'user', content: 'hi' }] },
+      '5m',
+    );
+    expect(params.tools).toEqual([
+      { name: 'read', input_schema: { type: 'object' } },
+      { name: 'bash', input_schema: { type: 'object' }, cache_control: EPHEMERAL },
+    ]);
     expect(params.system).toEqual([{ type: 'text', text: 'You are helpful.', cache_control: EPHEMERAL }]);
-    expect(params.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: EPHEMERAL }] }]);
+    expect(params.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'hi', cache_control: EPHEMERAL }] },
+    ]);
     expect(countCacheBreakpoints(params)).toBe(3);
   });
 
@@ -41,8 +53,17 @@ describe('cache breakpoints placed by the harness', () => {
     const params = placeCacheBreakpoints({ tools, system, messages, cache_control: { type: 'ephemeral' } }, '1h');
     expect(countCacheBreakpoints(params)).toBe(3);
     expect(params.cache_control).toBeUndefined();
-    expect(params.system).toEqual([{ type: 'text', text: 'a' }, { type: 'text', text: 'b', cache_control: { type: 'ephemeral', ttl: '1h' } }]);
-    expect(params.messages.at(-1)).toEqual({ role: 'user', content: [{ type: 'text', text: 'four' }, { type: 'text', text: 'five', cache_control: { type: 'ephemeral', ttl: '1h' } }] });
+    expect(params.system).toEqual([
+      { type: 'text', text: 'a' },
+      { type: 'text', text: 'b', cache_control: { type: 'ephemeral', ttl: '1h' } },
+    ]);
+    expect(params.messages.at(-1)).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'four' },
+        { type: 'text', text: 'five', cache_control: { type: 'ephemeral', ttl: '1h' } },
+      ],
+    });
     // The input is left as it was.
     expect(countCacheBreakpoints({ tools, system, messages, cache_control: { type: 'ephemeral' } })).toBe(8);
   });
@@ -50,33 +71,62 @@ describe('cache breakpoints placed by the harness', () => {
   it('skips blocks that cannot carry a mark, and can send none at all', () => {
     const messages: MessageParam[] = [
       { role: 'user', content: 'question' },
-      { role: 'assistant', content: [{ type: 'text', text: 'partial answer' }, { type: 'thinking', thinking: 'hmm', signature: 's' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'partial answer' },
+          { type: 'thinking', thinking: 'hmm', signature: 's' },
+        ],
+      },
     ];
     const params = placeCacheBreakpoints({ messages }, '5m');
-    expect(params.messages[1]).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'partial answer', cache_control: EPHEMERAL }, { type: 'thinking', thinking: 'hmm', signature: 's' }] });
+    expect(params.messages[1]).toEqual({
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'partial answer', cache_control: EPHEMERAL },
+        { type: 'thinking', thinking: 'hmm', signature: 's' },
+      ],
+    });
     const request: ModelRequest = { system: 'sys', tools, messages, promptCache: false };
-    expect(countCacheBreakpoints(buildMessagesParams(request, { model: 'm', maxTokens: 10, promptCacheTtl: '5m' }))).toBe(0);
+    expect(
+      countCacheBreakpoints(buildMessagesParams(request, { model: 'm', maxTokens: 10, promptCacheTtl: '5m' })),
+    ).toBe(0);
     expect(countCacheBreakpoints(stripCacheBreakpoints({ tools, messages }))).toBe(0);
   });
 });
 
 describe('prompt cache simulation', () => {
-  const block = (key: string, tokens: number, ttl?: '5m' | '1h'): PromptBlock => ({ key, tokens, ...(ttl ? { breakpoint: { ttl } } : {}) });
+  const block = (key: string, tokens: number, ttl?: '5m' | '1h'): PromptBlock => ({
+    key,
+    tokens,
+    ...(ttl ? { breakpoint: { ttl } } : {}),
+  });
 
   it('expires entries after their TTL on the injected clock', () => {
     let now = 0;
     const cache = new PromptCacheSimulation({ clock: () => now, minCacheableTokens: 100 });
     const prompt = [block('a', 100), block('b', 50, '5m')];
-    expect(cache.process(prompt)).toMatchObject({ input_tokens: 0, cache_creation_input_tokens: 150, cache_read_input_tokens: 0 });
+    expect(cache.process(prompt)).toMatchObject({
+      input_tokens: 0,
+      cache_creation_input_tokens: 150,
+      cache_read_input_tokens: 0,
+    });
     now = 4 * 60_000;
-    expect(cache.process(prompt)).toMatchObject({ input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 150 });
+    expect(cache.process(prompt)).toMatchObject({
+      input_tokens: 0,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 150,
+    });
     now += 4 * 60_000; // 8 min: alive, because the read at 4 min refreshed it
     expect(cache.process(prompt).cache_read_input_tokens).toBe(150);
     now += 5 * 60_000 + 1;
     expect(cache.process(prompt)).toMatchObject({ cache_creation_input_tokens: 150, cache_read_input_tokens: 0 });
 
     const long = [block('a', 100), block('c', 50, '1h')];
-    expect(cache.process(long)).toMatchObject({ cache_creation_input_tokens: 150, cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 150 } });
+    expect(cache.process(long)).toMatchObject({
+      cache_creation_input_tokens: 150,
+      cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 150 },
+    });
     now += 50 * 60_000;
     expect(cache.process(long).cache_read_input_tokens).toBe(150);
   });
@@ -84,9 +134,16 @@ describe('prompt cache simulation', () => {
   it('caches nothing below the minimum length', () => {
     const cache = new PromptCacheSimulation({ clock: () => 0 });
     // Default minimum 1024: the first breakpoint (1000) is too short, the second (1024) is written.
-    expect(cache.process([block('a', 1000, '5m'), block('b', 24, '5m')])).toMatchObject({ input_tokens: 0, cache_creation_input_tokens: 1024 });
+    expect(cache.process([block('a', 1000, '5m'), block('b', 24, '5m')])).toMatchObject({
+      input_tokens: 0,
+      cache_creation_input_tokens: 1024,
+    });
     const short = [block('x', 1023, '5m')];
-    expect(cache.process(short)).toMatchObject({ input_tokens: 1023, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
+    expect(cache.process(short)).toMatchObject({
+      input_tokens: 1023,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    });
     expect(cache.process(short)).toMatchObject({ input_tokens: 1023, cache_read_input_tokens: 0 });
   });
 
@@ -94,7 +151,11 @@ describe('prompt cache simulation', () => {
     const cache = new PromptCacheSimulation({ clock: () => 0, minCacheableTokens: 1 });
     const base = Array.from({ length: 5 }, (_, i) => block(`m${i}`, 10));
     cache.process([...base.slice(0, 4), block('m4', 10, '5m')]);
-    const grown = (extra: number) => [...base, ...Array.from({ length: extra }, (_, i) => block(`n${i}`, 1)), block('tail', 1, '5m')];
+    const grown = (extra: number) => [
+      ...base,
+      ...Array.from({ length: extra }, (_, i) => block(`n${i}`, 1)),
+      block('tail', 1, '5m'),
+    ];
     // Tail at index 5 + 19 = 24: the entry at index 4 is the 21st block back, out of reach.
     expect(cache.process(grown(19)).cache_read_input_tokens).toBe(0);
     cache.clear();
@@ -139,10 +200,19 @@ describe('usage over a 10-turn scripted conversation', () => {
         usages.push(reply.usage);
         messages.push({ role: 'assistant', content: reply.message.content });
         const call = reply.message.content[0];
-        if (call?.type === 'tool_use') messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'r'.repeat(800) }] });
+        if (call?.type === 'tool_use')
+          messages.push({
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: call.id, content: 'r'.repeat(800) }],
+          });
       }
 
-      const u = (input: number, cacheWrite: number, cacheRead: number, output: number): TokenUsage => ({ input, cacheWrite, cacheRead, output });
+      const u = (input: number, cacheWrite: number, cacheRead: number, output: number): TokenUsage => ({
+        input,
+        cacheWrite,
+        cacheRead,
+        output,
+      });
       expect(usages).toEqual([
         u(0, 1200, 0, 10), //    1: cold: writes system (1100) and tail (1200)
         u(0, 210, 1200, 10), //  2: reads request 1's tail, writes the new turn

@@ -31,7 +31,10 @@ describe('scripted Messages API server', () => {
     await server.stop();
   });
 
-  const post = async (body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; requestId: string | null; json: unknown; text: string }> => {
+  const post = async (
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; requestId: string | null; json: unknown; text: string }> => {
     const response = await fetch(`${server.url}/v1/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': 'k', 'anthropic-version': '2023-06-01', ...headers },
@@ -53,7 +56,12 @@ describe('scripted Messages API server', () => {
       text: 'Let me read that file for you, it may take a moment.',
       toolCalls: [{ name: 'read', input: { path: 'src/index.ts', limit: 40 } }],
     };
-    const thinkingRequest = { max_tokens: 4000, thinking: { type: 'enabled' as const, budget_tokens: 2000 }, tools: [READ_TOOL], messages: USER_HELLO };
+    const thinkingRequest = {
+      max_tokens: 4000,
+      thinking: { type: 'enabled' as const, budget_tokens: 2000 },
+      tools: [READ_TOOL],
+      messages: USER_HELLO,
+    };
 
     it('parses to the same message streamed and not streamed', async () => {
       server.setScript([turn]);
@@ -62,7 +70,13 @@ describe('scripted Messages API server', () => {
       const streamed = await sendMessagesRequest({
         client,
         settings: scriptedSettings(server),
-        request: { model: 'scripted-model', maxTokens: 4000, thinking: thinkingRequest.thinking, tools: [READ_TOOL], messages: USER_HELLO },
+        request: {
+          model: 'scripted-model',
+          maxTokens: 4000,
+          thinking: thinkingRequest.thinking,
+          tools: [READ_TOOL],
+          messages: USER_HELLO,
+        },
       });
 
       const { usage, ...message } = plain;
@@ -75,7 +89,14 @@ describe('scripted Messages API server', () => {
         { type: 'text', text: turn.text },
         { type: 'tool_use', id: 'toolu_01', name: 'read', input: { path: 'src/index.ts', limit: 40 } },
       ]);
-      expect(message).toMatchObject({ id: 'msg_scripted_0001', type: 'message', role: 'assistant', model: 'scripted-model', stop_reason: 'tool_use', stop_sequence: null });
+      expect(message).toMatchObject({
+        id: 'msg_scripted_0001',
+        type: 'message',
+        role: 'assistant',
+        model: 'scripted-model',
+        stop_reason: 'tool_use',
+        stop_sequence: null,
+      });
 
       server.setScript([turn]);
       const viaSdkStream = await client.messages.stream({ model: 'scripted-model', ...thinkingRequest }).finalMessage();
@@ -91,24 +112,44 @@ describe('scripted Messages API server', () => {
         .split('\n\n')
         .map((chunk) => {
           const [eventLine, dataLine] = chunk.split('\n');
-          return { event: eventLine!.slice('event: '.length), data: JSON.parse(dataLine!.slice('data: '.length)) as Record<string, unknown> };
+          return {
+            event: eventLine!.slice('event: '.length),
+            data: JSON.parse(dataLine!.slice('data: '.length)) as Record<string, unknown>,
+          };
         });
-      const compact = events.map((e) => (e.event === 'content_block_delta' ? `delta:${(e.data.delta as { type: string }).type}` : e.event));
+      const compact = events.map((e) =>
+        e.event === 'content_block_delta' ? `delta:${(e.data.delta as { type: string }).type}` : e.event,
+      );
       const squeezed = compact.filter((name, i) => name !== compact[i - 1]);
       expect(squeezed).toEqual([
-        'message_start', 'ping',
-        'content_block_start', 'delta:thinking_delta', 'delta:signature_delta', 'content_block_stop',
-        'content_block_start', 'delta:text_delta', 'content_block_stop',
-        'content_block_start', 'delta:input_json_delta', 'content_block_stop',
-        'message_delta', 'message_stop',
+        'message_start',
+        'ping',
+        'content_block_start',
+        'delta:thinking_delta',
+        'delta:signature_delta',
+        'content_block_stop',
+        'content_block_start',
+        'delta:text_delta',
+        'content_block_stop',
+        'content_block_start',
+        'delta:input_json_delta',
+        'content_block_stop',
+        'message_delta',
+        'message_stop',
       ]);
       expect(compact.filter((name) => name === 'delta:text_delta').length).toBeGreaterThan(1);
-      const jsonChunks = events.filter((e) => (e.data.delta as { type?: string } | undefined)?.type === 'input_json_delta').map((e) => (e.data.delta as { partial_json: string }).partial_json);
+      const jsonChunks = events
+        .filter((e) => (e.data.delta as { type?: string } | undefined)?.type === 'input_json_delta')
+        .map((e) => (e.data.delta as { partial_json: string }).partial_json);
       expect(jsonChunks[0]).toBe('');
       expect(jsonChunks.length).toBeGreaterThan(2);
       expect(JSON.parse(jsonChunks.join(''))).toEqual({ path: 'src/index.ts', limit: 40 });
 
-      const start = events[0]!.data.message as { content: unknown[]; usage: Record<string, number>; stop_reason: unknown };
+      const start = events[0]!.data.message as {
+        content: unknown[];
+        usage: Record<string, number>;
+        stop_reason: unknown;
+      };
       expect(start.content).toEqual([]);
       expect(start.stop_reason).toBeNull();
       expect(start.usage.output_tokens).toBe(1);
@@ -125,10 +166,18 @@ describe('scripted Messages API server', () => {
     it('answers from a function of the request, e.g. the last tool result', async () => {
       server.setScript([
         { toolCalls: [{ name: 'read', input: { path: 'VERSION' } }] },
-        { respond: (request) => ({ text: `version is ${request.toolResults[0]!.content} (from ${request.toolResults[0]!.toolName})` }) },
+        {
+          respond: (request) => ({
+            text: `version is ${request.toolResults[0]!.content} (from ${request.toolResults[0]!.toolName})`,
+          }),
+        },
       ]);
       const settings = scriptedSettings(server);
-      const first = await sendMessagesRequest({ client, settings, request: { tools: [READ_TOOL], messages: USER_HELLO } });
+      const first = await sendMessagesRequest({
+        client,
+        settings,
+        request: { tools: [READ_TOOL], messages: USER_HELLO },
+      });
       const toolUse = first.message.content[0] as { id: string };
       expect(toolUse.id).toBe('toolu_01');
       const second = await sendMessagesRequest({
@@ -136,7 +185,11 @@ describe('scripted Messages API server', () => {
         settings,
         request: {
           tools: [READ_TOOL],
-          messages: [...USER_HELLO, { role: 'assistant', content: first.message.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: '1.4.2' }] }],
+          messages: [
+            ...USER_HELLO,
+            { role: 'assistant', content: first.message.content },
+            { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: '1.4.2' }] },
+          ],
         },
       });
       expect(second.message.content).toEqual([{ type: 'text', text: 'version is 1.4.2 (from read)' }]);
@@ -144,9 +197,12 @@ describe('scripted Messages API server', () => {
 
       server.setScript((request) => (request.turnIndex < 2 ? { text: `turn ${request.turnIndex}` } : undefined));
       const replies = [];
-      for (let i = 0; i < 2; i++) replies.push((await client.messages.create({ model: 'm', max_tokens: 10, messages: USER_HELLO })).content);
+      for (let i = 0; i < 2; i++)
+        replies.push((await client.messages.create({ model: 'm', max_tokens: 10, messages: USER_HELLO })).content);
       expect(replies).toEqual([[{ type: 'text', text: 'turn 0' }], [{ type: 'text', text: 'turn 1' }]]);
-      await expect(client.messages.create({ model: 'm', max_tokens: 10, messages: USER_HELLO })).rejects.toMatchObject({ status: 400 });
+      await expect(client.messages.create({ model: 'm', max_tokens: 10, messages: USER_HELLO })).rejects.toMatchObject({
+        status: 400,
+      });
       expect(server.scriptErrors).toHaveLength(1);
     });
 
@@ -157,13 +213,29 @@ describe('scripted Messages API server', () => {
       expect(cut.content).toEqual([{ type: 'text', text: 'x'.repeat(20) }]);
       expect(cut.usage.output_tokens).toBe(5);
 
-      const callTurn: ScriptedTurn = { text: 'abcd', toolCalls: [{ name: 'read', input: { path: 'p'.repeat(20), limit: 1000000 } }], fault: { type: 'cut_at_max_tokens', outputTokens: 10 } };
+      const callTurn: ScriptedTurn = {
+        text: 'abcd',
+        toolCalls: [{ name: 'read', input: { path: 'p'.repeat(20), limit: 1000000 } }],
+        fault: { type: 'cut_at_max_tokens', outputTokens: 10 },
+      };
       server.setScript([callTurn]);
-      const plain = await client.messages.create({ model: 'm', max_tokens: 100, tools: [READ_TOOL], messages: USER_HELLO });
+      const plain = await client.messages.create({
+        model: 'm',
+        max_tokens: 100,
+        tools: [READ_TOOL],
+        messages: USER_HELLO,
+      });
       server.setScript([callTurn]);
-      const streamed = await sendMessagesRequest({ client, settings: scriptedSettings(server), request: { maxTokens: 100, tools: [READ_TOOL], messages: USER_HELLO } });
+      const streamed = await sendMessagesRequest({
+        client,
+        settings: scriptedSettings(server),
+        request: { maxTokens: 100, tools: [READ_TOOL], messages: USER_HELLO },
+      });
       expect(plain.stop_reason).toBe('max_tokens');
-      expect(plain.content).toEqual([{ type: 'text', text: 'abcd' }, { type: 'tool_use', id: 'toolu_01', name: 'read', input: { path: 'p'.repeat(20) } }]);
+      expect(plain.content).toEqual([
+        { type: 'text', text: 'abcd' },
+        { type: 'tool_use', id: 'toolu_01', name: 'read', input: { path: 'p'.repeat(20) } },
+      ]);
       expect(streamed.message.content).toEqual(plain.content);
       expect(streamed.usage.output).toBe(10);
     });
@@ -172,7 +244,12 @@ describe('scripted Messages API server', () => {
       const input = { path: 'a.ts', limit: 3 };
       const answer = async (mutation: 'invented_field' | 'missing_required' | 'wrong_type') => {
         server.setScript([{ toolCalls: [{ name: 'read', input }], fault: { type: 'malformed_tool_call', mutation } }]);
-        const reply = await client.messages.create({ model: 'm', max_tokens: 100, tools: [READ_TOOL], messages: USER_HELLO });
+        const reply = await client.messages.create({
+          model: 'm',
+          max_tokens: 100,
+          tools: [READ_TOOL],
+          messages: USER_HELLO,
+        });
         return (reply.content[0] as { input: unknown }).input;
       };
       expect(await answer('invented_field')).toEqual({ path: 'a.ts', limit: 3, path2: 'a.ts' });
@@ -182,14 +259,24 @@ describe('scripted Messages API server', () => {
 
     it('stops at a stop sequence', async () => {
       server.setScript([{ text: 'one two STOP three', toolCalls: [{ name: 'read', input: { path: 'x' } }] }]);
-      const reply = await client.messages.create({ model: 'm', max_tokens: 100, stop_sequences: ['STOP'], tools: [READ_TOOL], messages: USER_HELLO });
+      const reply = await client.messages.create({
+        model: 'm',
+        max_tokens: 100,
+        stop_sequences: ['STOP'],
+        tools: [READ_TOOL],
+        messages: USER_HELLO,
+      });
       expect(reply.content).toEqual([{ type: 'text', text: 'one two ' }]);
       expect(reply.stop_reason).toBe('stop_sequence');
       expect(reply.stop_sequence).toBe('STOP');
     });
 
     it('counts tokens', async () => {
-      const response = await client.messages.countTokens({ model: 'm', system: 's'.repeat(40), messages: [{ role: 'user', content: 'u'.repeat(8) }] });
+      const response = await client.messages.countTokens({
+        model: 'm',
+        system: 's'.repeat(40),
+        messages: [{ role: 'user', content: 'u'.repeat(8) }],
+      });
       expect(response.input_tokens).toBe(12);
     });
   });
@@ -210,8 +297,14 @@ describe('scripted Messages API server', () => {
       expect(limited.status).toBe(429);
       expect(limited.headers.get('retry-after')).toBe('2');
       expect(limited.headers.get('retry-after-ms')).toBe('1500');
-      expect(await limited.json()).toEqual({ type: 'error', error: { type: 'rate_limit_error', message: expect.any(String) }, request_id: limited.headers.get('request-id') });
-      expect((await post({ model: 'm', max_tokens: 10, messages: USER_HELLO })).json).toMatchObject({ error: { type: 'overloaded_error' } });
+      expect(await limited.json()).toEqual({
+        type: 'error',
+        error: { type: 'rate_limit_error', message: expect.any(String) },
+        request_id: limited.headers.get('request-id'),
+      });
+      expect((await post({ model: 'm', max_tokens: 10, messages: USER_HELLO })).json).toMatchObject({
+        error: { type: 'overloaded_error' },
+      });
       expect(server.requests[1]!.status).toBe(529);
       expect((await post({ model: 'm', max_tokens: 10, messages: USER_HELLO })).status).toBe(503);
       const streamed = await post({ model: 'm', max_tokens: 10, stream: true, messages: USER_HELLO });
@@ -236,44 +329,133 @@ describe('scripted Messages API server', () => {
       model: 'm',
       max_tokens: 10,
       system: [1, 2, 3].map((n) => ({ type: 'text', text: `part ${n}`, cache_control: { type: 'ephemeral' } })),
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'a', cache_control: { type: 'ephemeral' } }, { type: 'text', text: 'b', cache_control: { type: 'ephemeral' } }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a', cache_control: { type: 'ephemeral' } },
+            { type: 'text', text: 'b', cache_control: { type: 'ephemeral' } },
+          ],
+        },
+      ],
     };
     const toolUse = { type: 'tool_use', id: 'toolu_a', name: 'read', input: { path: 'x' } };
     const cases: Array<[string, unknown, number, string, string]> = [
-      ['a missing field', { model: 'm', messages: USER_HELLO }, 400, 'invalid_request_error', 'max_tokens: Field required'],
-      ['no messages', { model: 'm', max_tokens: 10, messages: [] }, 400, 'invalid_request_error', 'messages: at least one message is required'],
-      ['an assistant first', { model: 'm', max_tokens: 10, messages: [{ role: 'assistant', content: 'hi' }] }, 400, 'invalid_request_error', 'messages: first message must use the "user" role'],
+      [
+        'a missing field',
+        { model: 'm', messages: USER_HELLO },
+        400,
+        'invalid_request_error',
+        'max_tokens: Field required',
+      ],
+      [
+        'no messages',
+        { model: 'm', max_tokens: 10, messages: [] },
+        400,
+        'invalid_request_error',
+        'messages: at least one message is required',
+      ],
+      [
+        'an assistant first',
+        { model: 'm', max_tokens: 10, messages: [{ role: 'assistant', content: 'hi' }] },
+        400,
+        'invalid_request_error',
+        'messages: first message must use the "user" role',
+      ],
       [
         'roles that do not alternate',
-        { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] },
+        {
+          model: 'm',
+          max_tokens: 10,
+          messages: [
+            { role: 'user', content: 'a' },
+            { role: 'user', content: 'b' },
+          ],
+        },
         400,
         'invalid_request_error',
         'messages: roles must alternate between "user" and "assistant", but found multiple "user" roles in a row',
       ],
       [
         'a tool_result answering no tool_use of the previous turn',
-        { model: 'm', max_tokens: 10, tools: [READ_TOOL], messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [toolUse] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_a', content: 'ok' }, { type: 'tool_result', tool_use_id: 'toolu_zzz', content: 'ok' }] }] },
+        {
+          model: 'm',
+          max_tokens: 10,
+          tools: [READ_TOOL],
+          messages: [
+            { role: 'user', content: 'a' },
+            { role: 'assistant', content: [toolUse] },
+            {
+              role: 'user',
+              content: [
+                { type: 'tool_result', tool_use_id: 'toolu_a', content: 'ok' },
+                { type: 'tool_result', tool_use_id: 'toolu_zzz', content: 'ok' },
+              ],
+            },
+          ],
+        },
         400,
         'invalid_request_error',
         'messages.2.content.1: unexpected `tool_use_id` found in `tool_result` blocks: toolu_zzz. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.',
       ],
       [
         'a tool_use left unanswered',
-        { model: 'm', max_tokens: 10, tools: [READ_TOOL], messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [toolUse] }, { role: 'user', content: 'what now?' }] },
+        {
+          model: 'm',
+          max_tokens: 10,
+          tools: [READ_TOOL],
+          messages: [
+            { role: 'user', content: 'a' },
+            { role: 'assistant', content: [toolUse] },
+            { role: 'user', content: 'what now?' },
+          ],
+        },
         400,
         'invalid_request_error',
         'messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_a. Each `tool_use` block must have a corresponding `tool_result` block in the next message.',
       ],
-      ['five cache breakpoints', tooManyBreakpoints, 400, 'invalid_request_error', 'A maximum of 4 blocks with cache_control may be provided. Found 5.'],
-      ['duplicate tool names', { model: 'm', max_tokens: 10, tools: [READ_TOOL, READ_TOOL], messages: USER_HELLO }, 400, 'invalid_request_error', 'tools: Tool names must be unique.'],
+      [
+        'five cache breakpoints',
+        tooManyBreakpoints,
+        400,
+        'invalid_request_error',
+        'A maximum of 4 blocks with cache_control may be provided. Found 5.',
+      ],
+      [
+        'duplicate tool names',
+        { model: 'm', max_tokens: 10, tools: [READ_TOOL, READ_TOOL], messages: USER_HELLO },
+        400,
+        'invalid_request_error',
+        'tools: Tool names must be unique.',
+      ],
       [
         'a thinking block changed on its way back',
-        { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'thinking', thinking: 'edited', signature: thinkingSignature('original') }, { type: 'text', text: 'x' }] }, { role: 'user', content: 'b' }] },
+        {
+          model: 'm',
+          max_tokens: 10,
+          messages: [
+            { role: 'user', content: 'a' },
+            {
+              role: 'assistant',
+              content: [
+                { type: 'thinking', thinking: 'edited', signature: thinkingSignature('original') },
+                { type: 'text', text: 'x' },
+              ],
+            },
+            { role: 'user', content: 'b' },
+          ],
+        },
         400,
         'invalid_request_error',
         'messages.1.content.0: Invalid `signature` in `thinking` block',
       ],
-      ['a body that is not JSON', '{"model": ', 400, 'invalid_request_error', 'There was an issue with the request body: it is not valid JSON'],
+      [
+        'a body that is not JSON',
+        '{"model": ',
+        400,
+        'invalid_request_error',
+        'There was an issue with the request body: it is not valid JSON',
+      ],
     ];
 
     it.each(cases)('rejects %s', async (_name, body, status, type, message) => {
@@ -290,12 +472,29 @@ describe('scripted Messages API server', () => {
       await server.stop();
       server = await startScriptedModelServer({ apiKey: 'right-key', models: ['known-model'], maxRequestBytes: 2000 });
       const valid = { model: 'known-model', max_tokens: 10, messages: USER_HELLO };
-      const errorOf = (response: { status: number; json: unknown }) => [response.status, (response.json as { error: { type: string } }).error.type];
+      const errorOf = (response: { status: number; json: unknown }) => [
+        response.status,
+        (response.json as { error: { type: string } }).error.type,
+      ];
       expect(errorOf(await post(valid, { 'x-api-key': '' }))).toEqual([401, 'authentication_error']);
       expect(errorOf(await post(valid, { 'x-api-key': 'wrong' }))).toEqual([401, 'authentication_error']);
-      expect(errorOf(await post({ ...valid, model: 'other' }, { 'x-api-key': 'right-key' }))).toEqual([404, 'not_found_error']);
-      expect(errorOf(await post({ ...valid, messages: [{ role: 'user', content: 'x'.repeat(3000) }] }, { 'x-api-key': 'right-key' }))).toEqual([413, 'request_too_large']);
-      const wrongPath = await fetch(`${server.url}/v1/complete`, { method: 'POST', headers: { 'x-api-key': 'right-key' }, body: '{}' });
+      expect(errorOf(await post({ ...valid, model: 'other' }, { 'x-api-key': 'right-key' }))).toEqual([
+        404,
+        'not_found_error',
+      ]);
+      expect(
+        errorOf(
+          await post(
+            { ...valid, messages: [{ role: 'user', content: 'x'.repeat(3000) }] },
+            { 'x-api-key': 'right-key' },
+          ),
+        ),
+      ).toEqual([413, 'request_too_large']);
+      const wrongPath = await fetch(`${server.url}/v1/complete`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'right-key' },
+        body: '{}',
+      });
       expect(wrongPath.status).toBe(404);
       expect(server.requests.map((r) => r.status)).toEqual([401, 401, 404, 413, 404]);
     });
@@ -306,19 +505,35 @@ describe('scripted Messages API server', () => {
       server.setScript([{ text: 'only turn' }]);
       await client.messages.create({ model: 'm', max_tokens: 10, messages: USER_HELLO });
       server.assertScriptFinished();
-      const error = await client.messages.create({ model: 'm', max_tokens: 10, messages: USER_HELLO }).catch((e: unknown) => e);
+      const error = await client.messages
+        .create({ model: 'm', max_tokens: 10, messages: USER_HELLO })
+        .catch((e: unknown) => e);
       expect(error).toMatchObject({ status: 400, type: 'invalid_request_error' });
-      expect(server.scriptErrors).toEqual([{ requestIndex: 1, turnIndex: null, message: 'turn 1: the script has no turn for this request: it ran out after 1 turns (it has 1 turns)' }]);
+      expect(server.scriptErrors).toEqual([
+        {
+          requestIndex: 1,
+          turnIndex: null,
+          message: 'turn 1: the script has no turn for this request: it ran out after 1 turns (it has 1 turns)',
+        },
+      ]);
       expect(() => server.assertScriptFinished()).toThrow(/ran out after 1 turns/);
     });
 
     it('fails loudly when a request is not what the turn expects, or calls a tool not offered', async () => {
       server.setScript([
-        { label: 'asks for the file', expect: (request) => expect(request.lastUserText).toBe('read the file'), text: 'never' },
+        {
+          label: 'asks for the file',
+          expect: (request) => expect(request.lastUserText).toBe('read the file'),
+          text: 'never',
+        },
         { toolCalls: [{ name: 'bash', input: { command: 'ls' } }] },
       ]);
-      await expect(client.messages.create({ model: 'm', max_tokens: 10, messages: USER_HELLO })).rejects.toMatchObject({ status: 400 });
-      await expect(client.messages.create({ model: 'm', max_tokens: 10, tools: [READ_TOOL], messages: USER_HELLO })).rejects.toMatchObject({ status: 400 });
+      await expect(client.messages.create({ model: 'm', max_tokens: 10, messages: USER_HELLO })).rejects.toMatchObject({
+        status: 400,
+      });
+      await expect(
+        client.messages.create({ model: 'm', max_tokens: 10, tools: [READ_TOOL], messages: USER_HELLO }),
+      ).rejects.toMatchObject({ status: 400 });
       expect(server.scriptErrors.map((e) => e.message)).toEqual([
         expect.stringMatching(/^turn 0 \(asks for the file\): .*read the file/s),
         'turn 1: the turn calls tool "bash", but the request offers "read"',
@@ -336,7 +551,11 @@ describe('scripted Messages API server', () => {
     it('records every request and checks that each extends the previous one as an exact prefix', async () => {
       server.setScript([{ toolCalls: [{ name: 'read', input: { path: 'a' } }] }, { text: 'done' }]);
       const settings = scriptedSettings(server);
-      const first = await sendMessagesRequest({ client, settings, request: { tools: [READ_TOOL], messages: USER_HELLO } });
+      const first = await sendMessagesRequest({
+        client,
+        settings,
+        request: { tools: [READ_TOOL], messages: USER_HELLO },
+      });
       const messages: MessageParam[] = [
         ...USER_HELLO,
         { role: 'assistant', content: first.message.content },
@@ -346,27 +565,49 @@ describe('scripted Messages API server', () => {
 
       expect(server.requests).toHaveLength(2);
       const [one, two] = server.requests;
-      expect(one).toMatchObject({ index: 0, method: 'POST', path: '/v1/messages', status: 200, streamed: true, turnIndex: 0, error: null });
+      expect(one).toMatchObject({
+        index: 0,
+        method: 'POST',
+        path: '/v1/messages',
+        status: 200,
+        streamed: true,
+        turnIndex: 0,
+        error: null,
+      });
       expect(one!.headers['anthropic-version']).toBeDefined();
       expect(one!.messagesRequest?.messages).toHaveLength(1);
       expect(JSON.parse(one!.rawBody)).toEqual(one!.body);
       expect(two!.receivedAt).toBeGreaterThanOrEqual(one!.receivedAt);
       // The tail breakpoint moved from message 0 to message 2, and message 0 went from a block back to a string.
-      expect(JSON.stringify((one!.body as { messages: unknown[] }).messages[0])).not.toEqual(JSON.stringify((two!.body as { messages: unknown[] }).messages[0]));
+      expect(JSON.stringify((one!.body as { messages: unknown[] }).messages[0])).not.toEqual(
+        JSON.stringify((two!.body as { messages: unknown[] }).messages[0]),
+      );
       expect(() => assertRequestsExtendPrefix(server.requests)).not.toThrow();
 
       const edited = [{ role: 'user', content: 'hello!' }, ...messages.slice(1)];
       expect(prefixViolation(messages, edited)).toMatch(/^message 0 changed/);
       expect(prefixViolation(messages, messages.slice(0, 1))).toBe('it has 1 messages, fewer than the 3 before');
-      await client.messages.create({ model: 'm', max_tokens: 10, messages: edited as MessageParam[] }).catch(() => undefined);
-      expect(() => assertRequestsExtendPrefix(server.requests)).toThrow(/request 2 does not extend request 1 as an exact prefix: message 0 changed/);
+      await client.messages
+        .create({ model: 'm', max_tokens: 10, messages: edited as MessageParam[] })
+        .catch(() => undefined);
+      expect(() => assertRequestsExtendPrefix(server.requests)).toThrow(
+        /request 2 does not extend request 1 as an exact prefix: message 0 changed/,
+      );
     });
   });
 
   describe('as a command', () => {
     it('parses its arguments', () => {
-      expect(parseScriptedModelArgs(['--port', '8123', '--script', 's.json'])).toEqual({ port: 8123, host: '127.0.0.1', scriptPath: 's.json', apiKey: undefined, minCacheableTokens: undefined });
-      expect(parseScriptedModelArgs(['--port=0', '--script=s.ts', '--min-cacheable-tokens', '2048', '--api-key', 'k'])).toMatchObject({ port: 0, minCacheableTokens: 2048, apiKey: 'k' });
+      expect(parseScriptedModelArgs(['--port', '8123', '--script', 's.json'])).toEqual({
+        port: 8123,
+        host: '127.0.0.1',
+        scriptPath: 's.json',
+        apiKey: undefined,
+        minCacheableTokens: undefined,
+      });
+      expect(
+        parseScriptedModelArgs(['--port=0', '--script=s.ts', '--min-cacheable-tokens', '2048', '--api-key', 'k']),
+      ).toMatchObject({ port: 0, minCacheableTokens: 2048, apiKey: 'k' });
       expect(() => parseScriptedModelArgs(['--script', 's.json'])).toThrow('--port is required');
       expect(() => parseScriptedModelArgs(['--port', 'x', '--script', 's'])).toThrow('--port must be a whole number');
       expect(() => parseScriptedModelArgs(['--verbose'])).toThrow('unknown argument "--verbose"');
@@ -376,10 +617,14 @@ describe('scripted Messages API server', () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scripted-model-'));
       const scriptPath = path.join(dir, 'script.json');
       fs.writeFileSync(scriptPath, JSON.stringify([{ text: 'from the command' }]));
-      const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'scripted-model/cli.ts', '--port', '0', '--script', scriptPath], {
-        cwd: path.resolve(__dirname, '../..'),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [require.resolve('tsx/cli'), 'scripted-model/cli.ts', '--port', '0', '--script', scriptPath],
+        {
+          cwd: path.resolve(__dirname, '../..'),
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       try {
         let output = '';
         const url = await new Promise<string>((resolve, reject) => {
@@ -390,7 +635,11 @@ describe('scripted Messages API server', () => {
           });
           child.once('exit', (code) => reject(new Error(`exited with ${code}: ${output}`)));
         });
-        const reply = await scriptedClient({ url }).messages.create({ model: 'm', max_tokens: 10, messages: USER_HELLO });
+        const reply = await scriptedClient({ url }).messages.create({
+          model: 'm',
+          max_tokens: 10,
+          messages: USER_HELLO,
+        });
         expect(reply.content).toEqual([{ type: 'text', text: 'from the command' }]);
         const exitCode = new Promise<number | null>((resolve) => child.once('exit', resolve));
         child.kill('SIGTERM');

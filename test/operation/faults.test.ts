@@ -19,7 +19,8 @@ import { testPlatform } from '../support/env';
 import { startOperationHarness, testModelSettings, waitFor } from '../support/operation-harness';
 
 const docker = new Docker();
-const exec = (container: string, script: string): string => execFileSync('docker', ['exec', container, 'bash', '-c', script], { encoding: 'utf8' });
+const exec = (container: string, script: string): string =>
+  execFileSync('docker', ['exec', container, 'bash', '-c', script], { encoding: 'utf8' });
 const tryExec = (container: string, script: string): string | undefined => {
   try {
     return exec(container, script);
@@ -33,11 +34,27 @@ describe('faults during an operation', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-server-kill-'));
     const { temporalCli, workflowBundlePath, sandboxImage } = testPlatform();
     const port = await freePort();
-    const start = () => startDevServer({ cli: { path: temporalCli, source: 'env' }, port, dbFile: path.join(dir, 'dev.sqlite'), logFile: path.join(dir, 'server.log') });
+    const start = () =>
+      startDevServer({
+        cli: { path: temporalCli, source: 'env' },
+        port,
+        dbFile: path.join(dir, 'dev.sqlite'),
+        logFile: path.join(dir, 'server.log'),
+      });
     let server = await start();
     const model = await startScriptedModelServer({
       script: [
-        { toolCalls: [{ name: 'bash', input: { command: 'echo before >> /workspace/log.txt; while [ ! -f /workspace/release ]; do sleep 0.05; done; echo after >> /workspace/log.txt' } }] },
+        {
+          toolCalls: [
+            {
+              name: 'bash',
+              input: {
+                command:
+                  'echo before >> /workspace/log.txt; while [ ! -f /workspace/release ]; do sleep 0.05; done; echo after >> /workspace/log.txt',
+              },
+            },
+          ],
+        },
         { toolCalls: [{ name: 'bash', input: { command: 'cat /workspace/log.txt' } }] },
         { respond: (request) => ({ text: request.toolResults[0]?.content ?? '' }) },
       ],
@@ -47,8 +64,21 @@ describe('faults during an operation', () => {
     const client = new Client({ connection });
     const session = `server-kill-${process.pid}`;
     const workers = [
-      await createBrainWorker({ connection: nativeConnection, namespace: 'default', taskQueue: 'sk-brain', client, modelSettings: testModelSettings(model.url), workflowBundle: { codePath: workflowBundlePath } }),
-      await createHandsWorker({ connection: nativeConnection, namespace: 'default', taskQueue: 'sk-hands', docker, image: sandboxImage }),
+      await createBrainWorker({
+        connection: nativeConnection,
+        namespace: 'default',
+        taskQueue: 'sk-brain',
+        client,
+        modelSettings: testModelSettings(model.url),
+        workflowBundle: { codePath: workflowBundlePath },
+      }),
+      await createHandsWorker({
+        connection: nativeConnection,
+        namespace: 'default',
+        taskQueue: 'sk-hands',
+        docker,
+        image: sandboxImage,
+      }),
     ];
     const running = workers.map((w) => w.run());
     try {
@@ -57,7 +87,10 @@ describe('faults during an operation', () => {
         workflowId: session,
         args: [{ goal: 'survive a server crash', handsTaskQueue: 'sk-hands', heartbeatTimeoutMs: 5_000 }],
       });
-      await waitFor(async () => tryExec(`agent-sbx-${session}`, 'cat /workspace/log.txt')?.includes('before'), 'the tool to start');
+      await waitFor(
+        async () => tryExec(`agent-sbx-${session}`, 'cat /workspace/log.txt')?.includes('before'),
+        'the tool to start',
+      );
       await server.kill();
       server = await start();
       exec(`agent-sbx-${session}`, 'touch /workspace/release');
@@ -72,8 +105,14 @@ describe('faults during an operation', () => {
       await nativeConnection.close();
       await model.stop();
       await server.stop();
-      await docker.getContainer(`agent-sbx-${session}`).remove({ force: true }).catch(() => undefined);
-      await docker.getVolume(`agent-ws-${session}`).remove().catch(() => undefined);
+      await docker
+        .getContainer(`agent-sbx-${session}`)
+        .remove({ force: true })
+        .catch(() => undefined);
+      await docker
+        .getVolume(`agent-ws-${session}`)
+        .remove()
+        .catch(() => undefined);
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
@@ -81,18 +120,28 @@ describe('faults during an operation', () => {
   it('reports a never tool interrupted by a container death, then goes on in a new container', async () => {
     const h = await startOperationHarness([
       { toolCalls: [{ name: 'bash', input: { command: 'echo effect >> /workspace/effects.log; sleep 600' } }] },
-      { respond: (request) => ({ text: request.toolResults[0]?.content ?? '', toolCalls: [{ name: 'bash', input: { command: 'cat /workspace/effects.log' } }] }) },
+      {
+        respond: (request) => ({
+          text: request.toolResults[0]?.content ?? '',
+          toolCalls: [{ name: 'bash', input: { command: 'cat /workspace/effects.log' } }],
+        }),
+      },
       { respond: (request) => ({ text: request.toolResults[0]?.content ?? '' }) },
     ]);
     try {
       const handle = await h.start({ goal: 'lose the container mid-command' });
       const container = `agent-sbx-${handle.workflowId}`;
-      await waitFor(async () => (tryExec(container, 'pgrep -f "sleep 60[0]" || true') ?? '').trim() !== '', 'the command to run');
+      await waitFor(
+        async () => (tryExec(container, 'pgrep -f "sleep 60[0]" || true') ?? '').trim() !== '',
+        'the command to run',
+      );
       execFileSync('docker', ['kill', container]);
       const result = await operationResult(handle);
       expect(result.state).toBe('completed');
       const requests = h.model.requests.filter((r) => r.status === 200);
-      const interrupted = JSON.stringify((requests[1].body as { messages: Array<{ content: unknown }> }).messages.at(-1)!.content);
+      const interrupted = JSON.stringify(
+        (requests[1].body as { messages: Array<{ content: unknown }> }).messages.at(-1)!.content,
+      );
       expect(interrupted).toContain('[interrupted:');
       expect(interrupted).toContain('sandbox restarted');
       expect(result.finalText.trim().split('\n')[0]).toBe('effect'); // it ran once, and was not run again

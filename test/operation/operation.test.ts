@@ -35,7 +35,18 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
   it('edits a file and runs a command in the container, and every request extends the previous one', async () => {
     h.model.setScript([
       { toolCalls: [{ name: 'read_file', input: { path: 'src/math.js' } }] },
-      { toolCalls: [{ name: 'edit_file', input: { path: 'src/math.js', old_text: 'sum(values) / (values.length - 1)', new_text: 'sum(values) / values.length' } }] },
+      {
+        toolCalls: [
+          {
+            name: 'edit_file',
+            input: {
+              path: 'src/math.js',
+              old_text: 'sum(values) / (values.length - 1)',
+              new_text: 'sum(values) / values.length',
+            },
+          },
+        ],
+      },
       { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | grep -E "^# (pass|fail)"' } }] },
       { respond: (request) => ({ text: `tests: ${request.toolResults[0]?.content.trim()}` }) },
     ]);
@@ -50,7 +61,9 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
     const requests = answered(h.model.requests);
     expect(requests).toHaveLength(4);
     assertRequestsExtendPrefix(requests);
-    requests.slice(1).forEach((r, i) => expect(bodyOf(r).messages).toHaveLength(bodyOf(requests[i]).messages.length + 2));
+    requests
+      .slice(1)
+      .forEach((r, i) => expect(bodyOf(r).messages).toHaveLength(bodyOf(requests[i]).messages.length + 2));
     // Each tool call ran as the activity `tool-<tool_use_id>`.
     const toolUseIds = bodyOf(requests[3])
       .messages.filter((m) => m.role === 'assistant')
@@ -69,7 +82,9 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
 
   it('returns a strict-schema violation to the model as an error naming the field, without running it', async () => {
     h.model.setScript([
-      { toolCalls: [{ name: 'edit_file', input: { path: 'src/math.js', old_text: 'a', new_text: 'b', oldText2: 'c' } }] },
+      {
+        toolCalls: [{ name: 'edit_file', input: { path: 'src/math.js', old_text: 'a', new_text: 'b', oldText2: 'c' } }],
+      },
       { respond: (request) => ({ text: JSON.stringify(request.toolResults[0]) }) },
     ]);
     const result = await operationResult(await h.start({ goal: 'edit something' }));
@@ -81,7 +96,16 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
   });
 
   it('aborts during a long bash: ends aborted and the process is gone from the container', async () => {
-    h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'echo started > /workspace/long.txt; sleep 600; echo finished >> /workspace/long.txt' } }] }]);
+    h.model.setScript([
+      {
+        toolCalls: [
+          {
+            name: 'bash',
+            input: { command: 'echo started > /workspace/long.txt; sleep 600; echo finished >> /workspace/long.txt' },
+          },
+        ],
+      },
+    ]);
     const handle = await h.start({ goal: 'run something long', keepContainer: true });
     const container = `agent-sbx-${handle.workflowId}`;
     await waitFor(async () => {
@@ -105,7 +129,11 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
 
   it('puts steering sent during a tool batch at the tail of the next request', async () => {
     h.model.setScript([
-      { toolCalls: [{ name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done; echo released' } }] },
+      {
+        toolCalls: [
+          { name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done; echo released' } },
+        ],
+      },
       { text: 'done' },
     ]);
     const handle = await h.start({ goal: 'wait for release' });
@@ -151,7 +179,11 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
   it('rebuilds a cold context cache from history into a byte-identical request', async () => {
     const script = () => [
       { toolCalls: [{ name: 'bash', input: { command: 'echo one' } }] },
-      { toolCalls: [{ name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done; echo two' } }] },
+      {
+        toolCalls: [
+          { name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done; echo two' } },
+        ],
+      },
       { toolCalls: [{ name: 'bash', input: { command: 'echo three' } }] },
       { text: 'finished' },
     ];
@@ -178,7 +210,9 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
   });
 
   it('keeps each model step input free of earlier messages over a 30-step run', async () => {
-    const turns = Array.from({ length: 29 }, (_, i) => ({ toolCalls: [{ name: 'bash', input: { command: `echo step-${i}` } }] }));
+    const turns = Array.from({ length: 29 }, (_, i) => ({
+      toolCalls: [{ name: 'bash', input: { command: `echo step-${i}` } }],
+    }));
     h.model.setScript([...turns, { text: 'all steps done' }]);
     const handle = await h.start({ goal: 'take thirty steps', budget: { maxTurns: 40 } });
     const result = await operationResult(handle);
@@ -188,7 +222,9 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
     const inputs = (history.events ?? [])
       .map((e) => e.activityTaskScheduledEventAttributes)
       .filter((a) => a?.activityType?.name === MODEL_STEP_ACTIVITY)
-      .map((a) => defaultPayloadConverter.fromPayload<{ tail: unknown[]; base: { messages: number } }>(a!.input!.payloads![0]));
+      .map((a) =>
+        defaultPayloadConverter.fromPayload<{ tail: unknown[]; base: { messages: number } }>(a!.input!.payloads![0]),
+      );
     expect(inputs).toHaveLength(30);
     inputs.forEach((input, i) => {
       expect(input.base.messages).toBe(2 * i);
@@ -202,11 +238,25 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
     const { temporalCli, temporalAddress, namespace } = testPlatform();
     const workflowId = `bad-input-${Date.now()}`;
     execFileSync(temporalCli, [
-      'workflow', 'start', '--address', temporalAddress, '--namespace', namespace,
-      '--type', 'operation', '--task-queue', h.brainQueue, '--workflow-id', workflowId,
-      '--input', JSON.stringify({ goal: 'x', budget: { maxTurns: 'many' } }),
+      'workflow',
+      'start',
+      '--address',
+      temporalAddress,
+      '--namespace',
+      namespace,
+      '--type',
+      'operation',
+      '--task-queue',
+      h.brainQueue,
+      '--workflow-id',
+      workflowId,
+      '--input',
+      JSON.stringify({ goal: 'x', budget: { maxTurns: 'many' } }),
     ]);
-    const error = await h.temporal.client.workflow.getHandle(workflowId).result().catch((err: unknown) => err);
+    const error = await h.temporal.client.workflow
+      .getHandle(workflowId)
+      .result()
+      .catch((err: unknown) => err);
     expect(error).toBeInstanceOf(WorkflowFailedError);
     const cause = (error as WorkflowFailedError).cause;
     expect(cause?.message).toContain('budget.maxTurns');
@@ -214,13 +264,24 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
   });
 
   it('counts the tokens of a model attempt that broke mid-stream and was re-requested', async () => {
-    h.model.setScript([{ text: 'a first answer that breaks off', fault: { type: 'stream_error', afterBlocks: 1 } }, { text: 'second attempt' }]);
+    h.model.setScript([
+      { text: 'a first answer that breaks off', fault: { type: 'stream_error', afterBlocks: 1 } },
+      { text: 'second attempt' },
+    ]);
     const first = h.model.requests.length;
     const result = await operationResult(await h.start({ goal: 'survive a broken stream' }));
     expect(result.state).toBe('completed');
     expect(result.finalText).toBe('second attempt');
     const served = h.model.requests.slice(first).filter((r) => r.status === 200 && r.usage && !r.error);
-    const servedTokens = served.reduce((sum, r) => sum + r.usage!.input_tokens + r.usage!.cache_creation_input_tokens + r.usage!.cache_read_input_tokens + r.usage!.output_tokens, 0);
+    const servedTokens = served.reduce(
+      (sum, r) =>
+        sum +
+        r.usage!.input_tokens +
+        r.usage!.cache_creation_input_tokens +
+        r.usage!.cache_read_input_tokens +
+        r.usage!.output_tokens,
+      0,
+    );
     const counted = result.usage.input + result.usage.cacheWrite + result.usage.cacheRead + result.usage.output;
     expect(h.model.requests.length - first).toBe(2);
     expect(counted).toBeGreaterThan(servedTokens); // the lost attempt's prompt tokens are in the ledger too

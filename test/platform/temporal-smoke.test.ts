@@ -22,7 +22,11 @@ describe('Temporal dev server (real)', () => {
     const taskQueue = uniqueQueue('smoke');
     const worker = await createTestWorker(temporal, { taskQueue, activities: createHealthActivities() });
     const result = await worker.runUntil(
-      temporal.client.workflow.execute(healthCheck, { taskQueue, workflowId: `smoke-${taskQueue}`, args: [{ message: 'hello' }] }),
+      temporal.client.workflow.execute(healthCheck, {
+        taskQueue,
+        workflowId: `smoke-${taskQueue}`,
+        args: [{ message: 'hello' }],
+      }),
     );
     expect(result.echoed).toBe('hello');
     expect(result.activityHost).toContain(`:${process.pid}`);
@@ -48,7 +52,9 @@ describe('Temporal dev server (real)', () => {
         activities: createHealthActivities(),
       });
       const client = new Client({ connection });
-      const result = await worker.runUntil(client.workflow.execute(healthCheck, { taskQueue, workflowId, args: [{ message: 'persist me' }] }));
+      const result = await worker.runUntil(
+        client.workflow.execute(healthCheck, { taskQueue, workflowId, args: [{ message: 'persist me' }] }),
+      );
       expect(result.echoed).toBe('persist me');
       await connection.close();
       await nativeConnection.close();
@@ -64,7 +70,9 @@ describe('Temporal dev server (real)', () => {
       expect(description.status.name).toBe('COMPLETED');
       expect(await handle.result()).toEqual(expect.objectContaining({ echoed: 'persist me' }));
       const history = await handle.fetchHistory();
-      const types = (history.events ?? []).map((e) => e.activityTaskCompletedEventAttributes ? 'activityCompleted' : undefined).filter(Boolean);
+      const types = (history.events ?? [])
+        .map((e) => (e.activityTaskCompletedEventAttributes ? 'activityCompleted' : undefined))
+        .filter(Boolean);
       expect(types).toEqual(['activityCompleted']);
       await connection.close();
     } finally {

@@ -17,7 +17,8 @@ export interface TestPlatform {
 export function testPlatform(): TestPlatform {
   const read = (name: string): string => {
     const value = process.env[name];
-    if (!value) throw new Error(`${name} is not set: run the tests through jest (its global setup prepares the platform)`);
+    if (!value)
+      throw new Error(`${name} is not set: run the tests through jest (its global setup prepares the platform)`);
     return value;
   };
   return {

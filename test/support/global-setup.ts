@@ -6,7 +6,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { DevServer, ensureSearchAttributes, freePort, isTemporalServing, startDevServer } from '../../platform/dev-server';
+import {
+  DevServer,
+  ensureSearchAttributes,
+  freePort,
+  isTemporalServing,
+  startDevServer,
+} from '../../platform/dev-server';
 import { requireDocker } from '../../platform/docker-engine';
 import { DATA_DIR } from '../../platform/paths';
 import { imageExists, sandboxImageTag } from '../../platform/sandbox-image';
@@ -30,7 +36,8 @@ export default async function globalSetup(): Promise<void> {
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   let address = process.env.TEMPORAL_ADDRESS;
   if (address) {
-    if (!(await isTemporalServing(address, namespace))) throw new Error(`TEMPORAL_ADDRESS=${address} does not answer as a Temporal server`);
+    if (!(await isTemporalServing(address, namespace)))
+      throw new Error(`TEMPORAL_ADDRESS=${address} does not answer as a Temporal server`);
     await ensureSearchAttributes(address, namespace);
   } else {
     const server = await startDevServer({

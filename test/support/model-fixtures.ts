@@ -11,10 +11,17 @@ import type { ScriptedModelServer } from '../../scripted-model/server';
 export const READ_TOOL: Tool = {
   name: 'read',
   description: 'Read a file of the workspace.',
-  input_schema: { type: 'object', properties: { path: { type: 'string' }, limit: { type: 'number' } }, required: ['path'] },
+  input_schema: {
+    type: 'object',
+    properties: { path: { type: 'string' }, limit: { type: 'number' } },
+    required: ['path'],
+  },
 };
 
-export function scriptedSettings(server: Pick<ScriptedModelServer, 'url'>, overrides: Partial<ModelSettings> = {}): ModelSettings {
+export function scriptedSettings(
+  server: Pick<ScriptedModelServer, 'url'>,
+  overrides: Partial<ModelSettings> = {},
+): ModelSettings {
   return {
     apiKey: 'test-key',
     baseURL: server.url,
@@ -27,6 +34,9 @@ export function scriptedSettings(server: Pick<ScriptedModelServer, 'url'>, overr
   };
 }
 
-export function scriptedClient(server: Pick<ScriptedModelServer, 'url'>, overrides: Partial<ModelSettings> = {}): Anthropic {
+export function scriptedClient(
+  server: Pick<ScriptedModelServer, 'url'>,
+  overrides: Partial<ModelSettings> = {},
+): Anthropic {
   return createAnthropicClient(scriptedSettings(server, overrides));
 }

@@ -24,14 +24,23 @@ export async function callModelOnce(input: CallModelOnceInput): Promise<CallMode
   const { callModel } = proxyActivities<ModelActivities>({
     ...MODEL_CALL_ACTIVITY_OPTIONS,
     heartbeatTimeout: input.heartbeatTimeoutMs ?? MODEL_CALL_ACTIVITY_OPTIONS.heartbeatTimeout,
-    retry: { ...MODEL_CALL_ACTIVITY_OPTIONS.retry, initialInterval: input.initialRetryIntervalMs ?? MODEL_CALL_ACTIVITY_OPTIONS.retry?.initialInterval },
+    retry: {
+      ...MODEL_CALL_ACTIVITY_OPTIONS.retry,
+      initialInterval: input.initialRetryIntervalMs ?? MODEL_CALL_ACTIVITY_OPTIONS.retry?.initialInterval,
+    },
   });
   try {
     return { ok: true, reply: await callModel({ request: input.request }) };
   } catch (error) {
     if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure) {
       const cause = error.cause;
-      return { ok: false, type: cause.type ?? undefined, message: cause.message, nonRetryable: cause.nonRetryable === true, details: [...(cause.details ?? [])] };
+      return {
+        ok: false,
+        type: cause.type ?? undefined,
+        message: cause.message,
+        nonRetryable: cause.nonRetryable === true,
+        details: [...(cause.details ?? [])],
+      };
     }
     throw error;
   }

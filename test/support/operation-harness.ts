@@ -58,7 +58,13 @@ export async function startOperationHarness(script: ModelScript = []): Promise<O
       cache,
       workflowBundle: { codePath: workflowBundlePath },
     }),
-    await createHandsWorker({ connection: temporal.nativeConnection, namespace, taskQueue: handsQueue, docker, image: sandboxImage }),
+    await createHandsWorker({
+      connection: temporal.nativeConnection,
+      namespace,
+      taskQueue: handsQueue,
+      docker,
+      image: sandboxImage,
+    }),
   ];
   const running = workers.map((worker) => worker.run());
   const sessions: string[] = [];
@@ -83,8 +89,14 @@ export async function startOperationHarness(script: ModelScript = []): Promise<O
       await Promise.all(running);
       await model.stop();
       for (const session of sessions) {
-        await docker.getContainer(`agent-sbx-${session}`).remove({ force: true }).catch(() => undefined);
-        await docker.getVolume(`agent-ws-${session}`).remove().catch(() => undefined);
+        await docker
+          .getContainer(`agent-sbx-${session}`)
+          .remove({ force: true })
+          .catch(() => undefined);
+        await docker
+          .getVolume(`agent-ws-${session}`)
+          .remove()
+          .catch(() => undefined);
       }
       await temporal.close();
     },
@@ -92,7 +104,11 @@ export async function startOperationHarness(script: ModelScript = []): Promise<O
 }
 
 /** Polls `check` until it returns a value; for waiting on observable state, never on time. */
-export async function waitFor<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 60_000): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -8,7 +8,6 @@ import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { installRuntime } from '../../workers/runtime';
 import { testPlatform } from './env';
 
-
 export interface TestTemporal {
   client: Client;
   connection: Connection;

@@ -18,7 +18,9 @@ export const bashTool: HandsTool<BashInput> = {
     const killed = killedNote(run, timeoutOf(input, ctx.timeoutMs));
     if (killed) notes.push(killed);
     if (run.exit.droppedBytes > 0) {
-      notes.push(`[output capture stopped at ${run.exit.outputBytes} bytes; the remaining ${run.exit.droppedBytes} bytes were discarded]`);
+      notes.push(
+        `[output capture stopped at ${run.exit.outputBytes} bytes; the remaining ${run.exit.droppedBytes} bytes were discarded]`,
+      );
     }
     notes.push(`[exit code ${run.exit.exitCode}]`);
     const body = shaped.text.length ? shaped.text.replace(/\n$/, '') : '(no output)';

@@ -6,6 +6,12 @@ import { pythonHelper } from './write-file';
 export const editFileTool: HandsTool<EditFileInput> = {
   name: 'edit_file',
   prepare: (input, ctx) =>
-    pythonHelper(SCRIPTS.editFile, { path: input.path, old_text: input.old_text, new_text: input.new_text }, ctx.toolCallId, helperTimeout(ctx), `edit_file ${input.path}`),
+    pythonHelper(
+      SCRIPTS.editFile,
+      { path: input.path, old_text: input.old_text, new_text: input.new_text },
+      ctx.toolCallId,
+      helperTimeout(ctx),
+      `edit_file ${input.path}`,
+    ),
   format: (run, _input, ctx) => helperResult(run, helperTimeout(ctx)),
 };

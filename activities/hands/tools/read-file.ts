@@ -9,8 +9,19 @@ export const READ_MAX_LINE_CHARS = 2_000;
 export const readFileTool: HandsTool<ReadFileInput> = {
   name: 'read_file',
   prepare(input, ctx) {
-    const request = { path: input.path, offset: input.offset ?? 1, limit: input.limit ?? READ_DEFAULT_LIMIT, maxBytes: READ_MAX_BYTES, maxLineChars: READ_MAX_LINE_CHARS };
-    return { command: 'exec python3 -c "$1" "$2"', args: [SCRIPTS.readFile, JSON.stringify(request)], timeoutMs: helperTimeout(ctx), journalCommand: `read_file ${input.path}` };
+    const request = {
+      path: input.path,
+      offset: input.offset ?? 1,
+      limit: input.limit ?? READ_DEFAULT_LIMIT,
+      maxBytes: READ_MAX_BYTES,
+      maxLineChars: READ_MAX_LINE_CHARS,
+    };
+    return {
+      command: 'exec python3 -c "$1" "$2"',
+      args: [SCRIPTS.readFile, JSON.stringify(request)],
+      timeoutMs: helperTimeout(ctx),
+      journalCommand: `read_file ${input.path}`,
+    };
   },
   format: (run, _input, ctx) => helperResult(run, helperTimeout(ctx)),
 };

@@ -47,7 +47,8 @@ export interface HandsTool<I> {
 
 /** A run that was killed by the wrapper's watchdog or by cancellation, in words. */
 export function killedNote(run: FinishedRun, timeoutMs: number): string | undefined {
-  if (run.exit.timedOut) return `[timed out after ${formatSeconds(timeoutMs)}: the command and everything it started were killed]`;
+  if (run.exit.timedOut)
+    return `[timed out after ${formatSeconds(timeoutMs)}: the command and everything it started were killed]`;
   if (run.exit.cancelled) return '[cancelled: the command and everything it started were killed]';
   return undefined;
 }
@@ -68,5 +69,9 @@ export function helperResult(run: FinishedRun, timeoutMs: number): ToolResult {
   if (killed) return { content: [text, killed].filter(Boolean).join('\n'), isError: true, exitCode: run.exit.exitCode };
   if (run.exit.exitCode === 0) return { content: text, isError: false, exitCode: 0 };
   if (run.exit.exitCode === 1) return { content: text, isError: true, exitCode: 1 };
-  return { content: `${text}\n[the tool failed unexpectedly (exit code ${run.exit.exitCode})]`.trim(), isError: true, exitCode: run.exit.exitCode };
+  return {
+    content: `${text}\n[the tool failed unexpectedly (exit code ${run.exit.exitCode})]`.trim(),
+    isError: true,
+    exitCode: run.exit.exitCode,
+  };
 }

@@ -7,16 +7,35 @@ import { helperResult, helperTimeout, type HandsTool, type PreparedRun } from '.
 export const INLINE_INPUT_MAX = 64 * 1024;
 
 /** Runs a Python helper with a JSON request, inline or staged in the workspace when large. */
-export function pythonHelper(script: string, request: object, toolCallId: string, timeoutMs: number, journalCommand: string): PreparedRun {
+export function pythonHelper(
+  script: string,
+  request: object,
+  toolCallId: string,
+  timeoutMs: number,
+  journalCommand: string,
+): PreparedRun {
   const json = JSON.stringify(request);
-  if (Buffer.byteLength(json) <= INLINE_INPUT_MAX) return { command: 'exec python3 -c "$1" "$2"', args: [script, json], timeoutMs, journalCommand };
+  if (Buffer.byteLength(json) <= INLINE_INPUT_MAX)
+    return { command: 'exec python3 -c "$1" "$2"', args: [script, json], timeoutMs, journalCommand };
   const staged = inputPathOf(toolCallId);
-  return { command: 'exec python3 -c "$1" "$2"', args: [script, `@${staged}`], files: [{ path: staged, content: json }], timeoutMs, journalCommand };
+  return {
+    command: 'exec python3 -c "$1" "$2"',
+    args: [script, `@${staged}`],
+    files: [{ path: staged, content: json }],
+    timeoutMs,
+    journalCommand,
+  };
 }
 
 export const writeFileTool: HandsTool<WriteFileInput> = {
   name: 'write_file',
   prepare: (input, ctx) =>
-    pythonHelper(SCRIPTS.writeFile, { path: input.path, content: input.content }, ctx.toolCallId, helperTimeout(ctx), `write_file ${input.path} (${Buffer.byteLength(input.content)} bytes)`),
+    pythonHelper(
+      SCRIPTS.writeFile,
+      { path: input.path, content: input.content },
+      ctx.toolCallId,
+      helperTimeout(ctx),
+      `write_file ${input.path} (${Buffer.byteLength(input.content)} bytes)`,
+    ),
   format: (run, _input, ctx) => helperResult(run, helperTimeout(ctx)),
 };
