@@ -12,7 +12,7 @@
 import * as fs from 'node:fs';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
 import type { InjectedSinks } from '@temporalio/worker';
-import type { CrashPointSinks } from '../workflows/crash-point-sink';
+import type { CrashPointSinks } from '../common/crash-points';
 
 const crashAt = Number(process.env.AGENT_CRASH_AT ?? 0);
 const logFile = process.env.AGENT_CRASH_LOG;

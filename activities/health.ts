@@ -1,8 +1,5 @@
 import * as os from 'node:os';
-
-export interface HealthActivities {
-  healthEcho(input: { message: string }): Promise<{ echoed: string; activityHost: string }>;
-}
+import type { HealthActivities } from '../common/health';
 
 export function createHealthActivities(): HealthActivities {
   return {

@@ -12,6 +12,7 @@ import { OPERATION_WORKFLOW_TYPE, type OperationInput } from '../common/operatio
 import { installRuntime } from '../workers/runtime';
 import { createBrainWorker, createHandsWorker } from '../workers/workers';
 import { benchModelSettings } from './model';
+import { containerNameOf, volumeNameOf } from '../common/sandbox-names';
 
 export interface BenchPlatform {
   address: string;
@@ -43,11 +44,11 @@ export async function connectBench(platform: BenchPlatform, log: (line: string) 
     async removeSandboxes(ids) {
       for (const id of ids) {
         await platform.docker
-          .getContainer(`agent-sbx-${id}`)
+          .getContainer(containerNameOf(id))
           .remove({ force: true })
           .catch(() => undefined);
         await platform.docker
-          .getVolume(`agent-ws-${id}`)
+          .getVolume(volumeNameOf(id))
           .remove()
           .catch(() => undefined);
       }

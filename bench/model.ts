@@ -58,11 +58,6 @@ export function goalParam(request: ScriptedRequest, name: string): number | unde
   return match ? Number(match[1]) : undefined;
 }
 
-/** The marker in a request's goal, or undefined. */
-export function markerOf(request: ScriptedRequest): string | undefined {
-  return /\[bench:([^\]]+)\]/.exec(goalOf(request.body))?.[1];
-}
-
 /**
  * A script for "N steps, each one tool call, then a final answer": turn k (0-based) asks for
  * `call(k)`; the turn after the last step answers in text. Stateless, so concurrent runs can share it.

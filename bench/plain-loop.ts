@@ -6,7 +6,7 @@
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import type { MessageParam, ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages';
-import type { HandsActivities } from '../activities/hands/activities';
+import type { HandsActivities } from '../common/hands';
 import { sendMessagesRequest } from '../activities/model/messages-request';
 import type { ModelSettings } from '../activities/model/settings';
 import { DEFAULT_SYSTEM_PROMPT } from '../common/prompts';
@@ -16,7 +16,7 @@ export interface PlainLoopOptions {
   client: Anthropic;
   settings: ModelSettings;
   hands: HandsActivities;
-  sandboxId: string;
+  sessionId: string;
   goal: string;
   maxTurns: number;
   /** `false`: no cache breakpoints (the naive loop). Default: the harness's breakpoints. */
@@ -54,7 +54,7 @@ export async function runPlainLoop(options: PlainLoopOptions): Promise<PlainLoop
     const results: ToolResultBlockParam[] = [];
     for (const call of calls) {
       const outcome = await options.hands.runTool({
-        sandboxId: options.sandboxId,
+        sessionId: options.sessionId,
         toolCallId: call.id,
         name: call.name,
         input: call.input,

@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { runMain } from '../scripts/main';
+import { runMain } from '../client/main';
 import { installRuntime } from '../workers/runtime';
 import { BENCH_USAGE, parseBenchArgs } from './args';
 import { connectBench } from './context';

@@ -5,8 +5,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { WorkflowFailedError, WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
+import { operationResult } from '../client/operation-result';
 import { totalTokens } from '../common/model-types';
 import {
   abortUpdate,
@@ -18,11 +18,11 @@ import {
   steerUpdate,
 } from '../common/operation';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
-import { connectClient, queueSettings, temporalSettings, workflowUrl } from '../workers/connection';
+import { connectClient, queueSettings, temporalSettings, workflowUrl } from '../client/connection';
 import { startWorkers } from '../workers/run';
 import { isTemporalServing } from '../platform/dev-server';
 import { localServerSettings, startLocalServer, stopLocalServer } from '../platform/local-server';
-import { runMain } from '../scripts/main';
+import { runMain } from '../client/main';
 import { AgentCommand, HELP, parseAgentArgs } from './args';
 import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
 import { sandboxCommand } from './sandbox';
@@ -141,23 +141,6 @@ async function requirePollers(client: import('@temporalio/client').Client, taskQ
     throw new Error(
       `no worker polls task queue ${taskQueue}: start one with \`agent worker dev\` (or pass --with-worker)`,
     );
-  }
-}
-
-/** The operation's result whether it completed, was aborted (returned) or failed (carried in the failure). */
-export async function operationResult(handle: WorkflowHandle): Promise<OperationResult> {
-  try {
-    return (await handle.result()) as OperationResult;
-  } catch (err) {
-    if (
-      err instanceof WorkflowFailedError &&
-      err.cause instanceof ApplicationFailure &&
-      err.cause.type === 'OperationFailed'
-    ) {
-      return err.cause.details?.[0] as OperationResult;
-    }
-    if (err instanceof WorkflowFailedError) throw new Error(`operation failed: ${err.cause?.message ?? err.message}`);
-    throw err;
   }
 }
 

@@ -8,7 +8,7 @@ import { SandboxManager, type GcResult, type SandboxInfo } from '../activities/h
 
 export type SandboxCommand =
   | { kind: 'ls' }
-  | { kind: 'rm'; sandboxId: string; keepVolume: boolean }
+  | { kind: 'rm'; sessionId: string; keepVolume: boolean }
   | { kind: 'gc'; olderThanMs: number; volumes: boolean }
   | { kind: 'help' };
 
@@ -41,7 +41,7 @@ export function parseSandboxArgs(args: string[]): SandboxCommand {
       const unknown = flags.filter((f) => f !== '--keep-volume');
       if (unknown.length) throw new Error(`sandbox rm: unknown option ${unknown[0]} (allowed: --keep-volume)`);
       if (ids.length !== 1) throw new Error('sandbox rm needs exactly one sandbox id: agent sandbox rm <id>');
-      return { kind: 'rm', sandboxId: ids[0], keepVolume: flags.includes('--keep-volume') };
+      return { kind: 'rm', sessionId: ids[0], keepVolume: flags.includes('--keep-volume') };
     }
     case 'gc': {
       let olderThanMs = DEFAULT_GC_AGE_MS;
@@ -111,13 +111,13 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
       return 0;
     }
     case 'rm': {
-      const removed = await manager.remove(command.sandboxId, { keepVolume: command.keepVolume });
+      const removed = await manager.remove(command.sessionId, { keepVolume: command.keepVolume });
       if (!removed.container && !removed.volume) {
-        err(`no sandbox ${command.sandboxId}${command.keepVolume ? ' container' : ''} found`);
+        err(`no sandbox ${command.sessionId}${command.keepVolume ? ' container' : ''} found`);
         return 1;
       }
       out(
-        `removed sandbox ${command.sandboxId}: container ${removed.container ? 'removed' : 'absent'}, volume ${command.keepVolume ? 'kept' : removed.volume ? 'removed' : 'absent'}`,
+        `removed sandbox ${command.sessionId}: container ${removed.container ? 'removed' : 'absent'}, volume ${command.keepVolume ? 'kept' : removed.volume ? 'removed' : 'absent'}`,
       );
       return 0;
     }
@@ -140,7 +140,7 @@ export function formatTable(sandboxes: SandboxInfo[], now: number): string {
   const rows = [
     ['SANDBOX', 'CONTAINER', 'STATE', 'AGE', 'VOLUME', 'OPERATION'],
     ...sandboxes.map((s) => [
-      s.sandboxId,
+      s.sessionId,
       s.container?.name ?? '-',
       s.container ? s.container.status : 'no container',
       s.container

@@ -13,7 +13,7 @@ export async function workspaceDiff(sessionId: string): Promise<{ diff: string; 
   const manager = new SandboxManager({ docker, image: sandboxImageTag() });
   const { created } = await manager.ensure(sessionId);
   try {
-    return await createHandsActivities({ manager }).workspaceDiff({ sandboxId: sessionId });
+    return await createHandsActivities({ manager }).workspaceDiff({ sessionId: sessionId });
   } finally {
     if (created) await manager.remove(sessionId, { keepVolume: true }).catch(() => undefined);
   }

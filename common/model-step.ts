@@ -10,8 +10,7 @@
  *
  * Deterministic: type-only imports.
  */
-import type Anthropic from '@anthropic-ai/sdk';
-import type { ModelReply } from './model-types';
+import type { ContentBlockParam, ModelReply } from './model-types';
 
 /** Identifies the context before the tail: its message count and the id of its last assistant message. */
 export interface ContextFingerprint {
@@ -19,7 +18,7 @@ export interface ContextFingerprint {
   lastReplyId: string | null;
 }
 
-export type TailBlock = Anthropic.ContentBlockParam;
+export type TailBlock = ContentBlockParam;
 
 export interface ModelStepInput {
   /** Workflow id of the operation: the cache key and where the history lives. */
@@ -43,3 +42,12 @@ export interface ModelStepResult extends ModelReply {
 
 /** The activity type name, used when the brain reads steps back from history. */
 export const MODEL_STEP_ACTIVITY = 'modelStep';
+
+/** The brain's activities, as the workflows call them (implemented in `activities/brain/`). */
+export interface BrainActivities {
+  /**
+   * One model turn: the context `base` describes plus the new `tail`, sent as one Messages API
+   * request; the reply and its usage (failed attempts included) come back.
+   */
+  modelStep(input: ModelStepInput): Promise<ModelStepResult>;
+}

@@ -6,13 +6,20 @@
  */
 import type {
   ContentBlock,
+  ContentBlockParam,
   MessageParam,
   StopReason,
+  TextBlock,
   TextBlockParam,
   ThinkingConfigParam,
   Tool,
   ToolChoice,
+  ToolResultBlockParam,
+  ToolUseBlock,
 } from '@anthropic-ai/sdk/resources/messages';
+
+/** Messages API block types the workflows handle (re-exported so workflow code imports only `common/`). */
+export type { ContentBlockParam, TextBlock, ToolResultBlockParam, ToolUseBlock };
 
 /**
  * Tokens one request consumed, in the API's four billing classes. The prompt of a request is

@@ -6,8 +6,8 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
-import type Anthropic from '@anthropic-ai/sdk';
-import type { TokenUsage } from './model-types';
+import type { TokenUsage, ToolResultBlockParam } from './model-types';
+import { SESSION_ID_PATTERN, SESSION_ID_RULE } from './sandbox-names';
 import { describeZodError } from './validation';
 
 /** The workflow type name, for `temporal workflow start --type operation`. */
@@ -35,10 +35,7 @@ export const operationInputSchema = z.strictObject({
   /** What the agent should achieve; the first user message. */
   goal: z.string().trim().min(1, 'must be a non-empty string'),
   /** Session the operation belongs to; its sandbox and workspace volume are named after it. Defaults to the workflow id. */
-  sessionId: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, 'must be 1-63 letters, digits, ".", "_" or "-"')
-    .optional(),
+  sessionId: z.string().regex(SESSION_ID_PATTERN, `must be ${SESSION_ID_RULE}`).optional(),
   lane: z.string().min(1).default('main'),
   /** Repository copied into the workspace before the first tool call. */
   repo: repoSource.optional(),
@@ -57,7 +54,8 @@ export const operationInputSchema = z.strictObject({
   keepContainer: z.boolean().default(false),
   /**
    * How long a model or tool activity may go without a heartbeat before Temporal retries it on
-   * another worker, i.e. how fast a dead worker is noticed. Default: the presets' 30 s.
+   * another worker, i.e. how fast a dead worker is noticed. Default: the presets in
+   * `workflows/policies.ts` (model 15 s, tool 5 s, sandbox 10 s).
    */
   heartbeatTimeoutMs: z.int().min(1_000).max(600_000).optional(),
   /** Default timeout of one tool call in milliseconds. */
@@ -113,15 +111,12 @@ export interface OperationResult {
   workspaceVolume: string;
   /**
    * Tool results the model has not seen: the results (synthetic when cut off) of the calls of the
-   * last turn when the operation ended in the middle of it, e.g. by an abort. A follow-up operation
-   * on the lane starts its context with them, so every `tool_use` keeps its answer.
+   * last turn when the operation ended in the middle of it, e.g. by an abort: the record of what
+   * each of that turn's `tool_use` blocks would have been answered with.
    */
-  openToolResults: Anthropic.ToolResultBlockParam[];
+  openToolResults: ToolResultBlockParam[];
 }
 
 export const steerUpdate = defineUpdate<{ accepted: true; position: number }, [{ text: string }]>('steer');
 export const abortUpdate = defineUpdate<{ accepted: true }, [{ reason?: string }]>('abort');
 export const statusQuery = defineQuery<OperationStatus>('status');
-
-/** Workspace volume and container names for a session (also used by the hands). */
-export const workspaceVolumeName = (sessionId: string): string => `agent-ws-${sessionId}`;

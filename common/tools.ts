@@ -23,6 +23,8 @@ export const BASH_DEFAULT_TIMEOUT_MS = 120_000;
 export const BASH_MAX_TIMEOUT_MS = 1_800_000;
 /** Default and maximum number of lines `read_file` returns in one call. */
 export const READ_DEFAULT_LIMIT = 2_000;
+/** Longest run of one file or search tool call (they are quick helpers, not commands). */
+export const HELPER_TIMEOUT_MS = 60_000;
 /** Default result caps of the search tools. */
 export const LIST_DEFAULT_MAX_RESULTS = 500;
 export const GREP_DEFAULT_MAX_RESULTS = 200;
@@ -304,9 +306,15 @@ export function toolSummary(name: string, input: unknown): string {
   return line.length <= 100 ? line : `${line.slice(0, 99)}…`;
 }
 
-/** The run time a call asks for (`bash.timeout_ms`, or the default), for sizing its activity timeout. */
-export function toolTimeoutMs(name: string, input: unknown): number | undefined {
-  if (name !== 'bash') return undefined;
-  const parsed = bashInput.safeParse(input);
-  return parsed.success ? (parsed.data.timeout_ms ?? BASH_DEFAULT_TIMEOUT_MS) : undefined;
+/**
+ * How long one call may run, in milliseconds: `bash` takes its `timeout_ms` (else the operation's
+ * default); the file and search tools are quick helpers, capped at `HELPER_TIMEOUT_MS`. The hands
+ * enforce it; the tool activity's timeout is derived from it (`workflows/policies.ts`).
+ */
+export function toolRunTimeoutMs(name: string, input: unknown, defaultMs: number): number {
+  if (name === 'bash') {
+    const parsed = bashInput.safeParse(input);
+    return (parsed.success ? parsed.data.timeout_ms : undefined) ?? defaultMs;
+  }
+  return Math.min(HELPER_TIMEOUT_MS, defaultMs);
 }

@@ -8,7 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { runMain } from '../scripts/main';
+import { runMain } from '../client/main';
 import { ModelScript, parseScriptJson } from './script';
 import { startScriptedModelServer } from './server';
 

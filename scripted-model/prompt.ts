@@ -91,7 +91,3 @@ export function promptBlocks(body: MessagesRequestBody): PromptBlock[] {
   if (automatic && last && !last.breakpoint) last.breakpoint = automatic;
   return blocks;
 }
-
-export function promptTokens(body: MessagesRequestBody): number {
-  return promptBlocks(body).reduce((sum, block) => sum + block.tokens, 0);
-}

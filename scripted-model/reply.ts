@@ -4,8 +4,8 @@
  * count. Truncation at `max_tokens` cuts text at a character and tool input at a top-level field;
  * a cut tool_use block is kept, its input incomplete, as the API does.
  */
-import { createHash } from 'node:crypto';
 import type { ScriptedFault, ScriptedStopReason, ScriptedTurn } from './script';
+import { thinkingSignature } from './thinking';
 import { blockTokens, CHARS_PER_TOKEN, textTokens } from './token-estimate';
 import type { MessagesRequestBody } from './validation';
 
@@ -23,11 +23,6 @@ export interface ScriptedReply {
   stopReason: ScriptedStopReason;
   stopSequence: string | null;
   outputTokens: number;
-}
-
-/** The signature the scripted model gives a thinking text; the validator requires it back unchanged. */
-export function thinkingSignature(thinking: string): string {
-  return `sig_${createHash('sha256').update(`scripted-model:${thinking}`).digest('base64url').slice(0, 32)}`;
 }
 
 export function buildReply(turn: ScriptedTurn, body: MessagesRequestBody, nextToolUseId: () => string): ScriptedReply {

@@ -89,7 +89,7 @@ export type ScriptFunction = (request: ScriptedRequest) => ScriptedTurn | undefi
 export type ModelScript = readonly ScriptedTurn[] | ScriptFunction;
 
 export interface ScriptedToolResult {
-  toolUseId: string;
+  toolCallId: string;
   /** The tool that was called, from the previous assistant turn. */
   toolName: string | null;
   /** Text of the result (inner text blocks joined with newlines). */
@@ -128,7 +128,7 @@ export function scriptedRequest(body: MessagesRequestBody, requestIndex: number,
     toolResults: lastBlocks
       .filter((block) => block.type === 'tool_result')
       .map((block) => ({
-        toolUseId: String(block.tool_use_id),
+        toolCallId: String(block.tool_use_id),
         toolName: toolNames.get(String(block.tool_use_id)) ?? null,
         content: resultText(block.content),
         isError: block.is_error === true,

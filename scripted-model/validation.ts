@@ -7,7 +7,7 @@
  * offending path, as the API's do.
  */
 import { z } from 'zod';
-import { thinkingSignature } from './reply';
+import { thinkingSignature } from './thinking';
 
 const blockSchema = z.looseObject({ type: z.string() });
 const cacheControlSchema = z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() });

@@ -2,8 +2,5 @@
 # `npm run demo`: installs what is missing (as .ci/run does), then runs the demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x node_modules/.bin/tsx ]; then
-  echo "[demo] installing dependencies (npm ci)"
-  npm ci --no-audit --no-fund
-fi
+bash scripts/install-deps.sh
 exec node_modules/.bin/tsx scripts/demo.ts "$@"

@@ -8,7 +8,7 @@
  */
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { operationResult } from '../cli/agent';
+import { operationResult } from '../client/operation-result';
 import { followOperation, formatElapsed, formatTokens } from '../cli/follow';
 import { totalTokens } from '../common/model-types';
 import { OPERATION_WORKFLOW_TYPE, OperationInput } from '../common/operation';
@@ -20,10 +20,10 @@ import { startLocalServer } from '../platform/local-server';
 import { ensureTemporalCli } from '../platform/temporal-cli';
 import { startScriptedModelServer } from '../scripted-model/server';
 import { FIX_FAILING_TEST_SCENARIO } from '../scripted-model/scenarios/fix-failing-test';
-import { connectClient, temporalSettings, workflowUrl } from '../workers/connection';
+import { connectClient, temporalSettings, workflowUrl } from '../client/connection';
 import { startWorkers } from '../workers/run';
 import { workspaceDiff } from '../cli/workspace';
-import { runMain } from './main';
+import { runMain } from '../client/main';
 
 const say = (line: string): void => console.log(`[demo] ${line}`);
 

@@ -1,6 +1,6 @@
 /** `npm run docker:ensure`: make a Docker engine reachable (installing and starting one as root on Debian). */
 import { describeDockerEndpoint, ensureDockerEngine } from '../platform/docker-engine';
-import { runMain } from './main';
+import { runMain } from '../client/main';
 
 runMain(async () => {
   const docker = await ensureDockerEngine((line) => console.log(line));

@@ -16,7 +16,8 @@ import { requireDocker } from '../platform/docker-engine';
 import { PROJECT_ROOT } from '../platform/paths';
 import { sandboxImageTag } from '../platform/sandbox-image';
 import { ensureTemporalCli } from '../platform/temporal-cli';
-import { runMain } from './main';
+import { runMain } from '../client/main';
+import { containerNameOf } from '../common/sandbox-names';
 
 const FIXTURES = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 
@@ -37,7 +38,7 @@ runMain(async () => {
   });
   // The harness lives with the tests; it only needs the variables above.
   const { startOperationHarness, waitFor } = await import('../test/support/operation-harness');
-  const { operationResult } = await import('../cli/agent');
+  const { operationResult } = await import('../client/operation-result');
   const h = await startOperationHarness();
   const calculator = path.join(PROJECT_ROOT, 'examples', 'calculator');
   // The temporal CLI writes histories in the proto JSON form that `historyFromJSON` reads.
@@ -96,7 +97,7 @@ runMain(async () => {
     handle = await h.start({ goal: 'steer me' }, 'fixture-steered');
     await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
     await handle.executeUpdate(steerUpdate, { args: [{ text: 'also mention the weather' }] });
-    execFileSync('docker', ['exec', `agent-sbx-${handle.workflowId}`, 'touch', '/workspace/release']);
+    execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
     await operationResult(handle);
     await record('steered', handle.workflowId);
 

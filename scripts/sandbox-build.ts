@@ -1,7 +1,7 @@
 /** `npm run sandbox:build`: build the sandbox image unless its input-hash tag already exists. */
 import { ensureDockerEngine } from '../platform/docker-engine';
 import { buildSandboxImage } from '../platform/sandbox-image';
-import { runMain } from './main';
+import { runMain } from '../client/main';
 
 runMain(async () => {
   const docker = await ensureDockerEngine((line) => console.log(line));

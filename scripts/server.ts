@@ -3,7 +3,7 @@
  */
 import { localServerSettings, startLocalServer, stopLocalServer } from '../platform/local-server';
 import { isTemporalServing } from '../platform/dev-server';
-import { runMain } from './main';
+import { runMain } from '../client/main';
 
 runMain(async (args) => {
   const command = args[0] ?? 'start';

@@ -1,6 +1,6 @@
 /** `npm run temporal:install`: find or install the temporal CLI binary and print where it is. */
 import { cliVersion, ensureTemporalCli } from '../platform/temporal-cli';
-import { runMain } from './main';
+import { runMain } from '../client/main';
 
 runMain(async () => {
   const cli = await ensureTemporalCli((line) => console.log(line));

@@ -7,7 +7,8 @@ import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
 import { readModelSettings } from '../activities/model/settings';
 import { ContextCache } from '../activities/brain/context-cache';
-import { connectClient, connectWorker, queueSettings, temporalSettings } from './connection';
+import { connectClient, queueSettings, temporalSettings } from '../client/connection';
+import { connectWorker } from './connection';
 import { installRuntime } from './runtime';
 import { createBrainWorker, createHandsWorker } from './workers';
 

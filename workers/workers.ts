@@ -14,7 +14,6 @@ import { ContextCache } from '../activities/brain/context-cache';
 import { createHandsActivities } from '../activities/hands/activities';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
 import { createHealthActivities } from '../activities/health';
-import { createModelActivities } from '../activities/model/activity';
 import { createAnthropicClient } from '../activities/model/client';
 import type { ModelSettings } from '../activities/model/settings';
 import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
@@ -77,7 +76,6 @@ export function brainActivities(options: Pick<BrainWorkerOptions, 'client' | 'mo
       temporal: options.client,
       cache: options.cache ?? new ContextCache(),
     }),
-    ...createModelActivities({ settings: options.modelSettings, client: anthropic }),
     ...createHealthActivities(),
   };
 }

@@ -1,13 +1,8 @@
 /**
- * A sink through which workflow code marks effect boundaries for the worker's crash test mode
- * (`workers/crash-points.ts`). It does nothing outside that mode and is never called on replay.
+ * Workflow side of the crash test mode: marks effect boundaries through a sink (see
+ * `common/crash-points.ts`). It does nothing outside that mode and is never called on replay.
  */
-import { proxySinks, type Sinks } from '@temporalio/workflow';
-
-export interface CrashPointSinks extends Sinks {
-  crashPoints: {
-    reached(name: string): void;
-  };
-}
+import { proxySinks } from '@temporalio/workflow';
+import type { CrashPointSinks } from '../common/crash-points';
 
 export const { crashPoints } = proxySinks<CrashPointSinks>();

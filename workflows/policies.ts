@@ -1,43 +1,102 @@
 /**
- * Timeout and retry presets for every activity the operation runs, readable in one place.
- * The model preset lives beside the model activity's contract in `model-policy.ts`.
+ * Every timeout and retry preset of every activity the workflows run, in one table. Workflow code:
+ * deterministic, imports only `common/` and `@temporalio/workflow`.
+ *
+ * | activity              | start→close        | heartbeat | attempts | waits            |
+ * |-----------------------|--------------------|-----------|----------|------------------|
+ * | model call / step     | 10 min (30 min all)| 15 s      | 10       | 2 s ×2 … 60 s    |
+ * | tool call             | tool's time + 2 min| 5 s       | 5        | 1 s ×2 … 30 s    |
+ * | sandbox lifecycle     | 10 min             | 10 s      | 5        | 1 s ×2 … 30 s    |
+ * | health echo           | 30 s               | –         | 3        | SDK default      |
+ *
+ * An operation's `heartbeatTimeoutMs` overrides the heartbeat of its model, tool and sandbox calls.
  */
 import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
-import type { ReplayPolicy } from '../common/tools';
-import { MODEL_CALL_ACTIVITY_OPTIONS } from './model-policy';
+import { MODEL_NON_RETRYABLE_FAILURE_TYPES } from '../common/model-types';
+import { HANDS_NON_RETRYABLE_FAILURE_TYPES } from '../common/hands';
+import { toolRunTimeoutMs, type ToolName } from '../common/tools';
 
-/** The brain's model step: the model-call preset, with a UI summary set per call by the workflow. */
+/**
+ * Model calls (the operation's model step; the model boundary's `callModel` in tests).
+ * - `startToCloseTimeout` 10 min — one attempt: a streamed answer of 16k tokens at a slow ~30
+ *   tokens/s takes ~9 min. (A stream that goes silent is abandoned much sooner, after
+ *   `AGENT_MODEL_IDLE_TIMEOUT_MS`, and retried.)
+ * - `heartbeatTimeout` 15 s — the activity heartbeats every 5 s while it waits and whenever usage
+ *   arrives (workers flush heartbeats to the server every second), so a worker that died mid-call
+ *   is noticed within 15 s and the call moves to another worker; heartbeats also deliver
+ *   cancellation.
+ * - `scheduleToCloseTimeout` 30 min — every attempt and every wait between them: an API that stays
+ *   down fails the step after half an hour rather than parking the operation forever.
+ * - `retry.initialInterval` 2 s, `backoffCoefficient` 2, `maximumInterval` 60 s — waits of
+ *   2, 4, 8, 16, 32, 60, 60, 60, 60 s (~5 min in all): long enough to ride out a 529 burst, short
+ *   enough that a blip costs seconds. A 429 overrides the wait with the server's `retry-after`
+ *   (`nextRetryDelay`), so rate limits are honoured exactly, not guessed.
+ * - `retry.maximumAttempts` 10 — with the waits above, about as many as fit the 30 minutes.
+ * - `retry.nonRetryableErrorTypes` — 400/401/403/404/413 and other refusals, missing settings and
+ *   harness bugs: sending the same request again cannot succeed. (The activity already marks these
+ *   failures non-retryable; listing them here keeps the policy readable in one place.)
+ */
+export const MODEL_CALL_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '15 seconds',
+  scheduleToCloseTimeout: '30 minutes',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '60 seconds',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: [...MODEL_NON_RETRYABLE_FAILURE_TYPES],
+  },
+  summary: 'model call',
+};
+
+/** The operation's model step: the model-call preset, labelled for the Web UI. */
 export const MODEL_STEP_ACTIVITY_OPTIONS: ActivityOptions = { ...MODEL_CALL_ACTIVITY_OPTIONS, summary: 'model step' };
 
 /**
- * One tool call on the hands queue.
- * - startToClose: the tool's own timeout plus two minutes for container start and journal I/O.
+ * One tool call on the hands queue, derived from the tool's catalogue entry.
+ * - startToClose: the call's run time (`toolRunTimeoutMs`: bash's `timeout_ms` or the operation's
+ *   default; the file and search tools at most 60 s) plus two minutes for container start and
+ *   journal I/O.
  * - heartbeat 5 s: the hands heartbeat every second (and workers flush heartbeats every second), so
- *   a dead hands worker is noticed within 5 s; the retry then consults the workspace journal, so a
- *   spurious or real retry never runs a `never` tool twice.
- * - retries: 1 s → ×2 → 30 s, at most 5 attempts; infrastructure failures only (tool failures are
- *   results, not errors).
+ *   a dead hands worker is noticed within 5 s.
+ * - retries: 1 s → ×2 → 30 s, at most 5 attempts, for infrastructure failures only (a tool that
+ *   fails is a result, not an error). Every replay policy gets the same budget: a retried attempt
+ *   consults the workspace journal, so a `never` call is never run twice, and a `safe` or
+ *   `idempotent` call whose earlier attempt finished returns that attempt's result.
  * - cancellation waits for the activity to confirm it killed its process (abort must leave nothing running).
  */
-export function toolActivityOptions(_policy: ReplayPolicy, timeoutMs: number): ActivityOptions {
+export function toolActivityOptions(name: ToolName, input: unknown, defaultTimeoutMs: number): ActivityOptions {
   return {
-    startToCloseTimeout: timeoutMs + 120_000,
+    startToCloseTimeout: toolRunTimeoutMs(name, input, defaultTimeoutMs) + 120_000,
     heartbeatTimeout: '5 seconds',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
       initialInterval: '1 second',
       backoffCoefficient: 2,
       maximumInterval: '30 seconds',
-      // `never` tools are protected by the journal on retry; all policies get the same budget.
       maximumAttempts: 5,
-      nonRetryableErrorTypes: ['InvalidToolInput', 'UnknownTool'],
+      nonRetryableErrorTypes: [...HANDS_NON_RETRYABLE_FAILURE_TYPES],
     },
   };
 }
 
-/** Sandbox lifecycle (seed the workspace, destroy the container). */
+/** Sandbox lifecycle: seed the workspace (a clone can take minutes), create or destroy the container. */
 export const SANDBOX_ACTIVITY_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [...HANDS_NON_RETRYABLE_FAILURE_TYPES],
+  },
+};
+
+/** The health check's echo: quick, a few tries. */
+export const HEALTH_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 3 },
+  summary: 'health echo',
 };

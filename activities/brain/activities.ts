@@ -6,7 +6,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ModelStepInput, ModelStepResult } from '../../common/model-step';
+import type { BrainActivities, ModelStepInput, ModelStepResult } from '../../common/model-step';
 import type { ModelRequest } from '../../common/model-types';
 import { toolDefinitions } from '../../common/tools';
 import { crashPoint } from '../crash-points';
@@ -23,7 +23,7 @@ export interface BrainDependencies {
   cache: ContextCache;
 }
 
-export function createBrainActivities(deps: BrainDependencies) {
+export function createBrainActivities(deps: BrainDependencies): BrainActivities {
   const tools = toolDefinitions();
 
   /** The context the step's `base` fingerprint describes: from the cache, or rebuilt from history. */
@@ -89,5 +89,3 @@ export function createBrainActivities(deps: BrainDependencies) {
     },
   };
 }
-
-export type BrainActivities = ReturnType<typeof createBrainActivities>;

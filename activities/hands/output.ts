@@ -8,6 +8,7 @@
  *   lines 19901-20000 (bytes 1228432-1234566). Full output: /workspace/.agent/out/<toolCallId>.txt;
  *   read the rest with read_file (path as given, offset=101, limit=...) or search it with grep.]
  */
+import type { Spill } from '../../common/hands';
 
 export interface SpillOptions {
   /** Spill when the output is larger than this many bytes… */
@@ -31,12 +32,6 @@ export function spillOptions(
   const lines = Math.max(1, Math.floor(thresholdLines / 4));
   const bytes = Math.max(256, Math.floor(thresholdBytes * 0.4));
   return { thresholdBytes, thresholdLines, headLines: lines, tailLines: lines, headBytes: bytes, tailBytes: bytes };
-}
-
-export interface Spill {
-  path: string;
-  bytes: number;
-  lines: number;
 }
 
 export interface ShapedOutput {

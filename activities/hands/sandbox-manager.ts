@@ -1,8 +1,9 @@
 /**
- * Sandboxes: one Docker container per sandbox id on a named workspace volume, and the one way to run
+ * Sandboxes: one Docker container per session on a named workspace volume, and the one way to run
  * anything in them. All Docker access of the hands goes through this class.
  *
- * - Container `agent-sbx-<id>` from the sandbox image, volume `agent-ws-<id>` at /workspace, user
+ * - Container `agent-sbx-<sessionId>` from the sandbox image, volume `agent-ws-<sessionId>` at /workspace
+ *   (names: `common/sandbox-names.ts`), user
  *   `agent` (uid 1000), no network (`NetworkMode: none`), CPU/memory/pids limits, all capabilities
  *   dropped, `no-new-privileges`, an init process that reaps orphans, no Docker socket, labels
  *   `agent.harness=1`, `agent.sandbox=<id>` and `agent.operation=<id>` when known.
@@ -17,6 +18,13 @@
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
+import {
+  containerNameOf,
+  isSessionId,
+  SANDBOX_LABELS,
+  SESSION_ID_RULE,
+  volumeNameOf,
+} from '../../common/sandbox-names';
 import { SCRIPTS, type RunExit } from './scripts';
 
 export const WORKSPACE_DIR = '/workspace';
@@ -43,7 +51,7 @@ export interface SandboxManagerOptions {
 }
 
 export interface EnsureResult {
-  sandboxId: string;
+  sessionId: string;
   containerName: string;
   containerId: string;
   /** True when this call created the container. */
@@ -110,7 +118,7 @@ export interface RunStatus {
 }
 
 export interface SandboxInfo {
-  sandboxId: string;
+  sessionId: string;
   operationId?: string;
   container?: { name: string; id: string; state: string; status: string; createdAt: Date };
   volume?: { name: string; createdAt?: Date };
@@ -135,10 +143,9 @@ export class SandboxError extends Error {
   }
 }
 
-const SANDBOX_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,100}$/;
-const LABEL_HARNESS = 'agent.harness';
-const LABEL_SANDBOX = 'agent.sandbox';
-const LABEL_OPERATION = 'agent.operation';
+const LABEL_HARNESS = SANDBOX_LABELS.harness;
+const LABEL_SANDBOX = SANDBOX_LABELS.sandbox;
+const LABEL_OPERATION = SANDBOX_LABELS.operation;
 export const DEFAULT_CAPTURE_BYTES = 8 * 1024 * 1024;
 const SANDBOX_ENV = [
   'HOME=/home/agent',
@@ -149,9 +156,6 @@ const SANDBOX_ENV = [
   'GIT_PAGER=cat',
   'CI=1',
 ];
-
-export const containerNameOf = (sandboxId: string): string => `agent-sbx-${sandboxId}`;
-export const volumeNameOf = (sandboxId: string): string => `agent-ws-${sandboxId}`;
 
 export class SandboxManager {
   private readonly docker: Docker;
@@ -168,23 +172,23 @@ export class SandboxManager {
   }
 
   /** Makes sure a running container exists for the sandbox; creates or replaces one as needed. */
-  ensure(sandboxId: string, options: { operationId?: string } = {}): Promise<EnsureResult> {
-    checkSandboxId(sandboxId);
-    const inFlight = this.pending.get(sandboxId);
+  ensure(sessionId: string, options: { operationId?: string } = {}): Promise<EnsureResult> {
+    checkSessionId(sessionId);
+    const inFlight = this.pending.get(sessionId);
     if (inFlight) return inFlight;
-    const creation = this.doEnsure(sandboxId, options.operationId).finally(() => this.pending.delete(sandboxId));
-    this.pending.set(sandboxId, creation);
+    const creation = this.doEnsure(sessionId, options.operationId).finally(() => this.pending.delete(sessionId));
+    this.pending.set(sessionId, creation);
     return creation;
   }
 
-  private async doEnsure(sandboxId: string, operationId: string | undefined, round = 0): Promise<EnsureResult> {
-    const name = containerNameOf(sandboxId);
+  private async doEnsure(sessionId: string, operationId: string | undefined, round = 0): Promise<EnsureResult> {
+    const name = containerNameOf(sessionId);
     const container = this.docker.getContainer(name);
     const info = await dockerCall('inspect the sandbox container', () => container.inspect(), [404]);
     let replaced: string | undefined;
     if (info) {
       const state = info.State;
-      const result = { sandboxId, containerName: name, containerId: info.Id, created: false };
+      const result = { sessionId, containerName: name, containerId: info.Id, created: false };
       if (state.Running && state.Paused) await dockerCall('unpause the sandbox container', () => container.unpause());
       if (state.Running) return result;
       if (state.Status === 'created') {
@@ -193,20 +197,20 @@ export class SandboxManager {
       }
       replaced = `the previous container was gone (${state.OOMKilled ? `out of memory, exit ${state.ExitCode}` : state.Status === 'dead' ? 'dead' : `exited ${state.ExitCode}`})`;
       await dockerCall('remove the dead sandbox container', () => container.remove({ force: true }), [404, 409]);
-    } else if (await this.volumeExists(sandboxId)) {
+    } else if (await this.volumeExists(sessionId)) {
       replaced = 'the previous container was gone (removed)';
     }
 
-    await this.ensureVolume(sandboxId, operationId);
+    await this.ensureVolume(sessionId, operationId);
     let created: Docker.Container;
     try {
-      created = await this.docker.createContainer(this.containerSpec(sandboxId, operationId));
+      created = await this.docker.createContainer(this.containerSpec(sessionId, operationId));
     } catch (err) {
       if (statusOf(err) === 409 && round < 50) {
         // Another process is creating it (Docker reserves the name before the container can be
         // inspected): wait, then adopt theirs.
         await new Promise((resolve) => setTimeout(resolve, 100));
-        const theirs = await this.doEnsure(sandboxId, operationId, round + 1);
+        const theirs = await this.doEnsure(sessionId, operationId, round + 1);
         return { ...theirs, ...(replaced ? { replaced } : {}) };
       }
       if (statusOf(err) === 404)
@@ -219,7 +223,7 @@ export class SandboxManager {
     }
     await this.start(created);
     return {
-      sandboxId,
+      sessionId,
       containerName: name,
       containerId: created.id,
       created: true,
@@ -231,19 +235,19 @@ export class SandboxManager {
     await dockerCall('start the sandbox container', () => container.start(), [304]);
   }
 
-  private containerSpec(sandboxId: string, operationId: string | undefined): Docker.ContainerCreateOptions {
+  private containerSpec(sessionId: string, operationId: string | undefined): Docker.ContainerCreateOptions {
     return {
-      name: containerNameOf(sandboxId),
+      name: containerNameOf(sessionId),
       Image: this.image,
       Cmd: ['sleep', 'infinity'],
       User: AGENT_USER,
       WorkingDir: WORKSPACE_DIR,
       Env: SANDBOX_ENV,
-      Labels: this.labels(sandboxId, operationId),
+      Labels: this.labels(sessionId, operationId),
       HostConfig: {
         NetworkMode: 'none',
         Init: true,
-        Mounts: [{ Type: 'volume', Source: volumeNameOf(sandboxId), Target: WORKSPACE_DIR }],
+        Mounts: [{ Type: 'volume', Source: volumeNameOf(sessionId), Target: WORKSPACE_DIR }],
         NanoCpus: Math.round(this.limits.cpus * 1e9),
         Memory: this.limits.memoryBytes,
         MemorySwap: this.limits.memoryBytes,
@@ -255,35 +259,35 @@ export class SandboxManager {
     };
   }
 
-  private labels(sandboxId: string, operationId: string | undefined): Record<string, string> {
+  private labels(sessionId: string, operationId: string | undefined): Record<string, string> {
     return {
       [LABEL_HARNESS]: '1',
-      [LABEL_SANDBOX]: sandboxId,
+      [LABEL_SANDBOX]: sessionId,
       ...(operationId ? { [LABEL_OPERATION]: operationId } : {}),
     };
   }
 
-  private async volumeExists(sandboxId: string): Promise<boolean> {
+  private async volumeExists(sessionId: string): Promise<boolean> {
     return (
       (await dockerCall(
         'inspect the workspace volume',
-        () => this.docker.getVolume(volumeNameOf(sandboxId)).inspect(),
+        () => this.docker.getVolume(volumeNameOf(sessionId)).inspect(),
         [404],
       )) !== undefined
     );
   }
 
-  private async ensureVolume(sandboxId: string, operationId: string | undefined): Promise<void> {
-    if (await this.volumeExists(sandboxId)) return;
+  private async ensureVolume(sessionId: string, operationId: string | undefined): Promise<void> {
+    if (await this.volumeExists(sessionId)) return;
     // Creating an existing named volume is a no-op in Docker, so a race here is harmless.
     await dockerCall('create the workspace volume', () =>
-      this.docker.createVolume({ Name: volumeNameOf(sandboxId), Labels: this.labels(sandboxId, operationId) }),
+      this.docker.createVolume({ Name: volumeNameOf(sessionId), Labels: this.labels(sessionId, operationId) }),
     );
   }
 
   /** Runs a command under the run wrapper; see `ExecOptions` and scripts.ts. */
-  async exec(sandboxId: string, options: ExecOptions): Promise<ExecResult> {
-    const container = this.docker.getContainer(containerNameOf(sandboxId));
+  async exec(sessionId: string, options: ExecOptions): Promise<ExecResult> {
+    const container = this.docker.getContainer(containerNameOf(sessionId));
     const journal = options.journal;
     const argv = [
       'bash',
@@ -308,7 +312,7 @@ export class SandboxManager {
     let killing: Promise<void> | undefined;
     const killNow = () => {
       if (!identity || killing) return;
-      killing = this.kill(sandboxId, identity.pgid, { runDir: identity.runDir }).catch(() => undefined);
+      killing = this.kill(sessionId, identity.pgid, { runDir: identity.runDir }).catch(() => undefined);
     };
     const onAbort = () => killNow();
     options.signal?.addEventListener('abort', onAbort);
@@ -401,8 +405,8 @@ export class SandboxManager {
   }
 
   /** The latest attempt under a run base (state, exit, output so far) and the journal. */
-  async runStatus(sandboxId: string, runBase: string, journalPath: string): Promise<RunStatus> {
-    const { stdout, exitCode, stderr } = await this.script(sandboxId, SCRIPTS.runStatus, [runBase, journalPath]);
+  async runStatus(sessionId: string, runBase: string, journalPath: string): Promise<RunStatus> {
+    const { stdout, exitCode, stderr } = await this.script(sessionId, SCRIPTS.runStatus, [runBase, journalPath]);
     const newline = stdout.indexOf(0x0a);
     if (exitCode !== 0 || newline < 0)
       throw new SandboxError('failed', `reading the run status failed: ${stderr.trim().slice(0, 300)}`);
@@ -424,9 +428,9 @@ export class SandboxManager {
   }
 
   /** Kills a process group in the sandbox: TERM, then KILL after `graceSeconds` (default 2). */
-  async kill(sandboxId: string, pid: number, options: { graceSeconds?: number; runDir?: string } = {}): Promise<void> {
+  async kill(sessionId: string, pid: number, options: { graceSeconds?: number; runDir?: string } = {}): Promise<void> {
     if (!Number.isInteger(pid) || pid <= 1) throw new SandboxError('invalid', `refusing to kill process group ${pid}`);
-    await this.script(sandboxId, SCRIPTS.killGroup, [
+    await this.script(sessionId, SCRIPTS.killGroup, [
       String(pid),
       String(options.graceSeconds ?? 2),
       options.runDir ?? '',
@@ -438,12 +442,12 @@ export class SandboxManager {
    * process identity: for the hands' own bookkeeping and quick reads).
    */
   async script(
-    sandboxId: string,
+    sessionId: string,
     script: string,
     args: string[] = [],
     options: { user?: string } = {},
   ): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
-    const container = this.docker.getContainer(containerNameOf(sandboxId));
+    const container = this.docker.getContainer(containerNameOf(sessionId));
     const exec = await this.createExec(container, ['bash', '-c', script, 'agent-script', ...args], options.user);
     const stream = await dockerCall('start a command in the sandbox', () => exec.start({ hijack: true, stdin: false }));
     const stdout: Buffer[] = [];
@@ -489,7 +493,7 @@ export class SandboxManager {
   }
 
   /** Writes files (owned by `agent`) under /workspace; missing parent directories are created. */
-  async putFiles(sandboxId: string, files: { path: string; content: string | Buffer; mode?: number }[]): Promise<void> {
+  async putFiles(sessionId: string, files: { path: string; content: string | Buffer; mode?: number }[]): Promise<void> {
     const pack = tar.pack();
     const dirs = new Set<string>();
     const mtime = new Date();
@@ -505,33 +509,33 @@ export class SandboxManager {
       pack.entry({ name: rel, mode: file.mode ?? 0o644, uid: AGENT_UID, gid: AGENT_UID, mtime }, file.content);
     }
     pack.finalize();
-    await this.putArchive(sandboxId, pack);
+    await this.putArchive(sessionId, pack);
   }
 
   /** Extracts a tar stream at /workspace (entries should carry uid/gid 1000). */
-  async putArchive(sandboxId: string, archive: NodeJS.ReadableStream): Promise<void> {
-    const container = this.docker.getContainer(containerNameOf(sandboxId));
+  async putArchive(sessionId: string, archive: NodeJS.ReadableStream): Promise<void> {
+    const container = this.docker.getContainer(containerNameOf(sessionId));
     await dockerCall('copy files into the sandbox', () => container.putArchive(archive, { path: WORKSPACE_DIR }));
   }
 
   /** Removes the container and, unless `keepVolume`, the workspace volume. Missing parts are fine. */
-  async remove(sandboxId: string, options: { keepVolume: boolean }): Promise<{ container: boolean; volume: boolean }> {
-    checkSandboxId(sandboxId);
-    await this.pending.get(sandboxId)?.catch(() => undefined);
+  async remove(sessionId: string, options: { keepVolume: boolean }): Promise<{ container: boolean; volume: boolean }> {
+    checkSessionId(sessionId);
+    await this.pending.get(sessionId)?.catch(() => undefined);
     const removed = (call: () => Promise<unknown>) => async () => {
       await call();
       return true;
     };
     const container = await dockerCall(
       'remove the sandbox container',
-      removed(() => this.docker.getContainer(containerNameOf(sandboxId)).remove({ force: true })),
+      removed(() => this.docker.getContainer(containerNameOf(sessionId)).remove({ force: true })),
       [404],
     );
     let volume: boolean | undefined = false;
     if (!options.keepVolume) {
       volume = await dockerCall(
         'remove the workspace volume',
-        removed(() => this.docker.getVolume(volumeNameOf(sandboxId)).remove()),
+        removed(() => this.docker.getVolume(volumeNameOf(sessionId)).remove()),
         [404],
       );
     }
@@ -548,7 +552,7 @@ export class SandboxManager {
     const byId = new Map<string, SandboxInfo>();
     const entry = (id: string): SandboxInfo => {
       let info = byId.get(id);
-      if (!info) byId.set(id, (info = { sandboxId: id }));
+      if (!info) byId.set(id, (info = { sessionId: id }));
       return info;
     };
     for (const c of containers) {
@@ -572,7 +576,7 @@ export class SandboxManager {
       const createdAt = (v as { CreatedAt?: string }).CreatedAt;
       info.volume = { name: v.Name, ...(createdAt ? { createdAt: new Date(createdAt) } : {}) };
     }
-    return [...byId.values()].sort((a, b) => a.sandboxId.localeCompare(b.sandboxId));
+    return [...byId.values()].sort((a, b) => a.sessionId.localeCompare(b.sessionId));
   }
 
   /**
@@ -604,12 +608,9 @@ export class SandboxManager {
   }
 }
 
-function checkSandboxId(sandboxId: string): void {
-  if (!SANDBOX_ID.test(sandboxId)) {
-    throw new SandboxError(
-      'invalid',
-      `invalid sandbox id ${JSON.stringify(sandboxId)}: use letters, digits, '_', '.', '-' (at most 101, starting with a letter or digit)`,
-    );
+function checkSessionId(sessionId: string): void {
+  if (!isSessionId(sessionId)) {
+    throw new SandboxError('invalid', `invalid session id ${JSON.stringify(sessionId)}: use ${SESSION_ID_RULE}`);
   }
 }
 

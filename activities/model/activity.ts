@@ -1,5 +1,5 @@
 /**
- * The `callModel` activity: one Messages API request per attempt, streamed through
+ * One Messages API request from inside an activity (the brain's `modelStep`): streamed through
  * `sendMessagesRequest`, heartbeating while the stream runs and aborting when Temporal cancels it.
  *
  * Usage survives failed attempts: every heartbeat records the usage received so far plus that of
@@ -9,30 +9,16 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { Context } from '@temporalio/activity';
 import { z } from 'zod';
-import { addUsage, ModelHeartbeatDetails, ModelReply, ModelRequest, TokenUsage } from '../../common/model-types';
-import { notConfiguredFailure } from './classify';
-import { createAnthropicClient } from './client';
+import {
+  addUsage,
+  type ModelHeartbeatDetails,
+  type ModelReply,
+  type ModelRequest,
+  type TokenUsage,
+} from '../../common/model-types';
 import { sendMessagesRequest } from './messages-request';
-import { ModelSettings, readModelSettings } from './settings';
-
-export interface CallModelInput {
-  request: ModelRequest;
-}
-
-export interface ModelActivities {
-  callModel(input: CallModelInput): Promise<ModelReply>;
-}
-
-export interface ModelActivityDeps {
-  /** Where settings come from when `settings` is not given; read at each call. Default `process.env`. */
-  env?: Record<string, string | undefined>;
-  /** Fixed settings (tests, embedding); skips the environment. */
-  settings?: ModelSettings;
-  /** A client to use for every call (built with `maxRetries: 0`); otherwise one per settings. */
-  client?: Anthropic;
-  /** Heartbeat at least this often while waiting; default a third of the heartbeat timeout. */
-  heartbeatIntervalMs?: number;
-}
+import { Heartbeat } from '../heartbeat';
+import type { ModelSettings } from './settings';
 
 const usageSchema = z.object({ input: z.number(), cacheWrite: z.number(), cacheRead: z.number(), output: z.number() });
 const heartbeatSchema = z.object({ usage: usageSchema.nullable(), failedAttemptsUsage: usageSchema.nullable() });
@@ -46,42 +32,11 @@ export function failedAttemptsUsageFrom(heartbeatDetails: unknown): TokenUsage |
   return usage ?? failedAttemptsUsage ?? undefined;
 }
 
-export function createModelActivities(deps: ModelActivityDeps = {}): ModelActivities {
-  const clients = new Map<string, Anthropic>();
-  const clientFor = (settings: ModelSettings): Anthropic => {
-    if (deps.client) return deps.client;
-    const key = JSON.stringify([settings.apiKey, settings.baseURL, settings.requestTimeoutMs]);
-    let client = clients.get(key);
-    if (!client) {
-      client = createAnthropicClient(settings);
-      clients.set(key, client);
-    }
-    return client;
-  };
-
-  return {
-    async callModel({ request }) {
-      let settings = deps.settings;
-      if (!settings) {
-        const result = readModelSettings(deps.env ?? process.env);
-        if (!result.ok) throw notConfiguredFailure(result.problems);
-        settings = result.settings;
-      }
-      return sendWithHeartbeats({
-        client: clientFor(settings),
-        settings,
-        request,
-        heartbeatIntervalMs: deps.heartbeatIntervalMs,
-      });
-    },
-  };
-}
-
 /**
  * Sends one request from inside an activity: heartbeats on a timer and whenever usage arrives
  * (so a later failure cannot lose it), carries the usage of earlier failed attempts (read from the
  * previous attempt's last heartbeat) into the reply, and aborts on activity cancellation.
- * Every model-calling activity (`callModel`, the operation's `modelStep`) goes through here.
+ * Every model-calling activity goes through here.
  */
 export async function sendWithHeartbeats(input: {
   client: Anthropic;
@@ -90,31 +45,27 @@ export async function sendWithHeartbeats(input: {
   heartbeatIntervalMs?: number;
 }): Promise<ModelReply> {
   const context = Context.current();
-  let latest: ModelHeartbeatDetails = {
+  const intervalMs =
+    input.heartbeatIntervalMs ?? Math.max(1000, Math.floor((context.info.heartbeatTimeoutMs ?? 30_000) / 3));
+  const heartbeat = new Heartbeat<ModelHeartbeatDetails>(context, intervalMs, {
     requestId: null,
     events: 0,
     usage: null,
     failedAttemptsUsage: failedAttemptsUsageFrom(context.info.heartbeatDetails) ?? null,
-  };
-  const heartbeat = (): void => context.heartbeat(latest);
-  const intervalMs =
-    input.heartbeatIntervalMs ?? Math.max(1000, Math.floor((context.info.heartbeatTimeoutMs ?? 30_000) / 3));
-  heartbeat();
-  const timer = setInterval(heartbeat, intervalMs);
+  });
   try {
     return await sendMessagesRequest({
       client: input.client,
       request: input.request,
       settings: input.settings,
       signal: context.cancellationSignal,
-      failedAttemptsUsage: latest.failedAttemptsUsage ?? undefined,
+      failedAttemptsUsage: heartbeat.details.failedAttemptsUsage ?? undefined,
       onProgress: (progress) => {
-        const usageChanged = progress.usage !== latest.usage;
-        latest = progress;
-        if (usageChanged || progress.events % 50 === 0) heartbeat();
+        const usageChanged = progress.usage !== heartbeat.details.usage;
+        heartbeat.set(progress, usageChanged || progress.events % 50 === 0);
       },
     });
   } finally {
-    clearInterval(timer);
+    heartbeat.stop();
   }
 }

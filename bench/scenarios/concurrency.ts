@@ -4,7 +4,7 @@
  * completed, steps per second over the wall time from the first submit to the last completion, and
  * the worker process's peak RSS (VmHWM).
  */
-import { operationResult } from '../../cli/agent';
+import { operationResult } from '../../client/operation-result';
 import { startScriptedModelServer } from '../../scripted-model/server';
 import { runId, startOperation, uniqueQueues, type BenchContext } from '../context';
 import { goalParam, markerText, stepsScript } from '../model';

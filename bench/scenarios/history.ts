@@ -3,7 +3,7 @@
  * a `bash: true`; then events and bytes over the whole run chain, per step. The per-step figure must
  * stay flat as the operation grows: the workflow passes references and deltas, never the transcript.
  */
-import { operationResult } from '../../cli/agent';
+import { operationResult } from '../../client/operation-result';
 import { startScriptedModelServer } from '../../scripted-model/server';
 import { runId, startDurableHarness, type BenchContext } from '../context';
 import { measureHistory, type HistoryMeasure } from '../history-size';

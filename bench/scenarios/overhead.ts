@@ -8,7 +8,7 @@
 import { createHandsActivities } from '../../activities/hands/activities';
 import { SandboxManager } from '../../activities/hands/sandbox-manager';
 import { createAnthropicClient } from '../../activities/model/client';
-import { operationResult } from '../../cli/agent';
+import { operationResult } from '../../client/operation-result';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { runId, startDurableHarness, type BenchContext } from '../context';
 import { benchModelSettings, goalParam, markerText, requestsOf, stepsScript } from '../model';
@@ -34,7 +34,7 @@ export async function runOverhead(ctx: BenchContext, profile: BenchProfile['over
       client,
       settings,
       hands,
-      sandboxId: id,
+      sessionId: id,
       goal: `${markerText(id)} steps=${steps}: run cheap commands`,
       maxTurns: steps + 1,
     });

@@ -11,7 +11,7 @@
  */
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import { operationResult } from '../../cli/agent';
+import { operationResult } from '../../client/operation-result';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { runId, startOperation, uniqueQueues, type BenchContext } from '../context';
 import { goalParam, markerText, requestsOf, stepsScript } from '../model';

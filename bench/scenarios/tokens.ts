@@ -12,7 +12,7 @@
 import { createHandsActivities } from '../../activities/hands/activities';
 import { SandboxManager } from '../../activities/hands/sandbox-manager';
 import { createAnthropicClient } from '../../activities/model/client';
-import { operationResult } from '../../cli/agent';
+import { operationResult } from '../../client/operation-result';
 import { costUsd } from '../../common/pricing';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { runId, startDurableHarness, type BenchContext } from '../context';
@@ -90,7 +90,7 @@ export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens
       client: createAnthropicClient(settings),
       settings,
       hands: fullOutputHands,
-      sandboxId: id,
+      sessionId: id,
       goal: goal(id),
       maxTurns: profile.turns + 1,
       ...(promptCache === false ? { promptCache } : {}),

@@ -10,7 +10,7 @@
  * model answers after 1 s, as a real model would.
  */
 import * as path from 'node:path';
-import { operationResult } from '../../cli/agent';
+import { operationResult } from '../../client/operation-result';
 import type { OperationInput } from '../../common/operation';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { goalOf, goalParam, markerText, requestsOf, stepsScript } from '../model';
@@ -19,6 +19,7 @@ import { runId, startDurableHarness, type BenchContext, type DurableHarness } fr
 import type { BenchProfile } from '../profiles';
 import type { TtftResult } from '../results';
 import { median, round } from '../stats';
+import { containerNameOf } from '../../common/sandbox-names';
 
 const REPO = path.join(PROJECT_ROOT, 'examples', 'calculator');
 type Kind = 'noSandbox' | 'lazy' | 'eager';
@@ -108,7 +109,7 @@ async function probeEagerWithoutRepo(
   }
   await new Promise((resolve) => setTimeout(resolve, PROBE_LATENCY_MS * 0.8));
   const exists = await ctx.docker
-    .getContainer(`agent-sbx-${id}`)
+    .getContainer(containerNameOf(id))
     .inspect()
     .then(
       () => true,

@@ -11,6 +11,7 @@ import { PROJECT_ROOT } from '../../platform/paths';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { FIX_FAILING_TEST_SCENARIO } from '../../scripted-model/scenarios/fix-failing-test';
 import { testPlatform } from '../support/env';
+import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 
 const run = promisify(execFile);
 const AGENT = path.join(PROJECT_ROOT, 'bin', 'agent');
@@ -38,11 +39,11 @@ describe('agent CLI (real process)', () => {
     await model.stop();
     const docker = new Docker();
     await docker
-      .getContainer(`agent-sbx-${id}`)
+      .getContainer(containerNameOf(id))
       .remove({ force: true })
       .catch(() => undefined);
     await docker
-      .getVolume(`agent-ws-${id}`)
+      .getVolume(volumeNameOf(id))
       .remove()
       .catch(() => undefined);
   });

@@ -10,12 +10,13 @@ import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Client } from '@temporalio/client';
 import { rebuildContextFromHistory } from '../../activities/brain/history-context';
-import { operationResult } from '../../cli/agent';
+import { operationResult } from '../../client/operation-result';
 import { OPERATION_WORKFLOW_TYPE, OperationResult, steerUpdate } from '../../common/operation';
 import { PROJECT_ROOT } from '../../platform/paths';
 import type { ScriptedModelServer } from '../../scripted-model/server';
 import type { ScriptedRequest, ScriptedTurn } from '../../scripted-model/script';
 import { testPlatform } from '../support/env';
+import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 
 export const STEERING_TEXT = 'steering: keep the change minimal';
 /** Lines the `never` (bash) tools append to the effects file; each must appear at most once. */
@@ -183,20 +184,20 @@ export class CrashMatrix {
       // Steering goes in while the second turn's tool runs (its process has written its effect), so
       // it always joins the same checkpoint and its boundary always comes after the process start.
       await until(async () =>
-        execFileSync('docker', ['exec', `agent-sbx-${id}`, 'cat', '/workspace/effects.log'], {
+        execFileSync('docker', ['exec', containerNameOf(id), 'cat', '/workspace/effects.log'], {
           encoding: 'utf8',
           stdio: ['ignore', 'pipe', 'ignore'],
         }).includes(EFFECTS[0]),
       );
       await handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }] });
       await until(async () => {
-        execFileSync('docker', ['exec', `agent-sbx-${id}`, 'touch', '/workspace/release'], { stdio: 'ignore' });
+        execFileSync('docker', ['exec', containerNameOf(id), 'touch', '/workspace/release'], { stdio: 'ignore' });
         return true;
       });
       const result = await operationResult(handle);
       const description = await handle.describe();
       const context = await rebuildContextFromHistory(this.client, id, description.runId);
-      const effects = execFileSync('docker', ['exec', `agent-sbx-${id}`, 'cat', '/workspace/effects.log'], {
+      const effects = execFileSync('docker', ['exec', containerNameOf(id), 'cat', '/workspace/effects.log'], {
         encoding: 'utf8',
       })
         .split('\n')
@@ -216,8 +217,8 @@ export class CrashMatrix {
       finished = true;
       if (current) await stop(current);
       try {
-        execFileSync('docker', ['rm', '-f', `agent-sbx-${id}`], { stdio: 'ignore' });
-        execFileSync('docker', ['volume', 'rm', `agent-ws-${id}`], { stdio: 'ignore' });
+        execFileSync('docker', ['rm', '-f', containerNameOf(id)], { stdio: 'ignore' });
+        execFileSync('docker', ['volume', 'rm', volumeNameOf(id)], { stdio: 'ignore' });
       } catch {
         // Nothing to clean up.
       }

@@ -31,14 +31,14 @@ describe('runTool cancellation through Temporal (real Docker, real server)', () 
   });
 
   it('kills the process group, journals the cancellation and reports the activity cancelled', async () => {
-    const sandboxId = fx.sandboxId('cancel');
+    const sessionId = fx.sessionId('cancel');
     const toolCallId = `toolu_${randomUUID().slice(0, 12)}`;
     const handle = await temporal.client.workflow.start(handsRunToolOnce, {
       taskQueue,
       workflowId: `hands-cancel-${toolCallId}`,
       args: [
         {
-          sandboxId,
+          sessionId,
           toolCallId,
           name: 'bash',
           input: { command: 'echo started; sleep 300 & sleep 301; echo never' },
@@ -48,7 +48,7 @@ describe('runTool cancellation through Temporal (real Docker, real server)', () 
     });
 
     const seen = async () =>
-      (await fx.sh(sandboxId, 'ps -eo args= | grep -cE "^sleep 30[01]$" || true').catch(() => '0')).trim();
+      (await fx.sh(sessionId, 'ps -eo args= | grep -cE "^sleep 30[01]$" || true').catch(() => '0')).trim();
     for (let i = 0; (await seen()) !== '2'; i++) {
       if (i > 300) throw new Error('the command never started');
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -57,9 +57,9 @@ describe('runTool cancellation through Temporal (real Docker, real server)', () 
     expect(await handle.result()).toBe('cancelled');
 
     expect(await seen()).toBe('0');
-    const journal = parseJournal(await fx.sh(sandboxId, `cat .agent/journal/${toolCallId}.json`));
+    const journal = parseJournal(await fx.sh(sessionId, `cat .agent/journal/${toolCallId}.json`));
     const finished = journal!.events.find((e) => e.type === 'finished');
     expect(finished).toMatchObject({ result: { cancelled: true, timedOut: false } });
-    expect(await fx.sh(sandboxId, `cat .agent/out/${toolCallId}.txt`)).toBe('started\n');
+    expect(await fx.sh(sessionId, `cat .agent/out/${toolCallId}.txt`)).toBe('started\n');
   });
 });

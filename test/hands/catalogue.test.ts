@@ -92,10 +92,10 @@ describe('agent sandbox arguments', () => {
   it('parses ls, rm and gc', () => {
     expect(parseSandboxArgs(['ls'])).toEqual({ kind: 'ls' });
     expect(parseSandboxArgs([])).toEqual({ kind: 'help' });
-    expect(parseSandboxArgs(['rm', 'abc'])).toEqual({ kind: 'rm', sandboxId: 'abc', keepVolume: false });
+    expect(parseSandboxArgs(['rm', 'abc'])).toEqual({ kind: 'rm', sessionId: 'abc', keepVolume: false });
     expect(parseSandboxArgs(['rm', 'abc', '--keep-volume'])).toEqual({
       kind: 'rm',
-      sandboxId: 'abc',
+      sessionId: 'abc',
       keepVolume: true,
     });
     expect(parseSandboxArgs(['gc'])).toEqual({ kind: 'gc', olderThanMs: 86_400_000, volumes: false });
@@ -123,7 +123,7 @@ describe('agent sandbox arguments', () => {
     const table = formatTable(
       [
         {
-          sandboxId: 's1',
+          sessionId: 's1',
           operationId: 'op-1',
           container: {
             name: 'agent-sbx-s1',

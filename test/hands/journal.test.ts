@@ -6,25 +6,26 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
 import { dockerClient } from '../../platform/docker-engine';
-import { createHandsActivities, type RunToolInput } from '../../activities/hands/activities';
+import { createHandsActivities } from '../../activities/hands/activities';
+import type { RunToolInput } from '../../common/hands';
 import { parseJournal } from '../../activities/hands/journal';
-import { containerNameOf } from '../../activities/hands/sandbox-manager';
+import { containerNameOf } from '../../common/sandbox-names';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
 
 describe('tool-call journal and replay (real Docker)', () => {
   const fx = handsFixture();
   const hands = createHandsActivities({ manager: fx.manager });
-  const sandboxId = fx.sandboxId('journal');
+  const sessionId = fx.sessionId('journal');
   const newCall = (command: string): RunToolInput => ({
-    sandboxId,
+    sessionId,
     toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
     name: 'bash',
     input: { command },
   });
-  const effects = async (file: string) => Number((await fx.sh(sandboxId, `touch ${file}; wc -l < ${file}`)).trim());
+  const effects = async (file: string) => Number((await fx.sh(sessionId, `touch ${file}; wc -l < ${file}`)).trim());
   const journalOf = async (toolCallId: string) =>
-    parseJournal(await fx.sh(sandboxId, `cat .agent/journal/${toolCallId}.json`));
+    parseJournal(await fx.sh(sessionId, `cat .agent/journal/${toolCallId}.json`));
   const waitForProcess = async (toolCallId: string) => {
     for (let i = 0; i < 200; i++) {
       const journal = await journalOf(toolCallId).catch(() => undefined);
@@ -115,7 +116,7 @@ describe('tool-call journal and replay (real Docker)', () => {
     const running = hands.runTool(call);
     await waitForProcess(call.toolCallId);
     await new Promise((resolve) => setTimeout(resolve, 200)); // let `echo partial` reach the output file
-    await dockerClient().getContainer(containerNameOf(sandboxId)).kill();
+    await dockerClient().getContainer(containerNameOf(sessionId)).kill();
 
     const outcome = await running;
     expect(outcome).toMatchObject({
@@ -138,18 +139,18 @@ describe('tool-call journal and replay (real Docker)', () => {
   });
 
   it('runs safe tools again on a retry', async () => {
-    await fx.sh(sandboxId, 'echo content > safe.txt');
+    await fx.sh(sessionId, 'echo content > safe.txt');
     const call: RunToolInput = {
-      sandboxId,
+      sessionId,
       toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
       name: 'read_file',
       input: { path: 'safe.txt' },
     };
     const first = await hands.runTool(call);
-    await fx.sh(sandboxId, 'echo changed > safe.txt');
+    await fx.sh(sessionId, 'echo changed > safe.txt');
     const second = await hands.runTool(call);
     expect(first.content).toBe('     1\tcontent');
     expect(second.content).toBe('     1\tchanged');
-    expect(await fx.sh(sandboxId, `ls .agent/run/${call.toolCallId}`)).toBe('1\n2\n');
+    expect(await fx.sh(sessionId, `ls .agent/run/${call.toolCallId}`)).toBe('1\n2\n');
   });
 });

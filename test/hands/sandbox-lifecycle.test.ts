@@ -4,7 +4,8 @@ import Docker from 'dockerode';
 import { ApplicationFailure } from '@temporalio/common';
 import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
-import { SandboxManager, containerNameOf, volumeNameOf } from '../../activities/hands/sandbox-manager';
+import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 import { sandboxCommand } from '../../cli/sandbox';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
@@ -13,108 +14,108 @@ describe('sandbox lifecycle (real Docker)', () => {
   const fx = handsFixture();
   const docker = dockerClient();
   const hands = createHandsActivities({ manager: fx.manager });
-  const bash = (sandboxId: string, command: string) =>
-    hands.runTool({ sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'bash', input: { command } });
+  const bash = (sessionId: string, command: string) =>
+    hands.runTool({ sessionId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'bash', input: { command } });
 
   afterAll(() => fx.cleanup());
 
   it('replaces a killed container on the same workspace and tells the model', async () => {
-    const sandboxId = fx.sandboxId('kill');
-    const first = await bash(sandboxId, 'echo kept > state.txt && echo ok');
+    const sessionId = fx.sessionId('kill');
+    const first = await bash(sessionId, 'echo kept > state.txt && echo ok');
     expect(first.sandboxReplaced).toBeUndefined();
-    await docker.getContainer(containerNameOf(sandboxId)).kill();
+    await docker.getContainer(containerNameOf(sessionId)).kill();
 
-    const second = await bash(sandboxId, 'cat state.txt');
+    const second = await bash(sessionId, 'cat state.txt');
     expect(second.isError).toBe(false);
     expect(second.sandboxReplaced).toBe('the previous container was gone (exited 137)');
     expect(second.content).toBe(
       '[sandbox restarted: the previous container was gone (exited 137); /workspace is preserved]\nkept\n[exit code 0]',
     );
 
-    const third = await bash(sandboxId, 'cat state.txt');
+    const third = await bash(sessionId, 'cat state.txt');
     expect(third.sandboxReplaced).toBeUndefined();
   });
 
   it('replaces a removed container and says so', async () => {
-    const sandboxId = fx.sandboxId('rm');
-    await bash(sandboxId, 'echo here > f');
-    await docker.getContainer(containerNameOf(sandboxId)).remove({ force: true });
-    const next = await bash(sandboxId, 'cat f');
+    const sessionId = fx.sessionId('rm');
+    await bash(sessionId, 'echo here > f');
+    await docker.getContainer(containerNameOf(sessionId)).remove({ force: true });
+    const next = await bash(sessionId, 'cat f');
     expect(next.sandboxReplaced).toBe('the previous container was gone (removed)');
     expect(next.content).toContain('here\n[exit code 0]');
   });
 
   it('creates one container for concurrent ensure calls, also across managers', async () => {
-    const sandboxId = fx.sandboxId('race');
+    const sessionId = fx.sessionId('race');
     const other = new SandboxManager({ docker, image: testPlatform().sandboxImage });
     const results = await Promise.all([
-      fx.manager.ensure(sandboxId),
-      fx.manager.ensure(sandboxId),
-      other.ensure(sandboxId),
-      other.ensure(sandboxId),
+      fx.manager.ensure(sessionId),
+      fx.manager.ensure(sessionId),
+      other.ensure(sessionId),
+      other.ensure(sessionId),
     ]);
     expect(new Set(results.map((r) => r.containerId)).size).toBe(1);
     // Calls on one manager share one creation; of the two managers exactly one created it.
     expect(results[1]).toBe(results[0]);
     expect(results[3]).toBe(results[2]);
     expect([results[0].created, results[2].created].sort()).toEqual([false, true]);
-    const containers = await docker.listContainers({ all: true, filters: { label: [`agent.sandbox=${sandboxId}`] } });
+    const containers = await docker.listContainers({ all: true, filters: { label: [`agent.sandbox=${sessionId}`] } });
     expect(containers).toHaveLength(1);
   });
 
   it('labels the operation, lists and removes sandboxes (CLI too)', async () => {
-    const sandboxId = fx.sandboxId('list');
-    await fx.manager.ensure(sandboxId, { operationId: 'op-123' });
-    const listed = (await fx.manager.list()).find((s) => s.sandboxId === sandboxId);
+    const sessionId = fx.sessionId('list');
+    await fx.manager.ensure(sessionId, { operationId: 'op-123' });
+    const listed = (await fx.manager.list()).find((s) => s.sessionId === sessionId);
     expect(listed).toMatchObject({
-      sandboxId,
+      sessionId,
       operationId: 'op-123',
-      container: { name: containerNameOf(sandboxId), state: 'running' },
-      volume: { name: volumeNameOf(sandboxId) },
+      container: { name: containerNameOf(sessionId), state: 'running' },
+      volume: { name: volumeNameOf(sessionId) },
     });
 
     const lines: string[] = [];
     expect(await sandboxCommand(['ls'], { manager: fx.manager, out: (l) => lines.push(l) })).toBe(0);
     expect(lines.join('\n')).toMatch(
-      new RegExp(`${sandboxId}\\s+${containerNameOf(sandboxId)}\\s+Up .*${volumeNameOf(sandboxId)}\\s+op-123`),
+      new RegExp(`${sessionId}\\s+${containerNameOf(sessionId)}\\s+Up .*${volumeNameOf(sessionId)}\\s+op-123`),
     );
 
     lines.length = 0;
     expect(
-      await sandboxCommand(['rm', sandboxId, '--keep-volume'], { manager: fx.manager, out: (l) => lines.push(l) }),
+      await sandboxCommand(['rm', sessionId, '--keep-volume'], { manager: fx.manager, out: (l) => lines.push(l) }),
     ).toBe(0);
-    expect(lines[0]).toBe(`removed sandbox ${sandboxId}: container removed, volume kept`);
-    expect((await fx.manager.list()).find((s) => s.sandboxId === sandboxId)).toEqual({
-      sandboxId,
+    expect(lines[0]).toBe(`removed sandbox ${sessionId}: container removed, volume kept`);
+    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toEqual({
+      sessionId,
       operationId: 'op-123',
-      volume: expect.objectContaining({ name: volumeNameOf(sandboxId) }),
+      volume: expect.objectContaining({ name: volumeNameOf(sessionId) }),
     });
-    expect(await sandboxCommand(['rm', sandboxId], { manager: fx.manager, out: () => undefined })).toBe(0);
-    expect((await fx.manager.list()).find((s) => s.sandboxId === sandboxId)).toBeUndefined();
+    expect(await sandboxCommand(['rm', sessionId], { manager: fx.manager, out: () => undefined })).toBe(0);
+    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
     expect(
-      await sandboxCommand(['rm', sandboxId], { manager: fx.manager, out: () => undefined, err: () => undefined }),
+      await sandboxCommand(['rm', sessionId], { manager: fx.manager, out: () => undefined, err: () => undefined }),
     ).toBe(1);
   });
 
   it('garbage-collects old sandboxes by label', async () => {
-    const sandboxId = fx.sandboxId('gc');
-    await fx.manager.ensure(sandboxId);
+    const sessionId = fx.sessionId('gc');
+    await fx.manager.ensure(sessionId);
     const future = Date.now() + 10 * 60_000;
     // Nothing is older than ten minutes yet.
     const none = await fx.manager.gc({ olderThanMs: 60 * 60_000, volumes: true });
-    expect(none.removedContainers).not.toContain(containerNameOf(sandboxId));
+    expect(none.removedContainers).not.toContain(containerNameOf(sessionId));
     // Seen from ten minutes on, it is: the container goes, the volume only with `volumes`.
     const containersOnly = await fx.manager.gc({ olderThanMs: 60_000, now: future });
-    expect(containersOnly.removedContainers).toContain(containerNameOf(sandboxId));
+    expect(containersOnly.removedContainers).toContain(containerNameOf(sessionId));
     expect(containersOnly.removedVolumes).toEqual([]);
     const withVolumes = await fx.manager.gc({ olderThanMs: 60_000, volumes: true, now: future });
-    expect(withVolumes.removedVolumes).toContain(volumeNameOf(sandboxId));
-    expect((await fx.manager.list()).find((s) => s.sandboxId === sandboxId)).toBeUndefined();
+    expect(withVolumes.removedVolumes).toContain(volumeNameOf(sessionId));
+    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
   });
 
   it('classifies infrastructure failures as typed ApplicationFailures', async () => {
     const call = {
-      sandboxId: fx.sandboxId('infra'),
+      sessionId: fx.sessionId('infra'),
       toolCallId: 'toolu_infra',
       name: 'bash',
       input: { command: 'true' },
@@ -138,12 +139,12 @@ describe('sandbox lifecycle (real Docker)', () => {
   });
 
   it('destroys a sandbox through the activity', async () => {
-    const sandboxId = fx.sandboxId('destroy');
-    await bash(sandboxId, 'true');
-    await hands.destroySandbox({ sandboxId, keepVolume: true });
-    await expect(docker.getContainer(containerNameOf(sandboxId)).inspect()).rejects.toMatchObject({ statusCode: 404 });
-    await expect(docker.getVolume(volumeNameOf(sandboxId)).inspect()).resolves.toBeDefined();
-    await hands.destroySandbox({ sandboxId, keepVolume: false });
-    await expect(docker.getVolume(volumeNameOf(sandboxId)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    const sessionId = fx.sessionId('destroy');
+    await bash(sessionId, 'true');
+    await hands.destroySandbox({ sessionId, keepVolume: true });
+    await expect(docker.getContainer(containerNameOf(sessionId)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await expect(docker.getVolume(volumeNameOf(sessionId)).inspect()).resolves.toBeDefined();
+    await hands.destroySandbox({ sessionId, keepVolume: false });
+    await expect(docker.getVolume(volumeNameOf(sessionId)).inspect()).rejects.toMatchObject({ statusCode: 404 });
   });
 });

@@ -50,52 +50,52 @@ describe('workspace seeding and diff (real Docker)', () => {
   });
 
   it('copies a local git repository with its history, respecting .gitignore and keeping credentials out', async () => {
-    const sandboxId = fx.sandboxId('seed');
-    const seeded = await hands.seedWorkspace({ sandboxId, source: { kind: 'local', path: repo } });
+    const sessionId = fx.sessionId('seed');
+    const seeded = await hands.seedWorkspace({ sessionId, source: { kind: 'local', path: repo } });
     expect(seeded.head).toBe(git(repo, 'rev-parse', 'HEAD'));
     expect(seeded.files).toBeGreaterThan(5);
 
-    expect(await fx.sh(sandboxId, 'git log --format=%s')).toBe('second\nfirst\n');
-    expect(await fx.sh(sandboxId, 'git status --short')).toBe('?? notes.md\n');
-    expect(await fx.sh(sandboxId, 'ls -A | sort')).toBe('.agent\n.git\n.gitignore\nnotes.md\nrun.sh\nsrc\n');
-    expect(await fx.sh(sandboxId, 'stat -c "%u %a" run.sh src src/app.js')).toBe('1000 755\n1000 755\n1000 644\n');
-    expect(await fx.sh(sandboxId, 'grep -rc s3cret-token .git/config || true')).toBe('0\n');
-    expect(await fx.sh(sandboxId, 'git remote get-url origin')).toBe('https://example.invalid/repo.git\n');
+    expect(await fx.sh(sessionId, 'git log --format=%s')).toBe('second\nfirst\n');
+    expect(await fx.sh(sessionId, 'git status --short')).toBe('?? notes.md\n');
+    expect(await fx.sh(sessionId, 'ls -A | sort')).toBe('.agent\n.git\n.gitignore\nnotes.md\nrun.sh\nsrc\n');
+    expect(await fx.sh(sessionId, 'stat -c "%u %a" run.sh src src/app.js')).toBe('1000 755\n1000 755\n1000 644\n');
+    expect(await fx.sh(sessionId, 'grep -rc s3cret-token .git/config || true')).toBe('0\n');
+    expect(await fx.sh(sessionId, 'git remote get-url origin')).toBe('https://example.invalid/repo.git\n');
 
     // A retry finds the marker and does not copy again.
-    await fx.sh(sandboxId, 'echo local change > notes.md');
-    expect(await hands.seedWorkspace({ sandboxId, source: { kind: 'local', path: repo } })).toEqual(seeded);
-    expect(await fx.sh(sandboxId, 'cat notes.md')).toBe('local change\n');
+    await fx.sh(sessionId, 'echo local change > notes.md');
+    expect(await hands.seedWorkspace({ sessionId, source: { kind: 'local', path: repo } })).toEqual(seeded);
+    expect(await fx.sh(sessionId, 'cat notes.md')).toBe('local change\n');
   });
 
   it('clones a git URL on the host at a ref', async () => {
-    const sandboxId = fx.sandboxId('clone');
+    const sessionId = fx.sessionId('clone');
     const bare = path.join(tmp, 'bare.git');
     execFileSync('git', ['clone', '-q', '--bare', repo, bare]);
     const firstCommit = git(repo, 'rev-parse', 'HEAD~1');
-    const seeded = await hands.seedWorkspace({ sandboxId, source: { kind: 'git', url: bare, ref: firstCommit } });
+    const seeded = await hands.seedWorkspace({ sessionId, source: { kind: 'git', url: bare, ref: firstCommit } });
     expect(seeded.head).toBe(firstCommit);
-    expect(await fx.sh(sandboxId, 'cat src/app.js; git log --format=%s HEAD')).toBe('console.log("v1");\nfirst\n');
+    expect(await fx.sh(sessionId, 'cat src/app.js; git log --format=%s HEAD')).toBe('console.log("v1");\nfirst\n');
   });
 
   it('diffs the workspace against HEAD, new files included, without touching the index', async () => {
-    const sandboxId = fx.sandboxId('diff');
-    await hands.seedWorkspace({ sandboxId, source: { kind: 'local', path: repo } });
+    const sessionId = fx.sessionId('diff');
+    await hands.seedWorkspace({ sessionId, source: { kind: 'local', path: repo } });
     const edit = await hands.runTool({
-      sandboxId,
+      sessionId,
       toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
       name: 'edit_file',
       input: { path: 'src/app.js', old_text: '"v2"', new_text: '"v3"' },
     });
     expect(edit.isError).toBe(false);
     await hands.runTool({
-      sandboxId,
+      sessionId,
       toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
       name: 'write_file',
       input: { path: 'src/new.js', content: 'export {};\n' },
     });
 
-    const { diff, stat } = await hands.workspaceDiff({ sandboxId });
+    const { diff, stat } = await hands.workspaceDiff({ sessionId });
     expect(stat).toMatch(/notes\.md\s+\| 1 \+/);
     expect(stat).toMatch(/src\/app\.js \| 2 \+-/);
     expect(stat).toMatch(/src\/new\.js \| 1 \+/);
@@ -103,6 +103,6 @@ describe('workspace seeding and diff (real Docker)', () => {
     expect(diff).toContain('-console.log("v2");\n+console.log("v3");');
     expect(diff).toContain('+++ b/src/new.js');
     expect(diff).not.toContain('.agent');
-    expect(await fx.sh(sandboxId, 'git status --short')).toBe(' M src/app.js\n?? notes.md\n?? src/new.js\n');
+    expect(await fx.sh(sessionId, 'git status --short')).toBe(' M src/app.js\n?? notes.md\n?? src/new.js\n');
   });
 });

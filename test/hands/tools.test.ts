@@ -1,16 +1,17 @@
 /** Every tool against the real engine and image, in one sandbox. */
 import { randomUUID } from 'node:crypto';
 import { dockerClient } from '../../platform/docker-engine';
-import { createHandsActivities, type RunToolInput } from '../../activities/hands/activities';
-import { containerNameOf } from '../../activities/hands/sandbox-manager';
+import { createHandsActivities } from '../../activities/hands/activities';
+import type { RunToolInput } from '../../common/hands';
+import { containerNameOf } from '../../common/sandbox-names';
 import { handsFixture } from '../support/hands';
 
 describe('hands tools (real Docker)', () => {
   const fx = handsFixture();
   const hands = createHandsActivities({ manager: fx.manager });
-  const sandboxId = fx.sandboxId('tools');
+  const sessionId = fx.sessionId('tools');
   const call = (name: string, input: unknown, extra: Partial<RunToolInput> = {}) =>
-    hands.runTool({ sandboxId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name, input, ...extra });
+    hands.runTool({ sessionId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name, input, ...extra });
 
   afterAll(() => fx.cleanup());
 
@@ -26,10 +27,10 @@ describe('hands tools (real Docker)', () => {
     expect(rest[0]).toBe('lo'); // the only interface
     expect(rest[1]).toMatch(/No such file/);
 
-    const info = await dockerClient().getContainer(containerNameOf(sandboxId)).inspect();
+    const info = await dockerClient().getContainer(containerNameOf(sessionId)).inspect();
     expect(info.HostConfig.NetworkMode).toBe('none');
     expect(info.Config.User).toBe('1000:1000');
-    expect(info.Config.Labels).toMatchObject({ 'agent.harness': '1', 'agent.sandbox': sandboxId });
+    expect(info.Config.Labels).toMatchObject({ 'agent.harness': '1', 'agent.sandbox': sessionId });
     expect(info.HostConfig.Memory).toBeGreaterThan(0);
     expect(info.HostConfig.PidsLimit).toBeGreaterThan(0);
     expect(info.Mounts.map((m) => m.Destination)).toEqual(['/workspace']);
@@ -57,14 +58,14 @@ describe('hands tools (real Docker)', () => {
 
     const rewritten = await call('write_file', { path: 'notes/rows.txt', content: 'short\n' });
     expect(rewritten.content).toContain('Replaced notes/rows.txt');
-    expect(await fx.sh(sandboxId, 'cat notes/rows.txt; stat -c %u notes/rows.txt')).toBe('short\n1000\n');
+    expect(await fx.sh(sessionId, 'cat notes/rows.txt; stat -c %u notes/rows.txt')).toBe('short\n1000\n');
   });
 
   it('writes large content through a staged file', async () => {
     const content = 'abcdefghij'.repeat(20_000) + '\n'; // 200 KB: more than one argv entry may hold
     const written = await call('write_file', { path: 'big.txt', content });
     expect(written.isError).toBe(false);
-    expect(await fx.sh(sandboxId, 'stat -c %s big.txt; ls .agent/in | wc -l')).toBe('200001\n0\n');
+    expect(await fx.sh(sessionId, 'stat -c %s big.txt; ls .agent/in | wc -l')).toBe('200001\n0\n');
   });
 
   it('edits exactly once, and explains zero or several matches', async () => {
@@ -88,7 +89,7 @@ describe('hands tools (real Docker)', () => {
     });
     expect(once).toMatchObject({ isError: false, synthetic: false });
     expect(once.content).toContain('Edited src/app.ts: replaced 1 line(s) at line 2 with 2 line(s)');
-    expect(await fx.sh(sandboxId, 'cat src/app.ts')).toBe(
+    expect(await fx.sh(sessionId, 'cat src/app.ts')).toBe(
       'const a = 1;\nconst b = 20;\nconst c = 30;\nconst a2 = 1;\n',
     );
 
@@ -100,7 +101,7 @@ describe('hands tools (real Docker)', () => {
     await call('write_file', { path: 'retry.txt', content: 'alpha\nbeta\n' });
     const toolCallId = `toolu_${randomUUID().slice(0, 12)}`;
     const edit = {
-      sandboxId,
+      sessionId,
       toolCallId,
       name: 'edit_file',
       input: { path: 'retry.txt', old_text: 'beta', new_text: 'gamma' },
@@ -117,7 +118,7 @@ describe('hands tools (real Docker)', () => {
 
   it('lists files and greps with ripgrep, skipping .git and .agent', async () => {
     await fx.sh(
-      sandboxId,
+      sessionId,
       'mkdir -p lib/deep .git && echo "needle one" > lib/a.py && echo "NEEDLE two" > lib/deep/b.py && echo x > lib/c.txt && echo needle > .git/config',
     );
     const listed = await call('list_files', { path: 'lib' });
@@ -160,13 +161,13 @@ describe('hands tools (real Docker)', () => {
     expect(result.content).toContain(
       'started\n[timed out after 1.5 s: the command and everything it started were killed]',
     );
-    expect(await fx.sh(sandboxId, 'ps -eo comm= | grep -c "^sleep$" || true')).toBe('1\n'); // only the container's own `sleep infinity`
+    expect(await fx.sh(sessionId, 'ps -eo comm= | grep -c "^sleep$" || true')).toBe('1\n'); // only the container's own `sleep infinity`
   });
 
   it('caps what a command may write and says how much was dropped', async () => {
     const capped = createHandsActivities({ manager: fx.manager, outputCaptureBytes: 10_000 });
     const result = await capped.runTool({
-      sandboxId,
+      sessionId,
       toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
       name: 'bash',
       input: { command: 'seq 1 100000' },
@@ -180,19 +181,19 @@ describe('hands tools (real Docker)', () => {
   it('refuses a call with an invented field and runs nothing', async () => {
     const toolCallId = `toolu_${randomUUID().slice(0, 12)}`;
     const result = await hands.runTool({
-      sandboxId,
+      sessionId,
       toolCallId,
       name: 'edit_file',
       input: { path: 'x', old_text: 'a', new_text: 'b', oldText2: 'c' },
     });
     expect(result).toMatchObject({ isError: true, synthetic: false });
     expect(result.content).toContain('"oldText2"');
-    expect(await fx.sh(sandboxId, `ls .agent/journal/${toolCallId}.json 2>/dev/null | wc -l`)).toBe('0\n');
+    expect(await fx.sh(sessionId, `ls .agent/journal/${toolCallId}.json 2>/dev/null | wc -l`)).toBe('0\n');
   });
 
   it('spills long output to a file and keeps head and tail; read_file reads the middle back', async () => {
     const toolCallId = `toolu_${randomUUID().slice(0, 12)}`;
-    const result = await hands.runTool({ sandboxId, toolCallId, name: 'bash', input: { command: 'seq 1 20000' } });
+    const result = await hands.runTool({ sessionId, toolCallId, name: 'bash', input: { command: 'seq 1 20000' } });
     const path = `/workspace/.agent/out/${toolCallId}.txt`;
     expect(result.isError).toBe(false);
     expect(result.spill).toEqual({ path, bytes: 108894, lines: 20000 });

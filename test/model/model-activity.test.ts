@@ -5,7 +5,7 @@
  * running stream.
  */
 import type { WorkflowHandle } from '@temporalio/client';
-import { createModelActivities, ModelActivityDeps } from '../../activities/model/activity';
+import { createModelActivities, ModelActivityDeps } from '../support/model-activities';
 import { MODEL_FAILURE_TYPES, ModelRequest } from '../../common/model-types';
 import type { ScriptedTurn } from '../../scripted-model/script';
 import { ScriptedModelServer, ScriptedModelServerOptions, startScriptedModelServer } from '../../scripted-model/server';

@@ -13,7 +13,7 @@ import { sendMessagesRequest } from '../../activities/model/messages-request';
 import { usageFromApi } from '../../activities/model/message-accumulator';
 import { parseScriptedModelArgs } from '../../scripted-model/cli';
 import { assertRequestsExtendPrefix, prefixViolation } from '../../scripted-model/prefix';
-import { thinkingSignature } from '../../scripted-model/reply';
+import { thinkingSignature } from '../../scripted-model/thinking';
 import type { ScriptedTurn } from '../../scripted-model/script';
 import { ScriptedModelServer, startScriptedModelServer } from '../../scripted-model/server';
 import { READ_TOOL, scriptedClient, scriptedSettings } from '../support/model-fixtures';

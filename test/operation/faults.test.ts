@@ -10,13 +10,14 @@ import * as path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import Docker from 'dockerode';
-import { operationResult } from '../../cli/agent';
+import { operationResult } from '../../client/operation-result';
 import { OPERATION_WORKFLOW_TYPE, statusQuery } from '../../common/operation';
 import { freePort, startDevServer } from '../../platform/dev-server';
 import { startScriptedModelServer } from '../../scripted-model/server';
 import { createBrainWorker, createHandsWorker } from '../../workers/workers';
 import { testPlatform } from '../support/env';
 import { startOperationHarness, testModelSettings, waitFor } from '../support/operation-harness';
+import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 
 const docker = new Docker();
 const exec = (container: string, script: string): string =>
@@ -88,12 +89,12 @@ describe('faults during an operation', () => {
         args: [{ goal: 'survive a server crash', handsTaskQueue: 'sk-hands', heartbeatTimeoutMs: 5_000 }],
       });
       await waitFor(
-        async () => tryExec(`agent-sbx-${session}`, 'cat /workspace/log.txt')?.includes('before'),
+        async () => tryExec(containerNameOf(session), 'cat /workspace/log.txt')?.includes('before'),
         'the tool to start',
       );
       await server.kill();
       server = await start();
-      exec(`agent-sbx-${session}`, 'touch /workspace/release');
+      exec(containerNameOf(session), 'touch /workspace/release');
       const result = await operationResult(client.workflow.getHandle(session));
       expect(result.state).toBe('completed');
       expect(result.finalText.trim().split('\n').slice(0, 2)).toEqual(['before', 'after']);
@@ -106,11 +107,11 @@ describe('faults during an operation', () => {
       await model.stop();
       await server.stop();
       await docker
-        .getContainer(`agent-sbx-${session}`)
+        .getContainer(containerNameOf(session))
         .remove({ force: true })
         .catch(() => undefined);
       await docker
-        .getVolume(`agent-ws-${session}`)
+        .getVolume(volumeNameOf(session))
         .remove()
         .catch(() => undefined);
       fs.rmSync(dir, { recursive: true, force: true });
@@ -130,7 +131,7 @@ describe('faults during an operation', () => {
     ]);
     try {
       const handle = await h.start({ goal: 'lose the container mid-command' });
-      const container = `agent-sbx-${handle.workflowId}`;
+      const container = containerNameOf(handle.workflowId);
       await waitFor(
         async () => (tryExec(container, 'pgrep -f "sleep 60[0]" || true') ?? '').trim() !== '',
         'the command to run',

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import { operationResult } from '../../cli/agent';
+import { operationResult } from '../../client/operation-result';
 import { MODEL_STEP_ACTIVITY } from '../../common/model-step';
 import { OperationResult, abortUpdate, statusQuery, steerUpdate } from '../../common/operation';
 import { defaultPayloadConverter } from '@temporalio/common';
@@ -10,6 +10,7 @@ import { assertRequestsExtendPrefix } from '../../scripted-model/prefix';
 import type { RecordedRequest } from '../../scripted-model/server';
 import { testPlatform } from '../support/env';
 import { OperationHarness, startOperationHarness, waitFor } from '../support/operation-harness';
+import { containerNameOf } from '../../common/sandbox-names';
 
 const CALCULATOR = path.join(PROJECT_ROOT, 'examples', 'calculator');
 
@@ -65,7 +66,7 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
       .slice(1)
       .forEach((r, i) => expect(bodyOf(r).messages).toHaveLength(bodyOf(requests[i]).messages.length + 2));
     // Each tool call ran as the activity `tool-<tool_use_id>`.
-    const toolUseIds = bodyOf(requests[3])
+    const toolCallIds = bodyOf(requests[3])
       .messages.filter((m) => m.role === 'assistant')
       .flatMap((m) => m.content.filter((b) => b.type === 'tool_use').map((b) => `tool-${b.id}`));
     const history = await handle.fetchHistory();
@@ -73,10 +74,10 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
       .map((e) => e.activityTaskScheduledEventAttributes)
       .filter((a) => a?.activityType?.name === 'runTool')
       .map((a) => a!.activityId);
-    expect(toolActivityIds).toEqual(toolUseIds);
+    expect(toolActivityIds).toEqual(toolCallIds);
     expect(toolActivityIds).toHaveLength(3);
     // The container is removed when the operation ends; the workspace volume is kept.
-    await expect(h.docker.getContainer(`agent-sbx-${result.sessionId}`).inspect()).rejects.toThrow();
+    await expect(h.docker.getContainer(containerNameOf(result.sessionId)).inspect()).rejects.toThrow();
     await expect(h.docker.getVolume(result.workspaceVolume).inspect()).resolves.toBeDefined();
   });
 
@@ -107,7 +108,7 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
       },
     ]);
     const handle = await h.start({ goal: 'run something long', keepContainer: true });
-    const container = `agent-sbx-${handle.workflowId}`;
+    const container = containerNameOf(handle.workflowId);
     await waitFor(async () => {
       try {
         return dockerExec(container, 'pgrep -f "sleep 60[0]" || true').trim() !== '';
@@ -137,7 +138,7 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
       { text: 'done' },
     ]);
     const handle = await h.start({ goal: 'wait for release' });
-    const container = `agent-sbx-${handle.workflowId}`;
+    const container = containerNameOf(handle.workflowId);
     await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'the tool batch');
     const accepted = await handle.executeUpdate(steerUpdate, { args: [{ text: 'please also say hello' }] });
     expect(accepted).toEqual({ accepted: true, position: 1 });
@@ -169,7 +170,7 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
       { respond: (request) => ({ text: request.toolResults[0]?.content ?? '' }) },
     ]);
     const handle = await h.start({ goal: 'survive a dead container' });
-    sessionContainer = `agent-sbx-${handle.workflowId}`;
+    sessionContainer = containerNameOf(handle.workflowId);
     const result = await operationResult(handle);
     expect(result.state).toBe('completed');
     expect(result.finalText).toContain('kept across containers');
@@ -197,7 +198,7 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
         return st.phase === 'tools' && st.turn === 2;
       }, 'the second tool call');
       duringTools();
-      dockerExec(`agent-sbx-${sessionId}`, 'touch /workspace/release');
+      dockerExec(containerNameOf(sessionId), 'touch /workspace/release');
       expect((await operationResult(handle)).state).toBe('completed');
       return answered(h.model.requests.slice(first)).map((r) => JSON.stringify(r.body));
     };

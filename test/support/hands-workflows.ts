@@ -3,7 +3,7 @@
  * Temporal and observe what the activity leaves behind in the sandbox.
  */
 import { ActivityCancellationType, isCancellation, proxyActivities } from '@temporalio/workflow';
-import type { HandsActivities, RunToolInput, ToolOutcome } from '../../activities/hands/activities';
+import type { HandsActivities, RunToolInput, ToolOutcome } from '../../common/hands';
 
 const { runTool } = proxyActivities<HandsActivities>({
   startToCloseTimeout: '2 minutes',

@@ -10,9 +10,9 @@ import { testPlatform } from './env';
 export interface HandsFixture {
   manager: SandboxManager;
   /** A fresh sandbox id, removed by `cleanup`. */
-  sandboxId(prefix?: string): string;
+  sessionId(prefix?: string): string;
   /** Runs a bash snippet as `agent` in /workspace and returns stdout (throws on a non-zero exit). */
-  sh(sandboxId: string, script: string): Promise<string>;
+  sh(sessionId: string, script: string): Promise<string>;
   cleanup(): Promise<void>;
 }
 
@@ -22,13 +22,13 @@ export function handsFixture(): HandsFixture {
   const ids: string[] = [];
   return {
     manager,
-    sandboxId(prefix = 'test') {
+    sessionId(prefix = 'test') {
       const id = `${prefix}-${randomUUID().slice(0, 8)}`;
       ids.push(id);
       return id;
     },
-    async sh(sandboxId, script) {
-      const { exitCode, stdout, stderr } = await manager.script(sandboxId, script);
+    async sh(sessionId, script) {
+      const { exitCode, stdout, stderr } = await manager.script(sessionId, script);
       if (exitCode !== 0) throw new Error(`sandbox script failed (${exitCode}): ${stderr}`);
       return stdout.toString('utf8');
     },

@@ -4,9 +4,9 @@
  * retryability and details.
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
-import type { ModelActivities } from '../../activities/model/activity';
+import type { ModelActivities } from './model-activities';
 import type { ModelReply, ModelRequest } from '../../common/model-types';
-import { MODEL_CALL_ACTIVITY_OPTIONS } from '../../workflows/model-policy';
+import { MODEL_CALL_ACTIVITY_OPTIONS } from '../../workflows/policies';
 
 export interface CallModelOnceInput {
   request: ModelRequest;

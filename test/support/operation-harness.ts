@@ -14,6 +14,7 @@ import type { ModelScript } from '../../scripted-model/script';
 import { createBrainWorker, createHandsWorker } from '../../workers/workers';
 import { testPlatform } from './env';
 import { connectTestTemporal, TestTemporal } from './temporal';
+import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 
 export interface OperationHarness {
   temporal: TestTemporal;
@@ -90,11 +91,11 @@ export async function startOperationHarness(script: ModelScript = []): Promise<O
       await model.stop();
       for (const session of sessions) {
         await docker
-          .getContainer(`agent-sbx-${session}`)
+          .getContainer(containerNameOf(session))
           .remove({ force: true })
           .catch(() => undefined);
         await docker
-          .getVolume(`agent-ws-${session}`)
+          .getVolume(volumeNameOf(session))
           .remove()
           .catch(() => undefined);
       }

@@ -2,8 +2,9 @@
  * The shape of a tool implementation: `prepare` turns a validated input into a command for the run
  * wrapper; `format` turns the finished run into the result the model sees. Tools never touch Docker.
  */
-import type { ToolName } from '../../../common/tools';
-import type { SpillOptions, Spill } from '../output';
+import { HELPER_TIMEOUT_MS, type ToolName } from '../../../common/tools';
+import type { Spill } from '../../../common/hands';
+import type { SpillOptions } from '../output';
 import type { RunExit } from '../scripts';
 
 export interface ToolContext {
@@ -58,8 +59,8 @@ export function formatSeconds(ms: number): string {
 }
 
 /** Timeout for the file and search tools, capped by the activity's budget. */
-export function helperTimeout(ctx: ToolContext, defaultMs = 60_000): number {
-  return Math.min(defaultMs, ctx.timeoutMs ?? defaultMs);
+export function helperTimeout(ctx: ToolContext): number {
+  return Math.min(HELPER_TIMEOUT_MS, ctx.timeoutMs ?? HELPER_TIMEOUT_MS);
 }
 
 /** Result of the Python helpers: exit 0 = result, 1 = tool error with a message, else a crash. */

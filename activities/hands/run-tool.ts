@@ -1,0 +1,178 @@
+/**
+ * `runTool`: one tool call in the session's sandbox. Validates the call again, makes sure the
+ * container runs (replacing a dead one on the same volume and saying so in the result), and runs the
+ * tool under the run wrapper with the journal. On a retried attempt the tool's replay policy decides
+ * what the earlier attempt's traces mean (`earlier-attempt.ts`).
+ */
+import type { Context } from '@temporalio/activity';
+import { HANDS_FAILURE_TYPES, type RunToolInput, type ToolOutcome } from '../../common/hands';
+import { replayPolicyOf, toolSummary, validateToolCall, type ToolInput, type ToolName } from '../../common/tools';
+import { crashPoint } from '../crash-points';
+import { currentActivity, Heartbeat } from '../heartbeat';
+import { sessionOf, type HandsContext } from './deps';
+import { earlierAttempt, type EarlierAttempt } from './earlier-attempt';
+import { handsFailure, throwCancelled, toActivityFailure } from './failures';
+import { journalFor, outputPathOf, runBaseOf } from './journal';
+import { shapeOutput } from './output';
+import { SandboxError, type ExecOptions, type ExecResult } from './sandbox-manager';
+import { HANDS_TOOLS } from './tools';
+import type { HandsTool, ToolContext, ToolResult } from './tools/types';
+
+const TOOL_CALL_ID = /^[A-Za-z0-9_.-]{1,128}$/;
+
+type ValidCall = RunToolInput & { name: ToolName; input: ToolInput<ToolName> };
+
+/** One try of a call on the current container: its result, or the reason the container was lost. */
+type Attempt = { result?: ToolResult; synthetic: boolean; lost?: string };
+
+export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<ToolOutcome> {
+  const ctx = currentActivity();
+  if (typeof raw.toolCallId !== 'string' || !TOOL_CALL_ID.test(raw.toolCallId)) {
+    throw handsFailure(
+      HANDS_FAILURE_TYPES.invalidInput,
+      `invalid toolCallId ${JSON.stringify(raw.toolCallId)}: use letters, digits, '_', '.', '-'`,
+    );
+  }
+  const checked = validateToolCall(raw.name, raw.input);
+  if (!checked.ok) return { content: checked.error, isError: true, synthetic: false };
+  const call: ValidCall = { ...raw, sessionId: sessionOf(raw), name: raw.name as ToolName, input: checked.input };
+
+  const heartbeat = new Heartbeat<Record<string, unknown>>(ctx, hands.heartbeatEveryMs, {
+    toolCallId: call.toolCallId,
+    tool: call.name,
+  });
+  try {
+    const sandbox = await hands.manager.ensure(call.sessionId, { operationId: call.operationId });
+    let replaced = sandbox.replaced;
+    let attempt = await attemptToolCall(hands, call, ctx, heartbeat);
+    if (attempt.lost) {
+      // The container died under the call: replace it; a `never` call then reports itself
+      // interrupted (its journal shows it started), others run again once.
+      const again = await hands.manager.ensure(call.sessionId, { operationId: call.operationId });
+      replaced = again.replaced ?? attempt.lost;
+      attempt = await attemptToolCall(hands, call, ctx, heartbeat);
+      if (attempt.lost) throw new SandboxError('lost', attempt.lost);
+    }
+    const result = attempt.result!;
+    return {
+      content: replaced
+        ? `[sandbox restarted: ${replaced}; /workspace is preserved]\n${result.content}`
+        : result.content,
+      isError: result.isError,
+      synthetic: attempt.synthetic,
+      ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+      ...(replaced ? { sandboxReplaced: replaced } : {}),
+      ...(result.spill ? { spill: result.spill } : {}),
+    };
+  } catch (err) {
+    throw toActivityFailure(err);
+  } finally {
+    heartbeat.stop();
+  }
+}
+
+/** One try at a tool call on the current container, honouring the journal. */
+async function attemptToolCall(
+  hands: HandsContext,
+  call: ValidCall,
+  ctx: Context | undefined,
+  heartbeat: Heartbeat<Record<string, unknown>>,
+): Promise<Attempt> {
+  const { manager } = hands;
+  const policy = replayPolicyOf(call.name);
+  // The map is keyed by name, so each implementation receives its own input type.
+  const tool = HANDS_TOOLS[call.name] as HandsTool<ToolInput<ToolName>>;
+  const toolCtx: ToolContext = {
+    toolCallId: call.toolCallId,
+    spill: hands.spill,
+    outputPath: outputPathOf(call.toolCallId),
+    ...(call.timeoutMs !== undefined ? { timeoutMs: call.timeoutMs } : {}),
+  };
+  const prepared = tool.prepare(call.input, toolCtx);
+  const signal = ctx?.cancellationSignal;
+  if (signal?.aborted) await throwCancelled(ctx);
+  if (prepared.files) await manager.putFiles(call.sessionId, prepared.files);
+
+  const journal = journalFor({
+    toolCallId: call.toolCallId,
+    tool: call.name,
+    replayPolicy: policy,
+    summary: toolSummary(call.name, call.input),
+    command: prepared.journalCommand,
+    ...(ctx ? { activityAttempt: ctx.info.attempt } : {}),
+  });
+  const options: ExecOptions = {
+    command: prepared.command,
+    ...(prepared.args ? { args: prepared.args } : {}),
+    runBase: runBaseOf(call.toolCallId),
+    timeoutMs: prepared.timeoutMs,
+    ...(hands.outputCaptureBytes ? { maxOutputBytes: hands.outputCaptureBytes } : {}),
+    outputLink: outputPathOf(call.toolCallId),
+    journal,
+    ...(signal ? { signal } : {}),
+    onProcess: (process) => {
+      crashPoint(`tool: process running (${call.name} ${call.toolCallId})`);
+      heartbeat.merge({ pid: process.pid, attempt: process.attempt });
+    },
+  };
+  const formatted = (run: Extract<ExecResult, { kind: 'finished' }>): Attempt => ({
+    result: tool.format({ exit: run.exit, output: run.output, outputPath: run.outputPath }, call.input, toolCtx),
+    synthetic: false,
+  });
+  const earlier = (asPolicy: typeof policy): Promise<EarlierAttempt> =>
+    earlierAttempt({
+      manager,
+      sessionId: call.sessionId,
+      toolCallId: call.toolCallId,
+      policy: asPolicy,
+      timeoutMs: prepared.timeoutMs,
+      ctx,
+      heartbeat,
+    });
+
+  if (policy !== 'never' && ctx && ctx.info.attempt > 1) {
+    // A retry of a safe or idempotent call whose earlier attempt finished (its worker died before
+    // the result was recorded) returns that attempt's result, so the transcript reads exactly as
+    // if nothing had happened; one still running is awaited; one that never ran or died runs again.
+    const found = await earlier('never');
+    if (found.kind === 'finished') return formatted(found.run);
+  }
+  crashPoint(`tool: before process start (${call.name} ${call.toolCallId})`);
+  let run: ExecResult = await manager.exec(call.sessionId, options);
+  crashPoint(`tool: after process end (${call.name} ${call.toolCallId})`);
+  if (run.kind === 'journal-exists') {
+    const found = await earlier(policy);
+    if (found.kind === 'run')
+      run = await manager.exec(call.sessionId, { ...options, journal: { ...journal, mode: 'append' } });
+    else if (found.kind === 'finished') run = found.run;
+    else return { result: interruptedResult(hands, call, found), synthetic: true };
+  }
+  if (run.kind === 'lost') return { lost: run.reason, synthetic: false };
+  if (run.kind !== 'finished') throw new SandboxError('failed', 'the journal appeared while the call ran');
+  if (run.exit.cancelled && signal?.aborted) await throwCancelled(ctx);
+  return formatted(run);
+}
+
+/** The synthetic result of a `never` call that started and died before its result was recorded. */
+function interruptedResult(
+  hands: HandsContext,
+  call: ValidCall,
+  found: Extract<EarlierAttempt, { kind: 'interrupted' }>,
+): ToolResult {
+  const who = `attempt ${found.attempt}${found.pid ? `, process ${found.pid}` : ''}${found.startedAt ? `, started ${found.startedAt}` : ''}`;
+  const lines = [
+    `[interrupted: this ${call.name} call was already started (${who}) and was cut off before its result was recorded — the worker or the sandbox stopped. ` +
+      'Its outcome is unknown: it may have run partly or completely. It was not run again. The workspace is preserved. ' +
+      'Inspect the workspace (files, git status, processes) before deciding whether to run it again.]',
+  ];
+  if (found.partialOutput.length) {
+    const shaped = shapeOutput(found.partialOutput, `${runBaseOf(call.toolCallId)}/${found.attempt}/out`, hands.spill);
+    lines.push(
+      `Partial output captured before the interruption (${found.partialOutput.length} bytes):`,
+      shaped.text.replace(/\n$/, ''),
+    );
+    return { content: lines.join('\n'), isError: true, ...(shaped.spill ? { spill: shaped.spill } : {}) };
+  }
+  lines.push('No output was captured.');
+  return { content: lines.join('\n'), isError: true };
+}

@@ -1,0 +1,243 @@
+/**
+ * `seedWorkspace`: copies a repository into the session's workspace once. A local directory is read
+ * on the host; a git URL is cloned on the host (the host's credentials stay there). Either way the
+ * files reach the sandbox as a tar stream owned by the agent's uid, with credentials stripped from
+ * `.git/config`. A directory that is not a repository of its own gets a baseline commit so the
+ * operation's changes can be diffed. A marker in the workspace makes a second call return the first
+ * call's result without copying again.
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import * as tar from 'tar-stream';
+import { HANDS_FAILURE_TYPES, type SeedResult, type SeedSource, type SeedWorkspaceInput } from '../../common/hands';
+import { currentActivity, Heartbeat } from '../heartbeat';
+import { sessionOf, type HandsContext } from './deps';
+import { handsFailure, toActivityFailure } from './failures';
+import { AGENT_DIR } from './journal';
+import { AGENT_UID, SandboxError } from './sandbox-manager';
+
+const execFileAsync = promisify(execFile);
+
+const SEED_MARKER = `${AGENT_DIR}/seeded`;
+const BASELINE_SCRIPT = [
+  'set -e',
+  'cd /workspace',
+  'git init -q',
+  'mkdir -p .git/info && echo ".agent/" >> .git/info/exclude',
+  'git add -A',
+  'git commit -q --allow-empty -m "baseline: the workspace as seeded"',
+  'git rev-parse HEAD',
+].join('\n');
+
+export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInput): Promise<SeedResult> {
+  const { manager } = hands;
+  const sessionId = sessionOf(input);
+  const heartbeat = new Heartbeat<Record<string, unknown>>(currentActivity(), hands.heartbeatEveryMs, {
+    sessionId,
+    seeding: true,
+  });
+  let cloneDir: string | undefined;
+  try {
+    await manager.ensure(sessionId, { operationId: input.operationId });
+    const marker = await manager.script(sessionId, 'cat "$1" 2>/dev/null || true', [SEED_MARKER]);
+    const recorded = marker.stdout.toString('utf8').trim();
+    if (recorded) {
+      const previous = JSON.parse(recorded) as SeedResult;
+      return { files: previous.files, bytes: previous.bytes, ...(previous.head ? { head: previous.head } : {}) };
+    }
+    let dir: string;
+    if (input.source.kind === 'local') {
+      dir = path.resolve(input.source.path);
+      if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
+        throw handsFailure(HANDS_FAILURE_TYPES.invalidSeedSource, `seed source ${dir} is not a directory`);
+      }
+    } else {
+      cloneDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-seed-'));
+      dir = await cloneRepository(input.source.url, input.source.ref, cloneDir);
+    }
+    const files = await listSeedFiles(dir);
+    const head = await gitOutput(dir, ['rev-parse', '--verify', '-q', 'HEAD']).catch(() => undefined);
+    const counts = await uploadFiles(hands, sessionId, dir, files, () => heartbeat.merge({ packed: true }));
+    let baseline: string | undefined;
+    if (!files.some((file) => file.startsWith('.git/'))) {
+      // Not a repository of its own: commit the seeded files as a baseline so the operation's
+      // changes can be diffed and the agent can use git as it would anywhere else.
+      const init = await manager.script(sessionId, BASELINE_SCRIPT, []);
+      if (init.exitCode !== 0) {
+        throw new SandboxError('failed', `could not create the baseline commit: ${init.stderr.trim().slice(0, 300)}`);
+      }
+      baseline = init.stdout.toString('utf8').trim() || undefined;
+    }
+    const result: SeedResult = { ...counts, ...((head ?? baseline) ? { head: head ?? baseline } : {}) };
+    const record = { ...result, source: describeSource(input.source), at: new Date().toISOString() };
+    await manager.putFiles(sessionId, [{ path: SEED_MARKER, content: JSON.stringify(record) }]);
+    return result;
+  } catch (err) {
+    throw toActivityFailure(err);
+  } finally {
+    heartbeat.stop();
+    if (cloneDir) fs.rmSync(cloneDir, { recursive: true, force: true });
+  }
+}
+
+/** Streams the files into the sandbox's /workspace as one tar archive. */
+async function uploadFiles(
+  hands: HandsContext,
+  sessionId: string,
+  dir: string,
+  files: string[],
+  progress: () => void,
+): Promise<{ files: number; bytes: number }> {
+  const pack = tar.pack();
+  const upload = hands.manager.putArchive(sessionId, pack);
+  try {
+    const counts = await packFiles(pack, dir, files, progress);
+    pack.finalize();
+    await upload;
+    return counts;
+  } catch (err) {
+    pack.destroy(err as Error);
+    await upload.catch(() => undefined);
+    throw err;
+  }
+}
+
+async function gitOutput(dir: string, args: string[]): Promise<string> {
+  const { stdout } = await execFileAsync('git', ['-C', dir, ...args], { maxBuffer: 64 * 1024 * 1024 });
+  return stdout.trim();
+}
+
+/** Clones on the host (the host's credentials stay on the host) and returns the clone directory. */
+async function cloneRepository(url: string, ref: string | undefined, into: string): Promise<string> {
+  const dir = path.join(into, 'repo');
+  try {
+    await execFileAsync('git', ['clone', '--quiet', url, dir], { env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } });
+    if (ref) await execFileAsync('git', ['-C', dir, 'checkout', '--quiet', ref]);
+  } catch (err) {
+    const stderr = (err as { stderr?: string }).stderr ?? String(err);
+    throw handsFailure(
+      HANDS_FAILURE_TYPES.cloneFailed,
+      `git clone ${redactUrl(url)}${ref ? ` (${ref})` : ''} failed: ${redactUrl(stderr.trim())}`,
+    );
+  }
+  const clean = redactUrl(url);
+  if (clean !== url) await execFileAsync('git', ['-C', dir, 'remote', 'set-url', 'origin', clean]);
+  return dir;
+}
+
+function redactUrl(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^@/\s]+@/gi, '$1');
+}
+
+function describeSource(source: SeedSource): string {
+  return source.kind === 'local'
+    ? `local:${source.path}`
+    : `git:${redactUrl(source.url)}${source.ref ? `#${source.ref}` : ''}`;
+}
+
+/**
+ * The files to seed, relative to `dir`: in a git work tree, tracked and untracked-but-not-ignored
+ * files plus the whole `.git` directory (history kept); elsewhere every file except node_modules.
+ */
+export async function listSeedFiles(dir: string): Promise<string[]> {
+  const top = await gitOutput(dir, ['rev-parse', '--show-toplevel']).catch(() => undefined);
+  if (top && fs.realpathSync(top) === fs.realpathSync(dir)) {
+    const { stdout } = await execFileAsync('git', ['-C', dir, 'ls-files', '-co', '--exclude-standard', '-z'], {
+      maxBuffer: 256 * 1024 * 1024,
+    });
+    const listed = stdout.split('\0').filter(Boolean);
+    const gitDir = path.join(dir, '.git');
+    const history = fs.existsSync(gitDir) && fs.lstatSync(gitDir).isDirectory() ? walk(dir, '.git', () => true) : [];
+    return [...history, ...listed];
+  }
+  return walk(dir, '', (name) => name !== 'node_modules');
+}
+
+function walk(root: string, rel: string, keep: (name: string) => boolean): string[] {
+  const out: string[] = [];
+  const entries = fs
+    .readdirSync(path.join(root, rel), { withFileTypes: true })
+    .sort((a, b) => a.name.localeCompare(b.name));
+  for (const entry of entries) {
+    if (!keep(entry.name)) continue;
+    const child = rel ? `${rel}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) out.push(...walk(root, child, keep));
+    else out.push(child);
+  }
+  return out;
+}
+
+/** Adds the files to the tar as uid/gid 1000 (parents first); `.git/config` loses URL credentials. */
+async function packFiles(
+  pack: tar.Pack,
+  dir: string,
+  files: string[],
+  progress: () => void,
+): Promise<{ files: number; bytes: number }> {
+  const dirs = new Set<string>();
+  let count = 0;
+  let bytes = 0;
+  let excludeSeen = false;
+  const owner = { uid: AGENT_UID, gid: AGENT_UID, uname: 'agent', gname: 'agent' };
+  const addDir = (rel: string) => {
+    const parts = rel.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const d = parts.slice(0, i).join('/');
+      if (dirs.has(d)) continue;
+      dirs.add(d);
+      pack.entry({ name: d, type: 'directory', mode: 0o755, mtime: new Date(), ...owner });
+    }
+  };
+  const addBuffer = (name: string, content: Buffer, mode: number, mtime: Date) =>
+    new Promise<void>((resolve, reject) =>
+      pack.entry({ name, mode, mtime, size: content.length, ...owner }, content, (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
+
+  for (const rel of files) {
+    const full = path.join(dir, rel);
+    let stat: fs.Stats;
+    try {
+      stat = fs.lstatSync(full);
+    } catch {
+      continue; // tracked but deleted in the work tree
+    }
+    if (stat.isDirectory()) continue; // a submodule's gitlink
+    addDir(rel);
+    if (stat.isSymbolicLink()) {
+      pack.entry({
+        name: rel,
+        type: 'symlink',
+        linkname: fs.readlinkSync(full),
+        mode: 0o777,
+        mtime: stat.mtime,
+        ...owner,
+      });
+    } else if (stat.isFile()) {
+      let content = fs.readFileSync(full);
+      if (rel === '.git/config') content = Buffer.from(redactUrl(content.toString('utf8')));
+      if (rel === '.git/info/exclude') {
+        content = Buffer.concat([
+          content,
+          Buffer.from(`${content.length && content[content.length - 1] !== 0x0a ? '\n' : ''}.agent/\n`),
+        ]);
+        excludeSeen = true;
+      }
+      await addBuffer(rel, content, stat.mode & 0o777, stat.mtime);
+      bytes += content.length;
+    } else {
+      continue;
+    }
+    count++;
+    if (count % 200 === 0) progress();
+  }
+  if (dirs.has('.git') && !excludeSeen) {
+    addDir('.git/info/exclude');
+    await addBuffer('.git/info/exclude', Buffer.from('.agent/\n'), 0o644, new Date());
+  }
+  return { files: count, bytes };
+}

@@ -1,0 +1,108 @@
+/**
+ * The hands contract: the activities that run on the hands task queue of the Docker host that owns a
+ * session's sandbox, what they take and what they return, and the failure types they throw.
+ * Implemented in `activities/hands/`; called by the workflows, the CLI and the tests.
+ *
+ * Every activity names its sandbox by `sessionId`: one session has one sandbox — a container
+ * `agent-sbx-<sessionId>` on a workspace volume `agent-ws-<sessionId>` (see `sandbox-names.ts`).
+ *
+ * Error contract: a tool that fails (non-zero exit, file not found, an edit that does not match)
+ * is a result with `isError`, never an exception. Only infrastructure failures throw, as
+ * ApplicationFailures whose `type` is one of `HANDS_FAILURE_TYPES`.
+ *
+ * Deterministic: types and constants only (imported by workflow code).
+ */
+
+/** A repository to copy into the workspace before the first tool call. */
+export type SeedSource = { kind: 'local'; path: string } | { kind: 'git'; url: string; ref?: string };
+
+export interface RunToolInput {
+  sessionId: string;
+  operationId?: string;
+  /** The model's `tool_use` id: the key of the activity id, the journal, the run directory and the output file. */
+  toolCallId: string;
+  name: string;
+  /** Already validated by the workflow; validated again by the hands. */
+  input: unknown;
+  /** The call's time budget; `bash` uses min(timeout_ms, this), other tools at most 60 s. */
+  timeoutMs?: number;
+}
+
+/** Where a tool call's full output went when it was too long to return whole. */
+export interface Spill {
+  path: string;
+  bytes: number;
+  lines: number;
+}
+
+export interface ToolOutcome {
+  /** The tool_result content for the model. */
+  content: string;
+  isError: boolean;
+  /** True when the hands made the result up (an interrupted `never` call) instead of running the tool. */
+  synthetic: boolean;
+  exitCode?: number;
+  /** Why the sandbox container was replaced before this call (also stated in `content`). */
+  sandboxReplaced?: string;
+  spill?: Spill;
+}
+
+export interface SeedWorkspaceInput {
+  sessionId: string;
+  operationId?: string;
+  source: SeedSource;
+}
+
+export interface SeedResult {
+  files: number;
+  bytes: number;
+  /** The commit checked out, when the source is a git repository with commits. */
+  head?: string;
+}
+
+export interface SessionRef {
+  sessionId: string;
+  operationId?: string;
+}
+
+export interface HandsActivities {
+  /** Runs one tool call in the session's sandbox, following the tool's replay policy on a retry. */
+  runTool(input: RunToolInput): Promise<ToolOutcome>;
+  /** Copies the repository into the workspace once per session (a later call returns the first result). */
+  seedWorkspace(input: SeedWorkspaceInput): Promise<SeedResult>;
+  /** `git diff` of the workspace against HEAD, new files included. */
+  workspaceDiff(input: SessionRef): Promise<{ diff: string; stat: string }>;
+  /** Removes the container and, unless `keepVolume`, the workspace volume. */
+  destroySandbox(input: SessionRef & { keepVolume: boolean }): Promise<void>;
+  /** Creates the sandbox now (eager provisioning); a no-op when it is already running. */
+  ensureSandbox(input: SessionRef): Promise<{ created: boolean; replaced?: string }>;
+}
+
+/** The `type` of every ApplicationFailure the hands throw. */
+export const HANDS_FAILURE_TYPES = {
+  /** The Docker engine did not answer. Retryable. */
+  unavailable: 'SandboxUnavailable',
+  /** The container went away while a call ran. Retryable (the retry replaces it). */
+  lost: 'SandboxLost',
+  /** Any other Docker or sandbox failure. Retryable. */
+  failed: 'SandboxFailed',
+  /** The sandbox image is not built. Not retryable. */
+  imageMissing: 'SandboxImageMissing',
+  /** A tool call or sandbox id the hands refuse. Not retryable. */
+  invalidInput: 'InvalidToolInput',
+  /** The repository to seed is not a usable directory. Not retryable. */
+  invalidSeedSource: 'InvalidSeedSource',
+  /** Cloning the repository to seed failed. Retryable. */
+  cloneFailed: 'SeedCloneFailed',
+  /** An unexpected error inside the hands. Retryable. */
+  unexpected: 'HandsError',
+} as const;
+
+export type HandsFailureType = (typeof HANDS_FAILURE_TYPES)[keyof typeof HANDS_FAILURE_TYPES];
+
+/** Failures that retrying cannot fix: the activities throw them non-retryable and the presets list them. */
+export const HANDS_NON_RETRYABLE_FAILURE_TYPES: readonly HandsFailureType[] = [
+  HANDS_FAILURE_TYPES.imageMissing,
+  HANDS_FAILURE_TYPES.invalidInput,
+  HANDS_FAILURE_TYPES.invalidSeedSource,
+];

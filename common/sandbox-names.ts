@@ -1,0 +1,38 @@
+/**
+ * How a session's sandbox is named on the Docker host: one rule for session ids and one spelling of
+ * every container, volume and label name. Used by the hands, the CLI, the workflows and the tests.
+ *
+ * Deterministic: pure functions (imported by workflow code).
+ */
+
+/** Session ids: 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit (Docker names allow this). */
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+export const SESSION_ID_RULE = "1-63 letters, digits, '.', '_' or '-', starting with a letter or digit";
+const SESSION_ID_MAX = 63;
+
+export const CONTAINER_PREFIX = 'agent-sbx-';
+export const VOLUME_PREFIX = 'agent-ws-';
+
+/** The session's sandbox container. */
+export const containerNameOf = (sessionId: string): string => `${CONTAINER_PREFIX}${sessionId}`;
+/** The session's workspace volume (mounted at /workspace; outlives every container). */
+export const volumeNameOf = (sessionId: string): string => `${VOLUME_PREFIX}${sessionId}`;
+
+/** Docker labels on every container and volume the harness makes. */
+export const SANDBOX_LABELS = {
+  /** `1` on everything the harness made: what `agent sandbox ls|gc` and the leak check look for. */
+  harness: 'agent.harness',
+  /** The session id (the label keeps its first name so older sandboxes stay listed). */
+  sandbox: 'agent.sandbox',
+  operation: 'agent.operation',
+} as const;
+
+export function isSessionId(value: string): boolean {
+  return SESSION_ID_PATTERN.test(value);
+}
+
+/** A session id derived from any workflow id (which may hold characters Docker names do not allow). */
+export function sessionIdFor(workflowId: string): string {
+  const cleaned = workflowId.replace(/[^A-Za-z0-9_.-]/g, '-').replace(/^[^A-Za-z0-9]+/, '');
+  return (cleaned || 'operation').slice(0, SESSION_ID_MAX);
+}

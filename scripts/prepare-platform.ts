@@ -1,0 +1,17 @@
+/**
+ * Makes the real parts the tests need available: the temporal CLI, a Docker engine and the sandbox
+ * image. Prints only what it had to do.
+ */
+import { ensureDockerEngine } from '../platform/docker-engine';
+import { buildSandboxImage } from '../platform/sandbox-image';
+import { ensureTemporalCli } from '../platform/temporal-cli';
+import { runMain } from '../client/main';
+
+const say = (line: string): void => console.log(`[setup] ${line}`);
+
+runMain(async () => {
+  await ensureTemporalCli(say);
+  const docker = await ensureDockerEngine(say);
+  const image = await buildSandboxImage(docker, say);
+  if (image.built) say(`built the sandbox image ${image.tag} in ${image.seconds.toFixed(0)} s`);
+});

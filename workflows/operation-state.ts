@@ -1,0 +1,95 @@
+/**
+ * The state of one operation run, in one explicit object that every step of the loop receives.
+ * `carry` is what survives continue-as-new (counters and references, never the transcript); the rest
+ * is rebuilt on each run.
+ */
+import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
+import type { TailBlock } from '../common/model-step';
+import { ZERO_USAGE, type TokenUsage } from '../common/model-types';
+import { parseOperationInput, type OperationSettings, type OperationStatus } from '../common/operation';
+import { sessionIdFor } from '../common/sandbox-names';
+import { DEFAULT_HANDS_QUEUE } from '../common/task-queues';
+
+/** State carried across continue-as-new (its field names are part of recorded histories: keep them). */
+export interface OperationCarry {
+  turn: number;
+  steps: number;
+  usage: TokenUsage;
+  /** Messages in the model's context so far (the base fingerprint). */
+  messages: number;
+  lastReplyId: string | null;
+  /** The next user message: the goal, then tool results and steering. */
+  tail: TailBlock[];
+  pendingSteering: string[];
+  sandboxUsed: boolean;
+  seeded: boolean;
+  startedAtMs: number;
+  runs: number;
+  finalText: string;
+}
+
+export type EndState = 'completed' | 'failed' | 'aborted';
+
+/** How the operation ended: its one terminal state and why. */
+export class OperationEnd {
+  constructor(
+    readonly state: EndState,
+    readonly reason: string,
+  ) {}
+}
+
+export interface OperationRun {
+  readonly settings: OperationSettings;
+  readonly operationId: string;
+  /** The session whose sandbox the tools run in (defaults to one derived from the workflow id). */
+  readonly sessionId: string;
+  readonly handsQueue: string;
+  readonly carry: OperationCarry;
+  phase: OperationStatus['phase'];
+  lastTool?: OperationStatus['lastTool'];
+  /** Set when an abort was accepted; the loop stops at the next opportunity. */
+  abortReason?: string;
+  ended?: OperationEnd;
+}
+
+/** Validates the input (failing the workflow with `InvalidOperationInput`) and sets up the run's state. */
+export function startOperationRun(rawInput: unknown, carry: OperationCarry | undefined): OperationRun {
+  const parsed = parseOperationInput(rawInput);
+  if (!parsed.ok) {
+    throw ApplicationFailure.nonRetryable(`invalid operation input: ${parsed.error}`, 'InvalidOperationInput');
+  }
+  const settings = parsed.value;
+  const operationId = workflowInfo().workflowId;
+  const state = carry ?? newCarry(settings);
+  state.runs += 1;
+  return {
+    settings,
+    operationId,
+    sessionId: settings.sessionId ?? sessionIdFor(operationId),
+    handsQueue: settings.handsTaskQueue ?? DEFAULT_HANDS_QUEUE,
+    carry: state,
+    phase: 'starting',
+  };
+}
+
+function newCarry(settings: OperationSettings): OperationCarry {
+  return {
+    turn: 0,
+    steps: 0,
+    usage: { ...ZERO_USAGE },
+    messages: 0,
+    lastReplyId: null,
+    tail: [{ type: 'text', text: settings.goal }],
+    pendingSteering: [],
+    sandboxUsed: false,
+    seeded: false,
+    startedAtMs: Date.now(),
+    runs: 0,
+    finalText: '',
+  };
+}
+
+/** The heartbeat override of every activity of the operation (`heartbeatTimeoutMs`), if set. */
+export function heartbeatOverride(op: OperationRun): { heartbeatTimeout?: number } {
+  return op.settings.heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeout: op.settings.heartbeatTimeoutMs };
+}

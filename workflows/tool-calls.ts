@@ -1,0 +1,98 @@
+/**
+ * The tool batch of one turn: each call the model asked for, in order, as its own activity on the
+ * hands queue (id `tool-<toolCallId>`, summary `bash: npm test`). A call is prepared (validated
+ * against the catalogue: an invalid call records no intent, the refusal is its result), executed,
+ * and turned into the `tool_result` the model sees next. After an abort the remaining calls are
+ * answered without running.
+ */
+import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import type { HandsActivities } from '../common/hands';
+import type { TailBlock } from '../common/model-step';
+import type { ToolResultBlockParam, ToolUseBlock } from '../common/model-types';
+import { toolRunTimeoutMs, toolSummary, validateToolCall, type ToolInput, type ToolName } from '../common/tools';
+import { heartbeatOverride, type OperationRun } from './operation-state';
+import { toolActivityOptions } from './policies';
+import type { OperationSandbox } from './sandbox';
+import { showDetails } from './visibility';
+
+type PreparedCall =
+  { ok: true; input: ToolInput<ToolName>; summary: string } | { ok: false; result: ToolResultBlockParam };
+
+export async function runToolBatch(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  calls: ToolUseBlock[],
+): Promise<TailBlock[]> {
+  const results: TailBlock[] = [];
+  for (const call of calls) {
+    if (op.abortReason !== undefined) {
+      results.push(toolResult(call.id, `not run: the operation was aborted (${op.abortReason})`, true));
+      continue;
+    }
+    const prepared = prepareToolCall(op, call);
+    results.push(prepared.ok ? await executeToolCall(op, sandbox, call, prepared) : prepared.result);
+  }
+  return results;
+}
+
+function prepareToolCall(op: OperationRun, call: ToolUseBlock): PreparedCall {
+  const checked = validateToolCall(call.name, call.input);
+  if (!checked.ok) {
+    op.lastTool = { name: call.name, summary: `${call.name}: invalid arguments`, isError: true };
+    return { ok: false, result: toolResult(call.id, checked.error, true) };
+  }
+  return { ok: true, input: checked.input, summary: toolSummary(call.name, checked.input) };
+}
+
+async function executeToolCall(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  call: ToolUseBlock,
+  prepared: Extract<PreparedCall, { ok: true }>,
+): Promise<ToolResultBlockParam> {
+  const { summary } = prepared;
+  const name = call.name as ToolName;
+  op.lastTool = { name, summary };
+  showDetails(op);
+  try {
+    await sandbox.ready();
+    const timeoutMs = toolRunTimeoutMs(name, prepared.input, op.settings.toolTimeoutMs);
+    const { runTool } = proxyActivities<HandsActivities>({
+      ...toolActivityOptions(name, prepared.input, op.settings.toolTimeoutMs),
+      ...heartbeatOverride(op),
+      taskQueue: op.handsQueue,
+      activityId: `tool-${call.id}`,
+      summary,
+    });
+    op.carry.steps += 1;
+    const outcome = await runTool({
+      sessionId: op.sessionId,
+      operationId: op.operationId,
+      toolCallId: call.id,
+      name,
+      input: prepared.input,
+      timeoutMs,
+    });
+    op.lastTool = { name, summary, isError: outcome.isError };
+    return toolResult(call.id, outcome.content, outcome.isError);
+  } catch (err) {
+    if (isCancellation(err) || op.abortReason !== undefined) {
+      op.abortReason ??= 'cancelled';
+      return toolResult(
+        call.id,
+        `interrupted: the operation was aborted (${op.abortReason}) while this call ran; its process was stopped. The workspace is preserved.`,
+        true,
+      );
+    }
+    // Retries exhausted or a non-retryable infrastructure failure: the model hears about it.
+    const message = err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
+    op.lastTool = { name, summary, isError: true };
+    return toolResult(call.id, `tool infrastructure error: ${message}`, true);
+  }
+}
+
+export function toolResult(toolCallId: string, content: string, isError: boolean): ToolResultBlockParam {
+  return isError
+    ? { type: 'tool_result', tool_use_id: toolCallId, content, is_error: true }
+    : { type: 'tool_result', tool_use_id: toolCallId, content };
+}
