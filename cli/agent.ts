@@ -20,6 +20,7 @@ import {
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { connectClient, queueSettings, temporalSettings, workflowUrl } from '../client/connection';
 import { startWorkers } from '../workers/run';
+import { handsHostSettings } from '../workers/hands-host';
 import { isTemporalServing } from '../platform/dev-server';
 import { localServerSettings, startLocalServer, stopLocalServer } from '../platform/local-server';
 import { runMain } from '../client/main';
@@ -211,7 +212,7 @@ async function worker(role: 'brain' | 'hands' | 'dev'): Promise<number> {
   const started = await startWorkers(role);
   console.log(
     `${role} worker running on ${temporalSettings().address}` +
-      `${started.queues.brain ? ` · brain queue ${started.queues.brain}` : ''}${started.queues.hands ? ` · hands queue ${started.queues.hands}` : ''}` +
+      `${started.queues.brain ? ` · brain queue ${started.queues.brain}` : ''}${started.queues.hands ? ` · hands queue ${started.queues.hands} · host ${handsHostSettings().host}` : ''}` +
       ' (Ctrl-C stops it gracefully)',
   );
   await started.run();

@@ -60,8 +60,10 @@ export interface PendingActivityProbe {
   state: 'scheduled' | 'started' | 'cancel-requested' | 'paused' | 'absent';
   attempt: number;
   lastFailure?: string;
-  /** Workers that polled the task queue recently (activity pollers). */
+  /** Workers the server remembers polling the task queue for activities (for some minutes after they stop). */
   pollers: number;
+  /** How long ago the most recent of them polled. */
+  lastPollAgoMs?: number;
 }
 
 /** The operations activities (run on the brain queue: they only talk to the Temporal server). */

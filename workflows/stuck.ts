@@ -103,9 +103,9 @@ export function stuckReason(
   if (probe.state === 'absent' || probe.state === 'cancel-requested') return undefined;
   const failure = probe.lastFailure ? { lastFailure: probe.lastFailure } : {};
   if (probe.state === 'paused') return { reason: `stuck: ${target.waitingOn} is paused`, ...failure };
-  if (probe.state === 'scheduled' && probe.pollers === 0) {
-    const lost = target.host ? ` (hands host ${target.host} lost? see the runbook: replaceHandsHost)` : '';
-    return { reason: `stuck: no worker polls ${target.taskQueue}${lost}`, ...failure };
+  if (probe.state === 'scheduled' && probe.attempt === 1) {
+    // A free poller takes a scheduled task at once: one still waiting after the limit has none.
+    return { reason: `stuck: no worker polls ${target.taskQueue}${pollerNote(probe)}${lostHost(target)}`, ...failure };
   }
   if (probe.attempt > limits.retryAttempts || (probe.attempt > 1 && elapsedMs >= limits.retryMs)) {
     return {
@@ -113,13 +113,20 @@ export function stuckReason(
       ...failure,
     };
   }
-  if (probe.state === 'scheduled' && probe.attempt === 1) {
-    const seconds = Math.round(elapsedMs / 1000);
-    return {
-      reason: `stuck: ${target.waitingOn} not started after ${seconds} s (${probe.pollers} workers poll ${target.taskQueue}, all busy)`,
-    };
+  if (probe.state === 'scheduled' && probe.pollers === 0) {
+    return { reason: `stuck: no worker polls ${target.taskQueue}${lostHost(target)}`, ...failure };
   }
   return undefined;
+}
+
+function pollerNote(probe: PendingActivityProbe): string {
+  if (probe.pollers === 0 || probe.lastPollAgoMs === undefined) return '';
+  // No time in the words: the reason changes (and is published) only when the verdict does.
+  return ` (${probe.pollers} worker${probe.pollers === 1 ? '' : 's'} polled it before: all busy, or gone)`;
+}
+
+function lostHost(target: WatchTarget): string {
+  return target.host ? ` — hands host ${target.host} lost? (runbook: replaceHandsHost)` : '';
 }
 
 /** Sets or clears the stuck state and shows the change (search attribute, current details). */

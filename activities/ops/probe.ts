@@ -32,15 +32,24 @@ export async function probePendingActivity(
     }),
   ]);
   const pollers = (queue.pollers ?? []).length;
+  const lastPoll = Math.max(0, ...(queue.pollers ?? []).map((p) => timestampMs(p.lastAccessTime)));
+  const lastPollAgo = lastPoll > 0 ? { lastPollAgoMs: Math.max(0, Date.now() - lastPoll) } : {};
   const pending = (described.pendingActivities ?? []).find((a) => a.activityId === input.activityId);
-  if (!pending) return { state: 'absent', attempt: 0, pollers };
+  if (!pending) return { state: 'absent', attempt: 0, pollers, ...lastPollAgo };
   const lastFailure = pending.lastFailure?.message ?? undefined;
   return {
     state: stateName(pending.state, pending.pauseInfo != null),
     attempt: pending.attempt ?? 1,
     ...(lastFailure ? { lastFailure } : {}),
     pollers,
+    ...lastPollAgo,
   };
+}
+
+/** A protobuf Timestamp (seconds as a number or a Long) in milliseconds since the epoch. */
+function timestampMs(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): number {
+  if (!ts?.seconds) return 0;
+  return Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6);
 }
 
 function stateName(state: temporal.api.enums.v1.PendingActivityState | null | undefined, paused: boolean) {
