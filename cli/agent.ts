@@ -26,7 +26,9 @@ import { localServerSettings, startLocalServer, stopLocalServer } from '../platf
 import { runMain } from '../client/main';
 import { AgentCommand, HELP, parseAgentArgs } from './args';
 import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
+import { doctorCommand } from './doctor';
 import { sandboxCommand } from './sandbox';
+import { setupCommand } from './setup';
 
 export async function main(argv: string[]): Promise<number> {
   const command = parseAgentArgs(argv);
@@ -60,6 +62,10 @@ export async function main(argv: string[]): Promise<number> {
       return server(command.action);
     case 'sandbox':
       return sandboxCommand(command.args);
+    case 'setup':
+      return setupCommand();
+    case 'doctor':
+      return doctorCommand(command.json);
   }
 }
 

@@ -163,7 +163,7 @@ describe('hands routing across two hosts (real Temporal, Docker and scripted mod
       () => undefined,
       (err: Error) => err,
     );
-    expect(refused?.cause?.message).toMatch(/reason: must be a non-empty string/);
+    expect((refused?.cause as Error | undefined)?.message).toMatch(/reason: must be a non-empty string/);
     const decision = await handle.executeUpdate(replaceHandsHostUpdate, {
       args: [{ reason: 'host-a was decommissioned' }],
     });
