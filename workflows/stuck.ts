@@ -36,7 +36,7 @@ export interface WatchTarget {
   host?: string;
 }
 
-/** Most time between two looks at an activity that runs normally (it doubles up to this). */
+/** Most time between two looks at an activity (the wait doubles up to this while nothing changes). */
 const CALM_RECHECK_CAP_MS = 10 * 60_000;
 
 /** Runs `run` (which schedules the activity `target.activityId`) under the stuck watch. */
@@ -83,9 +83,15 @@ async function watch(op: OperationRun, target: WatchTarget, finished: () => bool
     if (finished()) return;
     const reason = stuckReason(probe, target, limits, Date.now() - since);
     if (reason) {
-      const sinceIso = op.stuck?.reason === reason.reason ? op.stuck.since : new Date().toISOString();
-      setStuck(op, { ...reason, waitingOn: target.waitingOn, since: sinceIso });
-      wait = recheckMs;
+      const same = op.stuck?.reason === reason.reason;
+      setStuck(op, {
+        ...reason,
+        waitingOn: target.waitingOn,
+        since: same ? op.stuck!.since : new Date().toISOString(),
+      });
+      // Looked at again soon after a change, then less and less often: a run stuck for days keeps
+      // its history small. Recovery does not wait for a look: the activity finishing ends the watch.
+      wait = same ? Math.min(wait * 2, CALM_RECHECK_CAP_MS) : recheckMs;
     } else {
       setStuck(op, undefined);
       wait = Math.min(Math.max(wait, recheckMs) * 2, CALM_RECHECK_CAP_MS);

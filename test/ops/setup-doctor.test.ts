@@ -9,8 +9,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import Docker from 'dockerode';
 import { SandboxManager } from '../../activities/hands/sandbox-manager';
 import { operationResult } from '../../client/operation-result';
@@ -18,11 +17,11 @@ import { OPERATION_WORKFLOW_TYPE, statusQuery, type OperationInput } from '../..
 import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 import { freePort, startDevServer, type DevServer } from '../../platform/dev-server';
 import { DATA_DIR, PROJECT_ROOT } from '../../platform/paths';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
-import { createBrainWorker, createHandsWorker } from '../../workers/workers';
+import type { ScriptedModelServer } from '../../scripted-model/server';
 import type { DoctorReport } from '../../cli/doctor';
 import { testPlatform } from '../support/env';
-import { testModelSettings, waitFor } from '../support/operation-harness';
+import { waitFor } from '../support/operation-harness';
+import { withServerWorkers } from '../support/server-workers';
 
 const run = promisify(execFile);
 const AGENT = path.join(PROJECT_ROOT, 'bin', 'agent');
@@ -180,32 +179,6 @@ describe('agent setup and agent doctor on a bare server (real processes)', () =>
     });
   });
 
-  /** A brain and a hands worker on the bare server, with the scripted model. */
-  async function withWorkers(fn: (client: Client, model: ScriptedModelServer) => Promise<void>): Promise<void> {
-    const model = await startScriptedModelServer({ script: [] });
-    const connection = await Connection.connect({ address: server.address });
-    const native = await NativeConnection.connect({ address: server.address });
-    const client = new Client({ connection, namespace: 'default' });
-    const common = { connection: native, namespace: 'default' };
-    const workers: Worker[] = [
-      await createBrainWorker({
-        ...common,
-        taskQueue: brainQueue,
-        client,
-        modelSettings: testModelSettings(model.url),
-        workflowBundle: { codePath: testPlatform().workflowBundlePath },
-      }),
-      await createHandsWorker({ ...common, taskQueue: handsQueue, docker, image: testPlatform().sandboxImage }),
-    ];
-    const running = workers.map((worker) => worker.run());
-    try {
-      await fn(client, model);
-    } finally {
-      for (const worker of workers) worker.shutdown();
-      await Promise.all(running);
-      await model.stop();
-      await connection.close();
-      await native.close();
-    }
-  }
+  const withWorkers = (fn: (client: Client, model: ScriptedModelServer) => Promise<void>) =>
+    withServerWorkers(server.address, { brain: brainQueue, hands: handsQueue }, fn);
 });
