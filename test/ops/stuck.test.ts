@@ -83,6 +83,29 @@ describe('stuck detection (real Temporal, Docker and scripted model)', () => {
     expect(statuses.slice(firstStuck + 1)).toContain('running');
     expect(statuses[statuses.length - 1]).toBe('completed');
     expect(await agentStatusNow(handle)).toBe('completed');
+    // The closed run's details stay readable without a worker: in its memo.
+    expect(String((await handle.describe()).memo?.details)).toContain('**completed**');
+  });
+
+  it('reports a model step retrying past the attempts with its last failure, and clears when a retry succeeds', async () => {
+    h.model.setScript([
+      { fault: { type: 'server_error', status: 503 } },
+      { fault: { type: 'server_error', status: 503 } },
+      { text: 'third time lucky' },
+    ]);
+    const handle = await h.start({
+      goal: 'ride out a flaky API',
+      stuck: { notStartedMs: 1_000, recheckMs: 500, retryAttempts: 1 },
+    });
+    const stuck = await waitFor(async () => (await handle.query(statusQuery)).stuck, 'the retrying step to be stuck');
+    expect(stuck.reason).toMatch(/^stuck: model turn 1 retrying \(attempt [23]\): /);
+    expect(stuck.lastFailure).toBeDefined();
+    const result = await operationResult(handle);
+    expect(result.state).toBe('completed');
+    expect(result.finalText).toBe('third time lucky');
+    const statuses = await agentStatusHistory(handle);
+    expect(statuses.indexOf('stuck')).toBeGreaterThan(0);
+    expect(statuses.slice(statuses.indexOf('stuck') + 1)).toEqual(expect.arrayContaining(['running', 'completed']));
   });
 
   const noteSeen = (request: ScriptedRequest): boolean => request.lastUserText.includes(NOTE);
@@ -137,6 +160,15 @@ describe('stuck detection (real Temporal, Docker and scripted model)', () => {
     expect(result.state).toBe('completed');
     expect(result.finalText).toBe('done differently');
     h.model.assertScriptFinished();
+  });
+
+  it('a cancelled run ends with AgentStatus "aborted", never left "running"', async () => {
+    h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'sleep 600' } }] }]);
+    const handle = await h.start({ goal: 'be cancelled' });
+    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'the tool to run');
+    await handle.cancel();
+    await handle.result().catch(() => undefined);
+    expect(await agentStatusNow(handle)).toBe('aborted');
   });
 
   it('rejects bad stuck limits naming the field, and a rejected input is findable by AgentStatus', async () => {

@@ -109,6 +109,11 @@ describe('the Web UI shows what operators need (real browser)', () => {
     await historyRow(page, 'Activity Task Scheduled', 'claim a hands host').waitFor(UI_WAIT);
     await historyRow(page, 'Activity Task Scheduled', 'remove the container').waitFor(UI_WAIT);
     shots.push(await browser.screenshot('3-completed-activity-summaries'));
+
+    // Kept for when no worker answers "Current Details" any more: the memo.
+    await page.goto(`${base}/memo`);
+    await page.getByText('**completed** — end_turn', { exact: false }).first().waitFor(UI_WAIT);
+    shots.push(await browser.screenshot('3b-completed-memo'));
   });
 
   it("shows a stuck operation's reason in its current details", async () => {
