@@ -121,6 +121,7 @@ describe('the Web UI shows what operators need (real browser)', () => {
     await historyRow(page, 'Activity Task Scheduled', 'turn 3 · turn 2 → write_file').waitFor(UI_WAIT);
     await historyRow(page, 'Activity Task Scheduled', 'claim a hands host').waitFor(UI_WAIT);
     await historyRow(page, 'Activity Task Scheduled', 'remove the container').waitFor(UI_WAIT);
+    await historyRow(page, 'Activity Task Scheduled', 'turn 3 · turn 2 → write_file').scrollIntoViewIfNeeded();
     shots.push(await browser.screenshot('3-completed-activity-summaries'));
 
     // Kept for when no worker answers "Current Details" any more: the memo.
