@@ -14,6 +14,8 @@ import { createBrainWorker, createHandsWorker } from '../workers/workers';
 import { benchModelSettings } from './model';
 import { containerNameOf, volumeNameOf } from '../common/sandbox-names';
 
+const BENCH_LOOP_LIMITS = { sameCallRepeats: 100, alternations: 100, errorTurns: 100 };
+
 export interface BenchPlatform {
   address: string;
   namespace: string;
@@ -89,7 +91,8 @@ export function startOperation(
   return client.workflow.start(OPERATION_WORKFLOW_TYPE, {
     taskQueue: queues.brainQueue,
     workflowId,
-    args: [{ handsTaskQueue: queues.handsQueue, ...input }],
+    // The scenarios repeat one call on purpose: loop detection would end them as stuck.
+    args: [{ handsTaskQueue: queues.handsQueue, stuck: BENCH_LOOP_LIMITS, ...input }],
   });
 }
 

@@ -20,12 +20,15 @@ import {
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { connectClient, queueSettings, temporalSettings, workflowUrl } from '../client/connection';
 import { startWorkers } from '../workers/run';
+import { handsHostSettings } from '../workers/hands-host';
 import { isTemporalServing } from '../platform/dev-server';
 import { localServerSettings, startLocalServer, stopLocalServer } from '../platform/local-server';
 import { runMain } from '../client/main';
 import { AgentCommand, HELP, parseAgentArgs } from './args';
 import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
+import { doctorCommand } from './doctor';
 import { sandboxCommand } from './sandbox';
+import { setupCommand } from './setup';
 
 export async function main(argv: string[]): Promise<number> {
   const command = parseAgentArgs(argv);
@@ -59,6 +62,10 @@ export async function main(argv: string[]): Promise<number> {
       return server(command.action);
     case 'sandbox':
       return sandboxCommand(command.args);
+    case 'setup':
+      return setupCommand();
+    case 'doctor':
+      return doctorCommand(command.json);
   }
 }
 
@@ -211,7 +218,7 @@ async function worker(role: 'brain' | 'hands' | 'dev'): Promise<number> {
   const started = await startWorkers(role);
   console.log(
     `${role} worker running on ${temporalSettings().address}` +
-      `${started.queues.brain ? ` · brain queue ${started.queues.brain}` : ''}${started.queues.hands ? ` · hands queue ${started.queues.hands}` : ''}` +
+      `${started.queues.brain ? ` · brain queue ${started.queues.brain}` : ''}${started.queues.hands ? ` · hands queue ${started.queues.hands} · host ${handsHostSettings().host}` : ''}` +
       ' (Ctrl-C stops it gracefully)',
   );
   await started.run();

@@ -22,7 +22,9 @@ export type AgentCommand =
   | { kind: 'diff'; id: string }
   | { kind: 'worker'; role: 'brain' | 'hands' | 'dev' }
   | { kind: 'server'; action: 'start' | 'stop' | 'status' }
-  | { kind: 'sandbox'; args: string[] };
+  | { kind: 'sandbox'; args: string[] }
+  | { kind: 'setup' }
+  | { kind: 'doctor'; json: boolean };
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -149,6 +151,16 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
     }
     case 'sandbox':
       return { kind: 'sandbox', args: rest };
+    case 'setup': {
+      const { positional } = parseFlags(rest, {});
+      if (positional.length) throw new UsageError(`agent setup takes no arguments, got "${positional[0]}"`);
+      return { kind: 'setup' };
+    }
+    case 'doctor': {
+      const { positional, flags } = parseFlags(rest, { json: 'boolean' });
+      if (positional.length) throw new UsageError(`agent doctor takes no arguments, got "${positional[0]}"`);
+      return { kind: 'doctor', json: flags.json === true };
+    }
     default:
       throw new UsageError(`unknown command "${command}": run \`agent help\``);
   }
@@ -166,6 +178,10 @@ export const HELP = `agent — run a durable coding agent on Temporal
   agent worker [brain|hands|dev]    run a worker (dev: both, one process)
   agent server [start|stop|status]  the local Temporal dev server with its Web UI
   agent sandbox ls|rm <id>|gc       list and remove leftover sandboxes
+  agent setup                       register the search attributes on the namespace (any cluster); check the queues
+  agent doctor [--json]             what is unhealthy (stuck operations, queues nobody polls, failing
+                                    workflow tasks, leaked containers) and the command that fixes each
 
 Environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (and the temporal CLI's TLS/API-key variables),
-ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, AGENT_MODEL, AGENT_BRAIN_QUEUE, AGENT_HANDS_QUEUE.`;
+ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, AGENT_MODEL, AGENT_BRAIN_QUEUE, AGENT_HANDS_QUEUE,
+AGENT_HANDS_HOST, AGENT_SANDBOX_PREFIX.`;

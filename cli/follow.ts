@@ -10,7 +10,8 @@ export function formatProgress(status: OperationStatus, elapsedMs: number): stri
   const tokens = totalTokens(status.usage);
   const tool = status.lastTool ? ` · ${status.lastTool.summary}${status.lastTool.isError ? ' ✗' : ''}` : '';
   const steering = status.pendingSteering ? ` · ${status.pendingSteering} steering queued` : '';
-  return `turn ${status.turn} · ${status.phase}${tool} · ${formatTokens(tokens)} tokens · $${status.costUsd.toFixed(4)} · ${formatElapsed(elapsedMs)}${steering}`;
+  const stuck = status.stuck ? ` · ⚠ ${status.stuck.reason}` : '';
+  return `turn ${status.turn} · ${status.phase}${tool} · ${formatTokens(tokens)} tokens · $${status.costUsd.toFixed(4)} · ${formatElapsed(elapsedMs)}${steering}${stuck}`;
 }
 
 export const formatTokens = (n: number): string =>

@@ -4,6 +4,7 @@
  */
 import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
+import { handsHostSettings } from '../workers/hands-host';
 import { SandboxManager, type GcResult, type SandboxInfo } from '../activities/hands/sandbox-manager';
 
 export type SandboxCommand =
@@ -101,7 +102,13 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
     out(SANDBOX_USAGE);
     return 0;
   }
-  const manager = deps.manager ?? new SandboxManager({ docker: await requireDocker(), image: sandboxImageTag() });
+  const manager =
+    deps.manager ??
+    new SandboxManager({
+      docker: await requireDocker(),
+      image: sandboxImageTag(),
+      namePrefix: handsHostSettings().namePrefix,
+    });
   const now = deps.now ?? Date.now;
   switch (command.kind) {
     case 'ls': {

@@ -72,8 +72,8 @@ export interface HandsActivities {
   seedWorkspace(input: SeedWorkspaceInput): Promise<SeedResult>;
   /** `git diff` of the workspace against HEAD, new files included. */
   workspaceDiff(input: SessionRef): Promise<{ diff: string; stat: string }>;
-  /** Removes the container and, unless `keepVolume`, the workspace volume. */
-  destroySandbox(input: SessionRef & { keepVolume: boolean }): Promise<void>;
+  /** Removes the container and, unless `keepVolume`, the workspace volume; says which existed and went. */
+  destroySandbox(input: SessionRef & { keepVolume: boolean }): Promise<{ container: boolean; volume: boolean }>;
   /** Creates the sandbox now (eager provisioning); a no-op when it is already running. */
   ensureSandbox(input: SessionRef): Promise<{ created: boolean; replaced?: string }>;
 }

@@ -8,6 +8,7 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import type { TokenUsage, ToolResultBlockParam } from './model-types';
 import { SESSION_ID_PATTERN, SESSION_ID_RULE } from './sandbox-names';
+import { stuckLimitsSchema, type StuckState } from './stuck';
 import { describeZodError } from './validation';
 
 /** The workflow type name, for `temporal workflow start --type operation`. */
@@ -60,6 +61,8 @@ export const operationInputSchema = z.strictObject({
   heartbeatTimeoutMs: z.int().min(1_000).max(600_000).optional(),
   /** Default timeout of one tool call in milliseconds. */
   toolTimeoutMs: z.int().positive().max(3_600_000).default(600_000),
+  /** When the operation calls itself stuck (`common/stuck.ts`); every limit has a default. */
+  stuck: stuckLimitsSchema.prefault({}),
 });
 
 export type OperationInput = z.input<typeof operationInputSchema>;
@@ -95,6 +98,12 @@ export interface OperationStatus {
   startedAt: string;
   /** Workflow runs so far (continue-as-new). */
   runs: number;
+  /** Set while the operation is stuck: why, on what, since when (cleared when the cause goes away). */
+  stuck?: StuckState;
+  /** What the operation waits for now (`model turn 3`, `tool bash: npm test on agent-hands`). */
+  waitingFor?: string;
+  /** The hands host holding the session's workspace, once a tool call chose it. */
+  handsHost?: string;
 }
 
 export interface OperationResult {
@@ -115,6 +124,10 @@ export interface OperationResult {
    * each of that turn's `tool_use` blocks would have been answered with.
    */
   openToolResults: ToolResultBlockParam[];
+  /** The run's last "current details" (markdown), kept so a closed run still shows them. */
+  details?: string;
+  /** The hands host that held the workspace. */
+  handsHost?: string;
 }
 
 export const steerUpdate = defineUpdate<{ accepted: true; position: number }, [{ text: string }]>('steer');

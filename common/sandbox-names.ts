@@ -10,13 +10,21 @@ export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 export const SESSION_ID_RULE = "1-63 letters, digits, '.', '_' or '-', starting with a letter or digit";
 const SESSION_ID_MAX = 63;
 
-export const CONTAINER_PREFIX = 'agent-sbx-';
-export const VOLUME_PREFIX = 'agent-ws-';
+/**
+ * What every container and volume name starts with. A hands worker may use another
+ * (`AGENT_SANDBOX_PREFIX`), e.g. when two hands hosts share one Docker engine in a test.
+ */
+export const DEFAULT_NAME_PREFIX = 'agent-';
+export const NAME_PREFIX_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$/;
+export const NAME_PREFIX_RULE = "1-32 letters, digits, '.', '_' or '-', starting with a letter or digit";
+
+export const CONTAINER_PREFIX = `${DEFAULT_NAME_PREFIX}sbx-`;
+export const VOLUME_PREFIX = `${DEFAULT_NAME_PREFIX}ws-`;
 
 /** The session's sandbox container. */
-export const containerNameOf = (sessionId: string): string => `${CONTAINER_PREFIX}${sessionId}`;
+export const containerNameOf = (sessionId: string, prefix = DEFAULT_NAME_PREFIX): string => `${prefix}sbx-${sessionId}`;
 /** The session's workspace volume (mounted at /workspace; outlives every container). */
-export const volumeNameOf = (sessionId: string): string => `${VOLUME_PREFIX}${sessionId}`;
+export const volumeNameOf = (sessionId: string, prefix = DEFAULT_NAME_PREFIX): string => `${prefix}ws-${sessionId}`;
 
 /** Docker labels on every container and volume the harness makes. */
 export const SANDBOX_LABELS = {

@@ -7,7 +7,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 export const SEARCH_ATTRIBUTES = {
-  /** Operation state: running | completed | failed | aborted. */
+  /** Operation state: one of `AGENT_STATUSES`. */
   status: defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD),
   /** The repository the operation works on (path or URL). */
   repo: defineSearchAttributeKey('AgentRepo', SearchAttributeType.KEYWORD),
@@ -22,6 +22,14 @@ export const SEARCH_ATTRIBUTES = {
   /** Model turns taken so far. */
   turns: defineSearchAttributeKey('AgentTurns', SearchAttributeType.INT),
 } as const;
+
+/**
+ * The values of `AgentStatus`. `stuck` and `waiting-approval` are set while the run is open and
+ * cleared (back to `running`) when the cause goes away; a run that ended by termination or a
+ * workflow timeout keeps its last value, so queries for live runs add `ExecutionStatus = "Running"`.
+ */
+export const AGENT_STATUSES = ['running', 'waiting-approval', 'stuck', 'completed', 'failed', 'aborted'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
 /** `NAME=Type` pairs as the `temporal server start-dev --search-attribute` flag expects them. */
 export function searchAttributeFlags(): string[] {

@@ -32,6 +32,8 @@ export interface DevServerOptions {
   dynamicConfig?: Record<string, unknown>;
   /** How long to wait for readiness. */
   readyTimeoutMs?: number;
+  /** Register the project's search attributes at start (default true; false gives a bare server, as a cluster is). */
+  searchAttributes?: boolean;
 }
 
 export interface DevServer {
@@ -84,7 +86,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
       'synchronous=NORMAL',
     );
   }
-  for (const flag of searchAttributeFlags()) args.push('--search-attribute', flag);
+  if (opts.searchAttributes !== false) for (const flag of searchAttributeFlags()) args.push('--search-attribute', flag);
   for (const [key, value] of Object.entries(opts.dynamicConfig ?? {})) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   }

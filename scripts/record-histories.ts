@@ -21,7 +21,10 @@ import { containerNameOf } from '../common/sandbox-names';
 
 const FIXTURES = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 
-runMain(async () => {
+runMain(async (args) => {
+  // Existing fixtures are kept (old histories must keep replaying); --replace re-records them all.
+  const replace = args.includes('--replace');
+  const wanted = (name: string): boolean => replace || !fs.existsSync(path.join(FIXTURES, `${name}.json`));
   await requireDocker();
   const cli = await ensureTemporalCli();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-record-'));
@@ -56,65 +59,105 @@ runMain(async () => {
     fs.writeFileSync(path.join(FIXTURES, `${name}.json`), `${JSON.stringify(history, null, 1)}\n`);
     console.log(`recorded ${name} (${history.events.length} events)`);
   };
+  let handle: Awaited<ReturnType<typeof h.start>>;
   try {
-    h.model.setScript([
-      { toolCalls: [{ name: 'list_files', input: {} }] },
-      {
-        toolCalls: [
-          { name: 'read_file', input: { path: 'src/math.js' } },
-          {
-            name: 'edit_file',
-            input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 },
-          },
-        ],
-      },
-      {
-        toolCalls: [
-          {
-            name: 'edit_file',
-            input: {
-              path: 'src/math.js',
-              old_text: 'sum(values) / (values.length - 1)',
-              new_text: 'sum(values) / values.length',
+    if (wanted('completed-with-tools')) {
+      h.model.setScript([
+        { toolCalls: [{ name: 'list_files', input: {} }] },
+        {
+          toolCalls: [
+            { name: 'read_file', input: { path: 'src/math.js' } },
+            {
+              name: 'edit_file',
+              input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 },
             },
-          },
-        ],
-      },
-      { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | tail -n 3' } }] },
-      { text: 'Fixed.' },
-    ]);
-    let handle = await h.start(
-      { goal: 'fix the failing test', repo: { kind: 'local', path: calculator } },
-      'fixture-completed',
-    );
-    await operationResult(handle);
-    await record('completed-with-tools', handle.workflowId);
+          ],
+        },
+        {
+          toolCalls: [
+            {
+              name: 'edit_file',
+              input: {
+                path: 'src/math.js',
+                old_text: 'sum(values) / (values.length - 1)',
+                new_text: 'sum(values) / values.length',
+              },
+            },
+          ],
+        },
+        { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | tail -n 3' } }] },
+        { text: 'Fixed.' },
+      ]);
+      handle = await h.start(
+        { goal: 'fix the failing test', repo: { kind: 'local', path: calculator } },
+        'fixture-completed',
+      );
+      await operationResult(handle);
+      await record('completed-with-tools', handle.workflowId);
+    }
 
-    h.model.setScript([
-      { toolCalls: [{ name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done' } }] },
-      { text: 'ok' },
-    ]);
-    handle = await h.start({ goal: 'steer me' }, 'fixture-steered');
-    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
-    await handle.executeUpdate(steerUpdate, { args: [{ text: 'also mention the weather' }] });
-    execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
-    await operationResult(handle);
-    await record('steered', handle.workflowId);
+    if (wanted('steered')) {
+      h.model.setScript([
+        { toolCalls: [{ name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done' } }] },
+        { text: 'ok' },
+      ]);
+      handle = await h.start({ goal: 'steer me' }, 'fixture-steered');
+      await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
+      await handle.executeUpdate(steerUpdate, { args: [{ text: 'also mention the weather' }] });
+      execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
+      await operationResult(handle);
+      await record('steered', handle.workflowId);
+    }
 
-    h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'sleep 600' } }] }]);
-    handle = await h.start({ goal: 'abort me' }, 'fixture-aborted');
-    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
-    await handle.executeUpdate(abortUpdate, { args: [{ reason: 'fixture' }] });
-    await operationResult(handle);
-    await record('aborted', handle.workflowId);
+    if (wanted('aborted')) {
+      h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'sleep 600' } }] }]);
+      handle = await h.start({ goal: 'abort me' }, 'fixture-aborted');
+      await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
+      await handle.executeUpdate(abortUpdate, { args: [{ reason: 'fixture' }] });
+      await operationResult(handle);
+      await record('aborted', handle.workflowId);
+    }
 
-    h.model.setScript([
-      { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
-      { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
-    ]);
-    handle = await h.start({ goal: 'run out of turns', budget: { maxTurns: 2 } }, 'fixture-budget');
-    await operationResult(handle);
-    await record('failed-budget', handle.workflowId);
+    if (wanted('failed-budget')) {
+      h.model.setScript([
+        { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
+        { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
+      ]);
+      handle = await h.start({ goal: 'run out of turns', budget: { maxTurns: 2 } }, 'fixture-budget');
+      await operationResult(handle);
+      await record('failed-budget', handle.workflowId);
+    }
+
+    if (wanted('stuck-then-recovered')) {
+      // Stuck on a hands queue nobody polls, then a worker starts: stuck, then running, then completed.
+      const lonely = `fixture-lonely-${process.pid}`;
+      h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'echo late' } }] }, { text: 'ok' }]);
+      handle = await h.start(
+        { goal: 'wait for a worker', handsTaskQueue: lonely, stuck: { notStartedMs: 500 } },
+        'fixture-stuck-then-recovered',
+      );
+      await waitFor(async () => (await handle.query(statusQuery)).stuck, 'stuck');
+      const { createHandsWorker } = await import('../workers/workers');
+      const late = await createHandsWorker({
+        connection: h.temporal.nativeConnection,
+        namespace: 'default',
+        taskQueue: lonely,
+        docker: h.docker,
+        image: sandboxImageTag(),
+      });
+      const running = late.run();
+      await operationResult(handle);
+      late.shutdown();
+      await running;
+      await record('stuck-then-recovered', handle.workflowId);
+    }
+
+    if (wanted('loop-stuck')) {
+      h.model.setScript(() => ({ toolCalls: [{ name: 'bash', input: { command: 'echo same' } }] }));
+      handle = await h.start({ goal: 'loop' }, 'fixture-loop-stuck');
+      await operationResult(handle);
+      await record('loop-stuck', handle.workflowId);
+    }
   } finally {
     await h.close();
     await server.stop();

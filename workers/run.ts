@@ -10,7 +10,8 @@ import { ContextCache } from '../activities/brain/context-cache';
 import { connectClient, queueSettings, temporalSettings } from '../client/connection';
 import { connectWorker } from './connection';
 import { installRuntime } from './runtime';
-import { createBrainWorker, createHandsWorker } from './workers';
+import { createBrainWorker, createHandsHostWorkers } from './workers';
+import { handsHostSettings } from './hands-host';
 
 export type WorkerRole = 'brain' | 'hands' | 'dev';
 
@@ -50,14 +51,17 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
   }
   if (role === 'hands' || role === 'dev') {
     const docker = await requireDocker();
+    const { host, namePrefix } = handsHostSettings();
     workers.push(
-      await createHandsWorker({
+      ...(await createHandsHostWorkers({
         connection,
         namespace: temporal.namespace,
         taskQueue: queues.hands,
         docker,
         image: sandboxImageTag(),
-      }),
+        host,
+        namePrefix,
+      })),
     );
   }
   return {

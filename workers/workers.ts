@@ -14,6 +14,8 @@ import { ContextCache } from '../activities/brain/context-cache';
 import { createHandsActivities } from '../activities/hands/activities';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
 import { createHealthActivities } from '../activities/health';
+import { createOpsActivities } from '../activities/ops/probe';
+import { hostQueueOf } from '../common/hands-route';
 import { createAnthropicClient } from '../activities/model/client';
 import type { ModelSettings } from '../activities/model/settings';
 import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
@@ -37,6 +39,14 @@ export interface BrainWorkerOptions extends CommonWorkerOptions {
 export interface HandsWorkerOptions extends CommonWorkerOptions {
   docker: Docker;
   image: string;
+  /** What this host's container and volume names start with (default `agent-`). */
+  namePrefix?: string;
+  /**
+   * This hands host's name. With it, the worker set polls the shared queue (`taskQueue`) for the
+   * first call of a session and its own queue (`hostQueueOf(taskQueue, host)`) for the rest
+   * (`createHandsHostWorkers`); without it, one worker serves everything on the shared queue.
+   */
+  host?: string;
 }
 
 const GRACE = '2 minutes';
@@ -80,9 +90,13 @@ export function brainActivities(options: Pick<BrainWorkerOptions, 'client' | 'mo
   };
 }
 
-export function handsActivities(options: Pick<HandsWorkerOptions, 'docker' | 'image'>) {
+export function handsActivities(
+  options: Pick<HandsWorkerOptions, 'docker' | 'image' | 'namePrefix' | 'host' | 'taskQueue'>,
+) {
+  const manager = new SandboxManager({ docker: options.docker, image: options.image, namePrefix: options.namePrefix });
+  const host = options.host ? { host: options.host, taskQueue: hostQueueOf(options.taskQueue, options.host) } : {};
   return {
-    ...createHandsActivities({ manager: new SandboxManager({ docker: options.docker, image: options.image }) }),
+    ...createHandsActivities({ manager, host }),
     ...createHealthActivities(),
   };
 }
@@ -93,7 +107,7 @@ export async function createBrainWorker(options: BrainWorkerOptions): Promise<Wo
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...workflowSource(options),
-    activities: brainActivities(options),
+    activities: { ...brainActivities(options), ...createOpsActivities({ client: options.client }) },
     sinks: crashPointSinks,
     stickyQueueScheduleToStartTimeout: STICKY_FAILOVER,
     shutdownGraceTime: GRACE,
@@ -108,10 +122,32 @@ export async function createHandsWorker(options: HandsWorkerOptions): Promise<Wo
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    activities: handsActivities(options),
+    // One worker alone serves every call on its queue: it has no host queue to hand out.
+    activities: handsActivities({ ...options, host: undefined }),
     shutdownGraceTime: GRACE,
     maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
     ...crashTestOptions(),
     ...options.tuning,
   });
+}
+
+/**
+ * The workers of one hands host: one on the shared hands queue (where a session's first call claims
+ * its host) and one on the host's own queue (every later call of the sessions it holds). Both run
+ * the same activities on the same Docker engine.
+ */
+export async function createHandsHostWorkers(options: HandsWorkerOptions & { host: string }): Promise<Worker[]> {
+  const activities = handsActivities(options);
+  const worker = (taskQueue: string) =>
+    Worker.create({
+      connection: options.connection,
+      namespace: options.namespace,
+      taskQueue,
+      activities,
+      shutdownGraceTime: GRACE,
+      maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
+      ...crashTestOptions(),
+      ...options.tuning,
+    });
+  return [await worker(options.taskQueue), await worker(hostQueueOf(options.taskQueue, options.host))];
 }

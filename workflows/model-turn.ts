@@ -10,22 +10,30 @@ import { DEFAULT_SYSTEM_PROMPT } from '../common/prompts';
 import { timeLeftMs, withDeadline } from './budget';
 import { heartbeatOverride, type OperationRun } from './operation-state';
 import { MODEL_STEP_ACTIVITY_OPTIONS } from './policies';
+import { modelStepWatch } from './step-visibility';
 
 /** Asks the model for the next turn; `undefined` when the deadline passed first. */
 export function requestModelTurn(op: OperationRun): Promise<ModelStepResult | undefined> {
   const { settings, carry } = op;
-  const { modelStep } = proxyActivities<BrainActivities>({ ...MODEL_STEP_ACTIVITY_OPTIONS, ...heartbeatOverride(op) });
+  const watch = modelStepWatch(op);
+  const { modelStep } = proxyActivities<BrainActivities>({
+    ...MODEL_STEP_ACTIVITY_OPTIONS,
+    ...heartbeatOverride(op),
+    ...watch?.options,
+  });
   return withDeadline(timeLeftMs(op), () =>
-    modelStep({
-      operationId: op.operationId,
-      lane: settings.lane,
-      turn: carry.turn + 1,
-      model: settings.model,
-      maxTokens: settings.maxTokensPerTurn,
-      system: carry.messages === 0 ? (settings.system ?? DEFAULT_SYSTEM_PROMPT) : undefined,
-      base: { messages: carry.messages, lastReplyId: carry.lastReplyId },
-      tail: carry.tail,
-    }),
+    (watch?.run ?? ((run) => run()))(() =>
+      modelStep({
+        operationId: op.operationId,
+        lane: settings.lane,
+        turn: carry.turn + 1,
+        model: settings.model,
+        maxTokens: settings.maxTokensPerTurn,
+        system: carry.messages === 0 ? (settings.system ?? DEFAULT_SYSTEM_PROMPT) : undefined,
+        base: { messages: carry.messages, lastReplyId: carry.lastReplyId },
+        tail: carry.tail,
+      }),
+    ),
   );
 }
 

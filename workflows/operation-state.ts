@@ -6,7 +6,11 @@
 import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
 import type { TailBlock } from '../common/model-step';
 import { ZERO_USAGE, type TokenUsage } from '../common/model-types';
+import type { HandsHost } from '../common/hands-route';
 import { parseOperationInput, type OperationSettings, type OperationStatus } from '../common/operation';
+import type { StuckState } from '../common/stuck';
+import type { LoopWindow } from './loop-detector';
+import { publishRejectedInput } from './visibility';
 import { sessionIdFor } from '../common/sandbox-names';
 import { DEFAULT_HANDS_QUEUE } from '../common/task-queues';
 
@@ -26,6 +30,10 @@ export interface OperationCarry {
   startedAtMs: number;
   runs: number;
   finalText: string;
+  /** The hands host holding the workspace, once claimed (`hands-route.ts`). */
+  handsHost?: HandsHost;
+  /** The recent tool calls the loop detector looks at (`loop-detector.ts`). */
+  loop?: LoopWindow;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';
@@ -50,12 +58,19 @@ export interface OperationRun {
   /** Set when an abort was accepted; the loop stops at the next opportunity. */
   abortReason?: string;
   ended?: OperationEnd;
+  /** Set while an activity the operation waits on is stuck (`stuck.ts`). */
+  stuck?: StuckState;
+  /** What the operation waits for now, in words. */
+  waitingFor?: string;
+  /** What the previous model turn did, for the next step's summary (`turn 7 → bash · 12.4k tokens`). */
+  lastTurnOutcome?: string;
 }
 
 /** Validates the input (failing the workflow with `InvalidOperationInput`) and sets up the run's state. */
 export function startOperationRun(rawInput: unknown, carry: OperationCarry | undefined): OperationRun {
   const parsed = parseOperationInput(rawInput);
   if (!parsed.ok) {
+    publishRejectedInput();
     throw ApplicationFailure.nonRetryable(`invalid operation input: ${parsed.error}`, 'InvalidOperationInput');
   }
   const settings = parsed.value;

@@ -32,7 +32,10 @@ import { OperationEnd, startOperationRun, type OperationCarry, type OperationRun
 import { provisionSandbox, type OperationSandbox } from './sandbox';
 import { acceptSteeringAndAbort, applySteering } from './steering';
 import { runToolBatch, toolResult } from './tool-calls';
-import { answerStatusQuery, publishSearchAttributes, showDetails } from './visibility';
+import { checkForLoop } from './loop-detector';
+import { noteTurnOutcome } from './step-visibility';
+import { stuckDetectionOn } from './stuck';
+import { answerStatusQuery, keepDetails, publishSearchAttributes, showDetails } from './visibility';
 
 export type { OperationCarry } from './operation-state';
 
@@ -70,6 +73,7 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
     const reply = await requestModelTurn(op);
     if (reply === undefined) return deadlineEnd(op);
     recordReply(op, reply);
+    noteTurnOutcome(op, reply);
     publishSearchAttributes(op, 'counters');
 
     const end = await actOnReply(op, sandbox, reply);
@@ -100,7 +104,8 @@ async function actOnReply(
     op.phase = 'tools';
     showDetails(op);
     op.carry.tail = await runToolBatch(op, sandbox, calls);
-    return op.abortReason !== undefined ? new OperationEnd('aborted', `aborted: ${op.abortReason}`) : undefined;
+    if (op.abortReason !== undefined) return new OperationEnd('aborted', `aborted: ${op.abortReason}`);
+    return stuckDetectionOn() ? checkForLoop(op, calls, op.carry.tail) : undefined;
   }
   if (reply.stopReason === 'refusal') return new OperationEnd('failed', 'the model refused the request');
   if (op.carry.pendingSteering.length === 0) return new OperationEnd('completed', reply.stopReason ?? 'end_turn');
@@ -140,8 +145,9 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
     costUsd: costUsd(carry.usage, op.settings.model),
     finalText: carry.finalText,
     sessionId: op.sessionId,
-    workspaceVolume: volumeNameOf(op.sessionId),
+    workspaceVolume: volumeNameOf(op.sessionId, carry.handsHost?.namePrefix),
     openToolResults: carry.tail.filter((block): block is ToolResultBlockParam => block.type === 'tool_result'),
+    ...keepDetails(op),
   };
   if (ended.state === 'failed') {
     throw ApplicationFailure.create({

@@ -7,6 +7,9 @@
  * | model call / step     | 10 min (30 min all)| 15 s      | 10       | 2 s ×2 … 60 s    |
  * | tool call             | tool's time + 2 min| 5 s       | 5        | 1 s ×2 … 30 s    |
  * | sandbox lifecycle     | 10 min             | 10 s      | 5        | 1 s ×2 … 30 s    |
+ * | sandbox teardown      | 10 min; 2 min to start | 10 s  | 5        | 1 s ×2 … 30 s    |
+ * | claim a hands host    | 1 min              | –         | 5        | 1 s ×2 … 30 s    |
+ * | stuck check (probe)   | 30 s               | –         | 3        | 1 s ×2           |
  * | health echo           | 30 s               | –         | 3        | SDK default      |
  *
  * An operation's `heartbeatTimeoutMs` overrides the heartbeat of its model, tool and sandbox calls.
@@ -92,6 +95,31 @@ export const SANDBOX_ACTIVITY_OPTIONS: ActivityOptions = {
     maximumAttempts: 5,
     nonRetryableErrorTypes: [...HANDS_NON_RETRYABLE_FAILURE_TYPES],
   },
+};
+
+/**
+ * Sandbox teardown at the end of an operation: like the lifecycle preset, but it gives up when no
+ * hands worker takes it within 2 minutes (a lost host must not keep a finished operation open; the
+ * container it leaves is a `agent doctor` finding, removed by `agent sandbox gc`).
+ */
+export const SANDBOX_TEARDOWN_ACTIVITY_OPTIONS: ActivityOptions = {
+  ...SANDBOX_ACTIVITY_OPTIONS,
+  scheduleToStartTimeout: '2 minutes',
+};
+
+/** The first hands call of a session: whichever hands worker answers becomes its host. Instant. */
+export const CLAIM_HOST_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
+};
+
+/**
+ * The stuck check (`probePendingActivity` on the brain queue): two reads from the Temporal server.
+ * A probe that fails is only a missed look; the watch tries again later.
+ */
+export const PROBE_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
 };
 
 /** The health check's echo: quick, a few tries. */

@@ -1,54 +1,121 @@
 /**
  * The operation's side of the sandbox lifecycle: provisioning (lazy by default — the first tool call
- * seeds the workspace, which creates the container — or eager, alongside the first model call) and
- * teardown (the container goes, the workspace volume stays).
+ * seeds the workspace, which creates the container — or eager, alongside the first model call),
+ * routing to the hands host that holds the workspace (`hands-route.ts`), and teardown (the
+ * container goes, the workspace volume stays).
  */
-import { CancellationScope, proxyActivities } from '@temporalio/workflow';
+import { CancellationScope, patched, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { HandsActivities } from '../common/hands';
+import { replaceHandsHostUpdate } from '../common/hands-route';
+import { HandsRoute } from './hands-route';
 import { heartbeatOverride, type OperationRun } from './operation-state';
-import { SANDBOX_ACTIVITY_OPTIONS } from './policies';
+import { SANDBOX_ACTIVITY_OPTIONS, SANDBOX_TEARDOWN_ACTIVITY_OPTIONS } from './policies';
+import { stuckDetectionOn, watchActivity } from './stuck';
+import { showDetails } from './visibility';
+
+export const HANDS_ROUTING_PATCH = 'hands-routing';
 
 export interface OperationSandbox {
   /** Resolves when the workspace is ready for a tool call (seeded from the repository, if any). */
   ready(): Promise<void>;
+  /** Where the session's hands calls go. */
+  readonly route: HandsRoute;
   /** Removes the container if the operation used one and was not asked to keep it. */
   teardown(): Promise<void>;
 }
 
 export function provisionSandbox(op: OperationRun): OperationSandbox {
   const { settings, carry } = op;
-  const hands = proxyActivities<HandsActivities>({
-    ...SANDBOX_ACTIVITY_OPTIONS,
-    ...heartbeatOverride(op),
-    taskQueue: op.handsQueue,
+  const watched = stuckDetectionOn();
+  const route = new HandsRoute({
+    sharedQueue: op.handsQueue,
+    session: { sessionId: op.sessionId, operationId: op.operationId },
+    state: carry,
+    routing: patched(HANDS_ROUTING_PATCH),
+    watch: (activityId, queue, run) =>
+      watchActivity(op, { activityId, taskQueue: queue, waitingOn: 'a hands host' }, run),
+    onChange: () => showDetails(op),
   });
+  acceptHostReplacement(op, route);
+  const hands = (queue: string, activityId: string, summary: string) =>
+    proxyActivities<HandsActivities>({
+      ...SANDBOX_ACTIVITY_OPTIONS,
+      ...heartbeatOverride(op),
+      taskQueue: queue,
+      ...(watched ? { activityId, summary } : {}),
+    });
   const ref = { sessionId: op.sessionId, operationId: op.operationId };
+  const onHost = <T>(activityId: string, what: string, run: (queue: string) => Promise<T>): Promise<T> =>
+    route.call((queue) =>
+      watched
+        ? watchActivity(op, { activityId, taskQueue: queue, waitingOn: what, host: route.host?.host }, () => run(queue))
+        : run(queue),
+    );
 
   const ensureWorkspace = async (): Promise<void> => {
     carry.sandboxUsed = true;
     if (settings.repo && !carry.seeded) {
-      await hands.seedWorkspace({ ...ref, source: settings.repo });
+      const source = settings.repo;
+      const what = `seed the workspace from ${source.kind === 'local' ? source.path : source.url}`;
+      const id = `seed-workspace-${route.decisions.length}`;
+      await onHost(id, what, (queue) => hands(queue, id, what).seedWorkspace({ ...ref, source }));
       carry.seeded = true;
     }
   };
   const startEagerly = (): Promise<void> =>
-    settings.repo ? ensureWorkspace() : hands.ensureSandbox(ref).then(() => void (carry.sandboxUsed = true));
+    settings.repo
+      ? ensureWorkspace()
+      : onHost('ensure-sandbox', 'create the sandbox', (queue) =>
+          hands(queue, 'ensure-sandbox', 'create the sandbox').ensureSandbox(ref),
+        ).then(() => void (carry.sandboxUsed = true));
   // Lazy by default: the first model request never waits for a container.
   const eager = settings.eagerSandbox && !carry.sandboxUsed ? startEagerly() : undefined;
   // An eager failure surfaces at the first tool call, which awaits the same promise.
   eager?.catch(() => undefined);
 
   return {
-    ready: () => eager ?? ensureWorkspace(),
+    route,
+    async ready() {
+      await eager;
+      await ensureWorkspace();
+    },
     async teardown() {
       if (!carry.sandboxUsed || settings.keepContainer) return;
       await CancellationScope.nonCancellable(async () => {
         try {
-          await hands.destroySandbox({ sessionId: op.sessionId, keepVolume: true });
+          const queue = route.knownQueue();
+          if (queue === undefined) return; // no host was ever chosen: nothing to remove
+          const summary = `remove the container of ${op.sessionId} (keep the workspace volume)`;
+          const { destroySandbox } = proxyActivities<HandsActivities>({
+            ...SANDBOX_TEARDOWN_ACTIVITY_OPTIONS,
+            ...heartbeatOverride(op),
+            taskQueue: queue,
+            ...(watched ? { summary } : {}),
+          });
+          await destroySandbox({ sessionId: op.sessionId, keepVolume: true });
         } catch {
-          // A container left behind is listed by `agent sandbox ls` and removed by `agent sandbox gc`.
+          // A container left behind is listed by `agent sandbox ls` and `agent doctor`, and removed by `agent sandbox gc`.
         }
       });
     },
   };
+}
+
+/** The `replaceHandsHost` Update: the recorded decision to give a lost hands host up. */
+function acceptHostReplacement(op: OperationRun, route: HandsRoute): void {
+  setHandler(
+    replaceHandsHostUpdate,
+    ({ reason }) => {
+      const lostHost = route.replace(reason.trim());
+      op.carry.seeded = false;
+      return { accepted: true as const, lostHost };
+    },
+    {
+      validator: (request) => {
+        if (typeof request?.reason !== 'string' || !request.reason.trim())
+          throw new Error('reason: must be a non-empty string (why the workspace on the old host is given up)');
+        if (!route.host) throw new Error('no hands host has been chosen yet: nothing to replace');
+      },
+    },
+  );
 }

@@ -13,6 +13,7 @@ import { toolRunTimeoutMs, toolSummary, validateToolCall, type ToolInput, type T
 import { heartbeatOverride, type OperationRun } from './operation-state';
 import { toolActivityOptions } from './policies';
 import type { OperationSandbox } from './sandbox';
+import { stuckDetectionOn, watchActivity } from './stuck';
 import { showDetails } from './visibility';
 
 type PreparedCall =
@@ -57,21 +58,29 @@ async function executeToolCall(
   try {
     await sandbox.ready();
     const timeoutMs = toolRunTimeoutMs(name, prepared.input, op.settings.toolTimeoutMs);
-    const { runTool } = proxyActivities<HandsActivities>({
-      ...toolActivityOptions(name, prepared.input, op.settings.toolTimeoutMs),
-      ...heartbeatOverride(op),
-      taskQueue: op.handsQueue,
-      activityId: `tool-${call.id}`,
-      summary,
-    });
+    const activityId = `tool-${call.id}`;
     op.carry.steps += 1;
-    const outcome = await runTool({
-      sessionId: op.sessionId,
-      operationId: op.operationId,
-      toolCallId: call.id,
-      name,
-      input: prepared.input,
-      timeoutMs,
+    const outcome = await sandbox.route.call((taskQueue) => {
+      const { runTool } = proxyActivities<HandsActivities>({
+        ...toolActivityOptions(name, prepared.input, op.settings.toolTimeoutMs),
+        ...heartbeatOverride(op),
+        taskQueue,
+        activityId,
+        summary,
+      });
+      const run = () =>
+        runTool({
+          sessionId: op.sessionId,
+          operationId: op.operationId,
+          toolCallId: call.id,
+          name,
+          input: prepared.input,
+          timeoutMs,
+        });
+      const host = sandbox.route.host?.host;
+      return stuckDetectionOn()
+        ? watchActivity(op, { activityId, taskQueue, waitingOn: `tool ${summary}`, host }, run)
+        : run();
     });
     op.lastTool = { name, summary, isError: outcome.isError };
     return toolResult(call.id, outcome.content, outcome.isError);

@@ -2,11 +2,11 @@
  * What the operation shows while it runs: the `status` query, the Web UI's current details, and the
  * search attributes operators filter by.
  */
-import { setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { patched, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import { totalTokens } from '../common/model-types';
 import { statusQuery, type OperationSettings, type OperationStatus } from '../common/operation';
 import { costUsd } from '../common/pricing';
-import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
+import { SEARCH_ATTRIBUTES, type AgentStatus } from '../common/search-attributes';
 import type { OperationRun } from './operation-state';
 
 export function operationStatus(op: OperationRun): OperationStatus {
@@ -24,7 +24,15 @@ export function operationStatus(op: OperationRun): OperationStatus {
     pendingSteering: s.pendingSteering.length,
     startedAt: new Date(s.startedAtMs).toISOString(),
     runs: s.runs,
+    ...(op.stuck && !op.ended ? { stuck: op.stuck } : {}),
+    ...(op.waitingFor && !op.ended ? { waitingFor: op.waitingFor } : {}),
+    ...(s.handsHost ? { handsHost: s.handsHost.host } : {}),
   };
+}
+
+/** The `AgentStatus` value now: the terminal state, else `stuck` while stuck, else `running`. */
+export function agentStatus(op: OperationRun): AgentStatus {
+  return op.ended?.state ?? (op.stuck ? 'stuck' : 'running');
 }
 
 export function answerStatusQuery(op: OperationRun): void {
@@ -37,7 +45,7 @@ export function publishSearchAttributes(op: OperationRun, what: 'state' | 'count
   upsertSearchAttributes([
     ...(what === 'state'
       ? [
-          { key: SEARCH_ATTRIBUTES.status, value: op.ended?.state ?? 'running' },
+          { key: SEARCH_ATTRIBUTES.status, value: agentStatus(op) },
           { key: SEARCH_ATTRIBUTES.lane, value: settings.lane },
           { key: SEARCH_ATTRIBUTES.kind, value: 'run' },
           ...(settings.repo ? [{ key: SEARCH_ATTRIBUTES.repo, value: repoLabel(settings.repo) }] : []),
@@ -49,24 +57,70 @@ export function publishSearchAttributes(op: OperationRun, what: 'state' | 'count
   ]);
 }
 
-/** The Web UI's "Current Details": state, turn, tokens, cost, the last tool, queued steering. */
+/** The Web UI's "Current Details" (markdown; see `detailsMarkdown`). */
 export function showDetails(op: OperationRun): void {
+  setCurrentDetails(detailsMarkdown(op));
+}
+
+/**
+ * The operation in a few markdown lines: goal, state and phase, what it waits for, why it is stuck,
+ * turn, the last turn's outcome, the last tool, tokens and cost, the hands host, queued steering.
+ * Kept in the result (`details`) and the memo when the run closes.
+ */
+export function detailsMarkdown(op: OperationRun): string {
   const st = operationStatus(op);
   const { usage } = st;
-  setCurrentDetails(
-    [
-      `**${st.state}**${st.reason ? ` — ${st.reason}` : ''} · turn ${st.turn}/${op.settings.budget.maxTurns} · ${st.steps} steps`,
-      `tokens: ${totalTokens(usage)} (input ${usage.input}, cache write ${usage.cacheWrite}, cache read ${usage.cacheRead}, output ${usage.output}) · $${st.costUsd.toFixed(4)}`,
-      st.lastTool ? `last tool: \`${st.lastTool.summary}\`${st.lastTool.isError ? ' (error)' : ''}` : '',
-      st.pendingSteering ? `steering queued: ${st.pendingSteering}` : '',
-    ]
-      .filter(Boolean)
-      .join('\n\n'),
-  );
+  const goal = op.settings.goal.split('\n')[0].slice(0, 200);
+  return [
+    `### ${goal}`,
+    `**${agentStatus(op)}**${st.reason ? ` — ${st.reason}` : ''} · phase ${st.phase} · turn ${st.turn}/${op.settings.budget.maxTurns} · ${st.steps} steps`,
+    st.stuck
+      ? `⚠ **${st.stuck.reason}** (since ${st.stuck.since})${st.stuck.lastFailure ? `\n\nlast failure: \`${oneLine(st.stuck.lastFailure)}\`` : ''}`
+      : '',
+    st.waitingFor ? `waiting for: ${st.waitingFor}` : '',
+    op.lastTurnOutcome ? `last turn: ${op.lastTurnOutcome}` : '',
+    st.lastTool ? `last tool: \`${st.lastTool.summary}\`${st.lastTool.isError ? ' (error)' : ''}` : '',
+    `tokens: ${totalTokens(usage)} (input ${usage.input}, cache write ${usage.cacheWrite}, cache read ${usage.cacheRead}, output ${usage.output}) · $${st.costUsd.toFixed(4)}`,
+    op.carry.handsHost ? `hands host: ${op.carry.handsHost.host} (queue ${op.carry.handsHost.taskQueue})` : '',
+    op.carry.loop?.noted ? `loop noticed: the model was told (${op.carry.loop.noted})` : '',
+    st.pendingSteering ? `steering queued: ${st.pendingSteering}` : '',
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').slice(0, 300);
 }
 
 const roundCost = (usd: number): number => Math.round(usd * 1e6) / 1e6;
 
 function repoLabel(repo: NonNullable<OperationSettings['repo']>): string {
   return repo.kind === 'local' ? repo.path : repo.url;
+}
+
+/** New in the command sequence: the search attributes of a rejected input, the final details in the memo. */
+export const OPS_VISIBILITY_PATCH = 'ops-visibility';
+
+/**
+ * Makes a rejected input findable (`AgentStatus = "failed"`, `AgentKind = "run"`): called before
+ * the workflow fails with `InvalidOperationInput`.
+ */
+export function publishRejectedInput(): void {
+  if (!patched(OPS_VISIBILITY_PATCH)) return;
+  upsertSearchAttributes([
+    { key: SEARCH_ATTRIBUTES.status, value: 'failed' },
+    { key: SEARCH_ATTRIBUTES.kind, value: 'run' },
+  ]);
+}
+
+/**
+ * The closing run's details, for its result and its memo: the Web UI answers "Current Details"
+ * from a live worker only, so a closed run's would be blank once its worker is gone.
+ */
+export function keepDetails(op: OperationRun): { details?: string; handsHost?: string } {
+  if (!patched(OPS_VISIBILITY_PATCH)) return {};
+  const details = detailsMarkdown(op);
+  upsertMemo({ details });
+  return { details, ...(op.carry.handsHost ? { handsHost: op.carry.handsHost.host } : {}) };
 }

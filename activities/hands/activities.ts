@@ -4,6 +4,8 @@
  * its own module: `run-tool.ts`, `seed.ts`, `workspace-diff.ts`; the lifecycle ones are here.
  */
 import type { HandsActivities, SessionRef } from '../../common/hands';
+import type { HandsRoutingActivities } from '../../common/hands-route';
+import { claimSandboxHost } from './claim-host';
 import { handsContext, sessionOf, type HandsActivitiesDeps, type HandsContext } from './deps';
 import { toActivityFailure } from './failures';
 import { runTool } from './run-tool';
@@ -12,7 +14,7 @@ import { workspaceDiff } from './workspace-diff';
 
 export type { HandsActivitiesDeps } from './deps';
 
-export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivities {
+export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivities & HandsRoutingActivities {
   const hands = handsContext(deps);
   return {
     runTool: (input) => runTool(hands, input),
@@ -20,12 +22,16 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
     workspaceDiff: (input) => workspaceDiff(hands, input),
     destroySandbox: (input) => destroySandbox(hands, input),
     ensureSandbox: (input) => ensureSandbox(hands, input),
+    claimSandboxHost: () => claimSandboxHost(hands.host),
   };
 }
 
-async function destroySandbox(hands: HandsContext, input: SessionRef & { keepVolume: boolean }): Promise<void> {
+async function destroySandbox(
+  hands: HandsContext,
+  input: SessionRef & { keepVolume: boolean },
+): Promise<{ container: boolean; volume: boolean }> {
   try {
-    await hands.manager.remove(sessionOf(input), { keepVolume: input.keepVolume });
+    return await hands.manager.remove(sessionOf(input), { keepVolume: input.keepVolume });
   } catch (err) {
     throw toActivityFailure(err);
   }

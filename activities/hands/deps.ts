@@ -1,4 +1,6 @@
 /** What every hands activity is built from: the sandbox manager and the output and heartbeat settings. */
+import * as os from 'node:os';
+import type { HandsHostIdentity } from './claim-host';
 import { spillOptions, type SpillOptions } from './output';
 import type { SandboxManager } from './sandbox-manager';
 
@@ -12,6 +14,8 @@ export interface HandsActivitiesDeps {
   outputCaptureBytes?: number;
   /** How often a running activity heartbeats (default 1 s; the SDK throttles what it sends). */
   heartbeatIntervalMs?: number;
+  /** This worker's host and its own queue (default: the machine's hostname, no queue of its own). */
+  host?: Partial<HandsHostIdentity>;
 }
 
 /** The deps with their defaults resolved, as the activity functions take them. */
@@ -20,6 +24,7 @@ export interface HandsContext {
   spill: SpillOptions;
   outputCaptureBytes?: number;
   heartbeatEveryMs: number;
+  host: HandsHostIdentity;
 }
 
 export function handsContext(deps: HandsActivitiesDeps): HandsContext {
@@ -28,6 +33,11 @@ export function handsContext(deps: HandsActivitiesDeps): HandsContext {
     spill: spillOptions(deps.spillThresholdBytes, deps.spillThresholdLines),
     ...(deps.outputCaptureBytes ? { outputCaptureBytes: deps.outputCaptureBytes } : {}),
     heartbeatEveryMs: deps.heartbeatIntervalMs ?? 1_000,
+    host: {
+      host: deps.host?.host ?? os.hostname(),
+      ...(deps.host?.taskQueue ? { taskQueue: deps.host.taskQueue } : {}),
+      namePrefix: deps.manager.namePrefix,
+    },
   };
 }
 

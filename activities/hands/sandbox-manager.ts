@@ -20,7 +20,10 @@ import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import {
   containerNameOf,
+  DEFAULT_NAME_PREFIX,
   isSessionId,
+  NAME_PREFIX_PATTERN,
+  NAME_PREFIX_RULE,
   SANDBOX_LABELS,
   SESSION_ID_RULE,
   volumeNameOf,
@@ -48,6 +51,8 @@ export interface SandboxManagerOptions {
   limits?: Partial<SandboxLimits>;
   /** Only `none` is supported: sandboxes have no network. */
   network?: 'none';
+  /** What container and volume names start with (default `agent-`; see `common/sandbox-names.ts`). */
+  namePrefix?: string;
 }
 
 export interface EnsureResult {
@@ -162,6 +167,7 @@ export class SandboxManager {
   private readonly image: string;
   private readonly limits: SandboxLimits;
   private readonly pending = new Map<string, Promise<EnsureResult>>();
+  readonly namePrefix: string;
 
   constructor(options: SandboxManagerOptions) {
     if (options.network !== undefined && options.network !== 'none')
@@ -169,6 +175,9 @@ export class SandboxManager {
     this.docker = options.docker;
     this.image = options.image;
     this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
+    this.namePrefix = options.namePrefix ?? DEFAULT_NAME_PREFIX;
+    if (!NAME_PREFIX_PATTERN.test(this.namePrefix))
+      throw new SandboxError('invalid', `sandbox name prefix "${this.namePrefix}" must be ${NAME_PREFIX_RULE}`);
   }
 
   /** Makes sure a running container exists for the sandbox; creates or replaces one as needed. */
@@ -182,7 +191,7 @@ export class SandboxManager {
   }
 
   private async doEnsure(sessionId: string, operationId: string | undefined, round = 0): Promise<EnsureResult> {
-    const name = containerNameOf(sessionId);
+    const name = containerNameOf(sessionId, this.namePrefix);
     const container = this.docker.getContainer(name);
     const info = await dockerCall('inspect the sandbox container', () => container.inspect(), [404]);
     let replaced: string | undefined;
@@ -237,7 +246,7 @@ export class SandboxManager {
 
   private containerSpec(sessionId: string, operationId: string | undefined): Docker.ContainerCreateOptions {
     return {
-      name: containerNameOf(sessionId),
+      name: containerNameOf(sessionId, this.namePrefix),
       Image: this.image,
       Cmd: ['sleep', 'infinity'],
       User: AGENT_USER,
@@ -247,7 +256,7 @@ export class SandboxManager {
       HostConfig: {
         NetworkMode: 'none',
         Init: true,
-        Mounts: [{ Type: 'volume', Source: volumeNameOf(sessionId), Target: WORKSPACE_DIR }],
+        Mounts: [{ Type: 'volume', Source: volumeNameOf(sessionId, this.namePrefix), Target: WORKSPACE_DIR }],
         NanoCpus: Math.round(this.limits.cpus * 1e9),
         Memory: this.limits.memoryBytes,
         MemorySwap: this.limits.memoryBytes,
@@ -271,7 +280,7 @@ export class SandboxManager {
     return (
       (await dockerCall(
         'inspect the workspace volume',
-        () => this.docker.getVolume(volumeNameOf(sessionId)).inspect(),
+        () => this.docker.getVolume(volumeNameOf(sessionId, this.namePrefix)).inspect(),
         [404],
       )) !== undefined
     );
@@ -281,13 +290,16 @@ export class SandboxManager {
     if (await this.volumeExists(sessionId)) return;
     // Creating an existing named volume is a no-op in Docker, so a race here is harmless.
     await dockerCall('create the workspace volume', () =>
-      this.docker.createVolume({ Name: volumeNameOf(sessionId), Labels: this.labels(sessionId, operationId) }),
+      this.docker.createVolume({
+        Name: volumeNameOf(sessionId, this.namePrefix),
+        Labels: this.labels(sessionId, operationId),
+      }),
     );
   }
 
   /** Runs a command under the run wrapper; see `ExecOptions` and scripts.ts. */
   async exec(sessionId: string, options: ExecOptions): Promise<ExecResult> {
-    const container = this.docker.getContainer(containerNameOf(sessionId));
+    const container = this.docker.getContainer(containerNameOf(sessionId, this.namePrefix));
     const journal = options.journal;
     const argv = [
       'bash',
@@ -447,7 +459,7 @@ export class SandboxManager {
     args: string[] = [],
     options: { user?: string } = {},
   ): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
-    const container = this.docker.getContainer(containerNameOf(sessionId));
+    const container = this.docker.getContainer(containerNameOf(sessionId, this.namePrefix));
     const exec = await this.createExec(container, ['bash', '-c', script, 'agent-script', ...args], options.user);
     const stream = await dockerCall('start a command in the sandbox', () => exec.start({ hijack: true, stdin: false }));
     const stdout: Buffer[] = [];
@@ -514,7 +526,7 @@ export class SandboxManager {
 
   /** Extracts a tar stream at /workspace (entries should carry uid/gid 1000). */
   async putArchive(sessionId: string, archive: NodeJS.ReadableStream): Promise<void> {
-    const container = this.docker.getContainer(containerNameOf(sessionId));
+    const container = this.docker.getContainer(containerNameOf(sessionId, this.namePrefix));
     await dockerCall('copy files into the sandbox', () => container.putArchive(archive, { path: WORKSPACE_DIR }));
   }
 
@@ -528,22 +540,23 @@ export class SandboxManager {
     };
     const container = await dockerCall(
       'remove the sandbox container',
-      removed(() => this.docker.getContainer(containerNameOf(sessionId)).remove({ force: true })),
+      removed(() => this.docker.getContainer(containerNameOf(sessionId, this.namePrefix)).remove({ force: true })),
       [404],
     );
     let volume: boolean | undefined = false;
     if (!options.keepVolume) {
       volume = await dockerCall(
         'remove the workspace volume',
-        removed(() => this.docker.getVolume(volumeNameOf(sessionId)).remove()),
+        removed(() => this.docker.getVolume(volumeNameOf(sessionId, this.namePrefix)).remove()),
         [404],
       );
     }
     return { container: container ?? false, volume: volume ?? false };
   }
 
-  /** Every sandbox this harness made (by label), with its container and volume when they exist. */
+  /** Every sandbox this harness made (by label) under this manager's name prefix, with its container and volume when they exist. */
   async list(): Promise<SandboxInfo[]> {
+    const ours = (name: string): boolean => name.replace(/^\//, '').startsWith(this.namePrefix);
     const filters = { label: [`${LABEL_HARNESS}=1`] };
     const containers = await dockerCall('list sandbox containers', () =>
       this.docker.listContainers({ all: true, filters }),
@@ -557,7 +570,7 @@ export class SandboxManager {
     };
     for (const c of containers) {
       const id = c.Labels[LABEL_SANDBOX];
-      if (!id) continue;
+      if (!id || !ours(c.Names[0] ?? '')) continue;
       const info = entry(id);
       if (c.Labels[LABEL_OPERATION]) info.operationId = c.Labels[LABEL_OPERATION];
       info.container = {
@@ -570,7 +583,7 @@ export class SandboxManager {
     }
     for (const v of volumes.Volumes ?? []) {
       const id = v.Labels?.[LABEL_SANDBOX];
-      if (!id) continue;
+      if (!id || !ours(v.Name)) continue;
       const info = entry(id);
       if (!info.operationId && v.Labels[LABEL_OPERATION]) info.operationId = v.Labels[LABEL_OPERATION];
       const createdAt = (v as { CreatedAt?: string }).CreatedAt;

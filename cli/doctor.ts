@@ -1,0 +1,276 @@
+/**
+ * `agent doctor [--json]`: what is unhealthy across the namespace, each finding with its reason and
+ * the command that fixes it; exit code 1 when there is any finding (0 when all is well).
+ *
+ * Findings (the README's runbook explains each):
+ *  - `search-attributes-missing` — the namespace lacks the project's search attributes;
+ *  - `stuck-operation` — an operation says it is stuck (`AgentStatus = "stuck"`), with its reason;
+ *  - `queue-without-pollers` — a task queue has pending work and no worker polls it;
+ *  - `workflow-task-failing` — a workflow's task keeps failing (unknown workflow type, a
+ *    non-determinism error after a deploy, a bug);
+ *  - `leaked-container` — a sandbox container whose operation is not running;
+ *  - `sandbox-gone` — an operation whose tool calls keep failing because its sandbox is lost.
+ */
+import type { Client, Connection } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { connectClient, temporalSettings, type TemporalSettings } from '../client/connection';
+import { searchAttributeState, SETUP_HINT } from '../client/namespace-setup';
+import { HANDS_FAILURE_TYPES } from '../common/hands';
+import { statusQuery } from '../common/operation';
+import type { SandboxInfo } from '../activities/hands/sandbox-manager';
+
+export type FindingKind =
+  | 'search-attributes-missing'
+  | 'stuck-operation'
+  | 'queue-without-pollers'
+  | 'workflow-task-failing'
+  | 'leaked-container'
+  | 'sandbox-gone';
+
+export interface Finding {
+  kind: FindingKind;
+  /** What it is about: a workflow id, a task queue, a container name. */
+  subject: string;
+  reason: string;
+  /** The command that fixes it. */
+  fix: string;
+}
+
+export interface DoctorReport {
+  address: string;
+  namespace: string;
+  healthy: boolean;
+  findings: Finding[];
+  /** What could not be checked (e.g. Docker not reachable) — not a finding. */
+  skipped: string[];
+}
+
+export interface DoctorDeps {
+  settings?: TemporalSettings;
+  /** The local sandboxes (default: the Docker engine's; `undefined` result = Docker unreachable). */
+  listSandboxes?: () => Promise<SandboxInfo[] | undefined>;
+  /** Most running workflows looked at. */
+  limit?: number;
+}
+
+const TQ = temporal.api.enums.v1.TaskQueueType;
+const SANDBOX_FAILURES: string[] = [
+  HANDS_FAILURE_TYPES.lost,
+  HANDS_FAILURE_TYPES.unavailable,
+  HANDS_FAILURE_TYPES.failed,
+];
+
+export async function doctorCommand(json: boolean, deps: DoctorDeps = {}): Promise<number> {
+  const report = await diagnose(deps);
+  if (json) console.log(JSON.stringify(report, null, 2));
+  else console.log(formatReport(report));
+  return report.healthy ? 0 : 1;
+}
+
+export async function diagnose(deps: DoctorDeps = {}): Promise<DoctorReport> {
+  const settings = deps.settings ?? temporalSettings();
+  const { client, connection } = await connectClient(settings);
+  const report: DoctorReport = {
+    address: settings.address,
+    namespace: settings.namespace,
+    healthy: true,
+    findings: [],
+    skipped: [],
+  };
+  try {
+    const attributes = await attributeFindings(connection, settings.namespace);
+    report.findings.push(...attributes);
+    if (attributes.length === 0) {
+      const running = await runningWorkflows(client, deps.limit ?? 500);
+      report.findings.push(...(await workflowFindings(client, running)));
+      report.findings.push(...(await sandboxFindings(client, deps, report.skipped)));
+    }
+  } finally {
+    await connection.close();
+  }
+  report.healthy = report.findings.length === 0;
+  return report;
+}
+
+async function attributeFindings(connection: Connection, namespace: string): Promise<Finding[]> {
+  const state = await searchAttributeState(connection, namespace);
+  const wrong = [...state.missing, ...state.conflicts];
+  if (wrong.length === 0) return [];
+  return [
+    {
+      kind: 'search-attributes-missing',
+      subject: namespace,
+      reason: `namespace ${namespace} lacks the search attributes ${wrong.join(', ')}: operations cannot run there`,
+      fix: `agent setup   # ${SETUP_HINT}`,
+    },
+  ];
+}
+
+type Described = temporal.api.workflowservice.v1.IDescribeWorkflowExecutionResponse;
+
+async function runningWorkflows(client: Client, limit: number): Promise<Array<{ id: string; described: Described }>> {
+  const out: Array<{ id: string; described: Described }> = [];
+  for await (const wf of client.workflow.list({ query: 'ExecutionStatus = "Running"' })) {
+    if (out.length >= limit) break;
+    const described = await client.workflowService
+      .describeWorkflowExecution({
+        namespace: client.options.namespace,
+        execution: { workflowId: wf.workflowId, runId: wf.runId },
+      })
+      .catch(() => undefined);
+    if (described) out.push({ id: wf.workflowId, described });
+  }
+  return out;
+}
+
+async function workflowFindings(
+  client: Client,
+  running: Array<{ id: string; described: Described }>,
+): Promise<Finding[]> {
+  const findings: Finding[] = [];
+  const waiting = new Map<string, { kind: 'workflow' | 'activity'; ids: string[] }>();
+  const wait = (queue: string | null | undefined, kind: 'workflow' | 'activity', id: string) => {
+    if (!queue) return;
+    const entry = waiting.get(`${kind}:${queue}`) ?? { kind, ids: [] };
+    entry.ids.push(id);
+    waiting.set(`${kind}:${queue}`, entry);
+  };
+  for (const { id, described } of running) {
+    const task = described.pendingWorkflowTask;
+    const workflowQueue = described.executionConfig?.taskQueue?.name;
+    if (task && (task.attempt ?? 1) > 1) findings.push(await failingTask(client, id, described, task.attempt ?? 1));
+    if (task && task.state === temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_SCHEDULED)
+      wait(workflowQueue, 'workflow', id);
+    for (const activity of described.pendingActivities ?? []) {
+      if (activity.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED)
+        wait(activity.activityOptions?.taskQueue?.name, 'activity', id);
+      const failureType = activity.lastFailure?.applicationFailureInfo?.type ?? '';
+      if ((activity.attempt ?? 1) > 1 && SANDBOX_FAILURES.includes(failureType))
+        findings.push({
+          kind: 'sandbox-gone',
+          subject: id,
+          reason: `${activity.activityType?.name ?? 'a hands call'} failed ${(activity.attempt ?? 2) - 1} time(s): ${activity.lastFailure?.message ?? failureType}`,
+          fix: `agent sandbox ls   # then fix the Docker host, or: agent abort ${id}`,
+        });
+    }
+    const stuck = await stuckFinding(client, id, described);
+    if (stuck) findings.push(stuck);
+  }
+  for (const [key, { kind, ids }] of waiting) {
+    const queue = key.slice(kind.length + 1);
+    if ((await pollers(client, queue, kind)) > 0) continue;
+    findings.push({
+      kind: 'queue-without-pollers',
+      subject: queue,
+      reason: `${ids.length} workflow(s) wait on ${kind === 'workflow' ? 'workflow' : 'activity'} tasks of ${queue} and no worker polls it (${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', …' : ''})`,
+      fix: fixForQueue(queue, kind),
+    });
+  }
+  return findings;
+}
+
+function fixForQueue(queue: string, kind: 'workflow' | 'activity'): string {
+  if (kind === 'workflow') return `AGENT_BRAIN_QUEUE=${queue} agent worker brain`;
+  const at = queue.lastIndexOf('@');
+  if (at > 0) {
+    const [shared, host] = [queue.slice(0, at), queue.slice(at + 1)];
+    return `on host ${host}: AGENT_HANDS_QUEUE=${shared} AGENT_HANDS_HOST=${host} agent worker hands   # or, if the host is gone for good: the replaceHandsHost update (README runbook)`;
+  }
+  return `AGENT_HANDS_QUEUE=${queue} agent worker hands   # or AGENT_BRAIN_QUEUE=${queue} agent worker brain for brain activities`;
+}
+
+async function pollers(client: Client, queue: string, kind: 'workflow' | 'activity'): Promise<number> {
+  const described = await client.workflowService.describeTaskQueue({
+    namespace: client.options.namespace,
+    taskQueue: { name: queue },
+    taskQueueType: kind === 'workflow' ? TQ.TASK_QUEUE_TYPE_WORKFLOW : TQ.TASK_QUEUE_TYPE_ACTIVITY,
+  });
+  return described.pollers?.length ?? 0;
+}
+
+async function failingTask(client: Client, id: string, described: Described, attempt: number): Promise<Finding> {
+  const type = described.workflowExecutionInfo?.type?.name ?? '?';
+  let cause = '';
+  try {
+    const history = await client.workflowService.getWorkflowExecutionHistoryReverse({
+      namespace: client.options.namespace,
+      execution: { workflowId: id, runId: described.workflowExecutionInfo?.execution?.runId },
+      maximumPageSize: 20,
+    });
+    const failed = history.history?.events?.find((e) => e.workflowTaskFailedEventAttributes);
+    cause = failed?.workflowTaskFailedEventAttributes?.failure?.message ?? '';
+  } catch {
+    // The reason is a bonus; the finding stands without it.
+  }
+  return {
+    kind: 'workflow-task-failing',
+    subject: id,
+    reason: `workflow task of ${id} (type ${type}) failed ${attempt - 1} time(s)${cause ? `: ${cause.split('\n')[0].slice(0, 300)}` : ''}`,
+    fix: `temporal workflow terminate --workflow-id ${id} --reason "workflow task failing"   # after fixing the cause: a wrong --type, or deploy the compatible worker`,
+  };
+}
+
+async function stuckFinding(client: Client, id: string, described: Described): Promise<Finding | undefined> {
+  const payload = described.workflowExecutionInfo?.searchAttributes?.indexedFields?.AgentStatus;
+  const status = payload ? defaultPayloadConverter.fromPayload<string>(payload) : undefined;
+  if (status !== 'stuck') return undefined;
+  const reason = await client.workflow
+    .getHandle(id)
+    .query(statusQuery)
+    .then((st) => st.stuck?.reason)
+    .catch(() => undefined);
+  return {
+    kind: 'stuck-operation',
+    subject: id,
+    reason: reason ?? 'AgentStatus is "stuck" (its status query did not answer: is a brain worker running?)',
+    fix: reason?.includes('no worker polls')
+      ? `start a worker on that queue (see the queue-without-pollers finding), or: agent abort ${id}`
+      : `agent status ${id}   # then fix the cause, or: agent abort ${id}`,
+  };
+}
+
+async function sandboxFindings(client: Client, deps: DoctorDeps, skipped: string[]): Promise<Finding[]> {
+  const sandboxes = await (deps.listSandboxes ?? localSandboxes)();
+  if (!sandboxes) {
+    skipped.push('containers: the Docker engine did not answer');
+    return [];
+  }
+  const findings: Finding[] = [];
+  for (const sandbox of sandboxes) {
+    if (!sandbox.container) continue;
+    const owner = sandbox.operationId ?? sandbox.sessionId;
+    const live = await client.workflow
+      .getHandle(owner)
+      .describe()
+      .then((d) => d.status.name === 'RUNNING')
+      .catch(() => false);
+    if (live) continue;
+    findings.push({
+      kind: 'leaked-container',
+      subject: sandbox.container.name,
+      reason: `container ${sandbox.container.name} (${sandbox.container.status}) belongs to ${owner}, which is not running`,
+      fix: `agent sandbox rm ${sandbox.sessionId} --keep-volume   # or all old ones: agent sandbox gc`,
+    });
+  }
+  return findings;
+}
+
+async function localSandboxes(): Promise<SandboxInfo[] | undefined> {
+  const { dockerClient } = await import('../platform/docker-engine');
+  const { SandboxManager } = await import('../activities/hands/sandbox-manager');
+  const { handsHostSettings } = await import('../workers/hands-host');
+  const manager = new SandboxManager({
+    docker: dockerClient(),
+    image: 'unused',
+    namePrefix: handsHostSettings().namePrefix,
+  });
+  return manager.list().catch(() => undefined);
+}
+
+export function formatReport(report: DoctorReport): string {
+  const head = `${report.address} · namespace ${report.namespace}: ${report.healthy ? 'healthy' : `${report.findings.length} finding(s)`}`;
+  const lines = report.findings.map((f) => `✗ ${f.kind} ${f.subject}\n    ${f.reason}\n    fix: ${f.fix}`);
+  const skipped = report.skipped.map((s) => `- not checked: ${s}`);
+  return [head, ...lines, ...skipped].join('\n');
+}

@@ -1,0 +1,73 @@
+/** The stuck verdicts and the loop patterns as pure functions (the end-to-end runs are in stuck.test.ts). */
+import { stuckLimitsSchema } from '../../common/stuck';
+import { detect, type LoopWindow } from '../../workflows/loop-detector';
+import { stuckReason, type WatchTarget } from '../../workflows/stuck';
+
+const limits = stuckLimitsSchema.parse({});
+const tool: WatchTarget = {
+  activityId: 'tool-1',
+  taskQueue: 'agent-hands@host-a',
+  waitingOn: 'tool bash: ls',
+  host: 'host-a',
+};
+
+describe('stuck verdicts', () => {
+  it('has the documented defaults', () => {
+    expect(limits).toEqual({
+      notStartedMs: 60_000,
+      retryAttempts: 3,
+      retryMs: 600_000,
+      sameCallRepeats: 3,
+      alternations: 6,
+      errorTurns: 5,
+    });
+  });
+
+  it('names the queue nobody polls, and the host when it is a host queue', () => {
+    expect(stuckReason({ state: 'scheduled', attempt: 1, pollers: 0 }, tool, limits, 61_000)?.reason).toBe(
+      'stuck: no worker polls agent-hands@host-a — hands host host-a lost? (runbook: replaceHandsHost)',
+    );
+    const shared = { ...tool, taskQueue: 'agent-hands', host: undefined };
+    expect(
+      stuckReason({ state: 'scheduled', attempt: 1, pollers: 2, lastPollAgoMs: 5_000 }, shared, limits, 61_000)?.reason,
+    ).toBe('stuck: no worker polls agent-hands (2 workers polled it before: all busy, or gone)');
+  });
+
+  it('reports retries past the attempts or the time, with the last failure', () => {
+    const retrying = { state: 'scheduled' as const, attempt: 4, pollers: 1, lastFailure: 'docker is down' };
+    expect(stuckReason(retrying, tool, limits, 1_000)).toEqual({
+      reason: 'stuck: tool bash: ls retrying (attempt 4): docker is down',
+      lastFailure: 'docker is down',
+    });
+    expect(stuckReason({ ...retrying, attempt: 2, state: 'started' }, tool, limits, 600_000)?.reason).toContain(
+      'attempt 2',
+    );
+    expect(stuckReason({ ...retrying, attempt: 2, state: 'started' }, tool, limits, 1_000)).toBeUndefined();
+  });
+
+  it('is not stuck on a started first attempt or a finished activity', () => {
+    expect(stuckReason({ state: 'started', attempt: 1, pollers: 1 }, tool, limits, 3_600_000)).toBeUndefined();
+    expect(stuckReason({ state: 'absent', attempt: 0, pollers: 0 }, tool, limits, 3_600_000)).toBeUndefined();
+  });
+});
+
+describe('loop patterns', () => {
+  const call = (c: string, r = 'ok') => ({ call: c, result: r, label: c });
+  const window = (calls: ReturnType<typeof call>[], errorTurns = 0): LoopWindow => ({ calls, errorTurns });
+
+  it('finds a repeat only when call and result are both the same', () => {
+    expect(detect(window([call('a'), call('a'), call('a')]), limits)?.pattern).toBe('repeat');
+    expect(detect(window([call('a'), call('a', 'other'), call('a')]), limits)).toBeUndefined();
+  });
+
+  it('finds an alternation of two calls', () => {
+    const ab = [call('a'), call('b'), call('a'), call('b'), call('a'), call('b')];
+    expect(detect(window(ab), limits)?.pattern).toBe('alternate');
+    expect(detect(window(ab.slice(1)), limits)).toBeUndefined();
+  });
+
+  it('finds turns of only errors', () => {
+    expect(detect(window([call('a'), call('b')], 5), limits)?.pattern).toBe('errors');
+    expect(detect(window([call('a'), call('b')], 4), limits)).toBeUndefined();
+  });
+});

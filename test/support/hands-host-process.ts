@@ -1,0 +1,71 @@
+/**
+ * A hands "host" for tests: `agent worker hands` in its own process, configured the way a real
+ * host is (`AGENT_HANDS_QUEUE`, `AGENT_HANDS_HOST`, `AGENT_SANDBOX_PREFIX`), against the test server
+ * and the local Docker engine. Two of them with distinct names and prefixes stand for two hosts.
+ */
+import { spawn } from 'node:child_process';
+import * as path from 'node:path';
+import { PROJECT_ROOT } from '../../platform/paths';
+import { testPlatform } from './env';
+
+export interface HandsHostProcess {
+  host: string;
+  prefix: string;
+  /** SIGTERM (graceful shutdown); resolves when the process is gone. */
+  stop(): Promise<void>;
+}
+
+export async function spawnHandsHost(options: {
+  sharedQueue: string;
+  host: string;
+  prefix: string;
+  readyTimeoutMs?: number;
+}): Promise<HandsHostProcess> {
+  const { temporalAddress, namespace, sandboxImage } = testPlatform();
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'hands'],
+    {
+      cwd: PROJECT_ROOT,
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: temporalAddress,
+        TEMPORAL_NAMESPACE: namespace,
+        AGENT_HANDS_QUEUE: options.sharedQueue,
+        AGENT_HANDS_HOST: options.host,
+        AGENT_SANDBOX_PREFIX: options.prefix,
+        AGENT_SANDBOX_IMAGE: sandboxImage,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`hands host ${options.host} did not start:\n${output}`)),
+      options.readyTimeoutMs ?? 60_000,
+    );
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('hands worker running')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`hands host ${options.host} exited with ${code}:\n${output}`));
+    });
+  });
+  return {
+    host: options.host,
+    prefix: options.prefix,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
