@@ -1,7 +1,7 @@
 /**
  * Stuck detection for the activities an operation waits on (limits: `common/stuck.ts`).
  *
- * `watchActivity` runs an activity and, beside it, a watch: when the activity has not finished
+ * `watchActivity` runs an activity under the run's watchdog: when the activity has not finished
  * within `notStartedMs`, the brain's `probePendingActivity` asks the server about it (state,
  * attempt, last failure, pollers of its queue). The verdict — no worker polls the queue, not
  * started although workers poll it, retrying past the limits — becomes the operation's `stuck`
@@ -10,10 +10,10 @@
  * succeeds, the activity finishes). The watched activity itself is untouched: same id, same
  * options, never scheduled twice.
  *
- * New in the command sequence (a timer per watched activity, probes, explicit activity ids), so it
- * runs only in operations that took the `stuck-detection` patch.
+ * New in the command sequence (the watchdog's timer, probes, explicit activity ids), so it runs only
+ * in operations that took the `stuck-detection` patch.
  */
-import { CancellationScope, condition, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { StuckLimits, StuckState, OpsActivities, PendingActivityProbe } from '../common/stuck';
 import type { OperationRun } from './operation-state';
 import { PROBE_ACTIVITY_OPTIONS } from './policies';
@@ -39,49 +39,72 @@ export interface WatchTarget {
 /** Most time between two looks at an activity (the wait doubles up to this while nothing changes). */
 const CALM_RECHECK_CAP_MS = 10 * 60_000;
 
-/** Runs `run` (which schedules the activity `target.activityId`) under the stuck watch. */
-export async function watchActivity<T>(op: OperationRun, target: WatchTarget, run: () => Promise<T>): Promise<T> {
-  op.waitingFor = `${target.waitingOn} on ${target.taskQueue}`;
-  const work = run();
-  let done = false;
-  const finished = (): boolean => done;
-  void work.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  const watchScope = new CancellationScope();
-  const watching = watchScope.run(() => watch(op, target, finished)).catch(() => undefined);
-  try {
-    return await work;
-  } finally {
-    done = true;
-    watchScope.cancel();
-    await watching;
-    if (op.waitingFor === `${target.waitingOn} on ${target.taskQueue}`) op.waitingFor = undefined;
-    if (op.stuck?.waitingOn === target.waitingOn) setStuck(op, undefined);
-  }
+/** An activity the operation waits on, and since when. */
+interface Watched {
+  target: WatchTarget;
+  since: number;
+  /** When to look at it next (the first look is `notStartedMs` after it was scheduled). */
+  nextLookAt: number;
+  /** The wait before the look after next (doubles while the verdict stays the same). */
+  wait: number;
 }
 
-async function watch(op: OperationRun, target: WatchTarget, finished: () => boolean): Promise<void> {
-  const limits = op.settings.stuck;
-  const recheckMs = limits.recheckMs ?? Math.min(limits.notStartedMs, 60_000);
-  const since = Date.now();
-  const { probePendingActivity } = proxyActivities<OpsActivities>({
-    ...PROBE_ACTIVITY_OPTIONS,
-    summary: `stuck check: ${target.waitingOn}`,
-  });
-  const info = workflowInfo();
-  let wait = limits.notStartedMs;
-  for (;;) {
-    if (await condition(finished, wait)) return;
+/**
+ * The run's one watchdog: it sleeps while nothing is pending (no timer), and otherwise until the
+ * earliest look is due. Its timer is never cancelled when an activity finishes early — it simply
+ * looks at whatever is pending when it wakes — so a healthy operation pays one timer per
+ * `notStartedMs` of work, not one per activity.
+ */
+class Watchdog {
+  readonly watched = new Set<Watched>();
+  private started = false;
+
+  constructor(private readonly op: OperationRun) {}
+
+  add(target: WatchTarget): Watched {
+    const now = Date.now();
+    const entry: Watched = { target, since: now, nextLookAt: now + this.op.settings.stuck.notStartedMs, wait: 0 };
+    this.watched.add(entry);
+    if (!this.started) {
+      this.started = true;
+      // Runs for the rest of the run; the workflow may end or continue as new with its timer pending.
+      void CancellationScope.nonCancellable(() => this.run()).catch(() => undefined);
+    }
+    return entry;
+  }
+
+  private async run(): Promise<never> {
+    for (;;) {
+      await condition(() => this.watched.size > 0);
+      const due = Math.min(...[...this.watched].map((entry) => entry.nextLookAt));
+      if (due > Date.now()) {
+        await sleep(due - Date.now());
+        continue;
+      }
+      for (const entry of [...this.watched]) {
+        if (entry.nextLookAt <= Date.now()) await this.look(entry);
+      }
+    }
+  }
+
+  private async look(entry: Watched): Promise<void> {
+    const { op } = this;
+    const { target } = entry;
+    const limits = op.settings.stuck;
+    const recheckMs = limits.recheckMs ?? Math.min(limits.notStartedMs, 60_000);
+    const { probePendingActivity } = proxyActivities<OpsActivities>({
+      ...PROBE_ACTIVITY_OPTIONS,
+      summary: `stuck check: ${target.waitingOn}`,
+    });
+    const info = workflowInfo();
     const probe = await probePendingActivity({
       workflowId: info.workflowId,
       runId: info.runId,
       activityId: target.activityId,
       taskQueue: target.taskQueue,
     });
-    if (finished()) return;
-    const reason = stuckReason(probe, target, limits, Date.now() - since);
+    if (!this.watched.has(entry)) return;
+    const reason = stuckReason(probe, target, limits, Date.now() - entry.since);
     if (reason) {
       const same = op.stuck?.reason === reason.reason;
       setStuck(op, {
@@ -90,12 +113,31 @@ async function watch(op: OperationRun, target: WatchTarget, finished: () => bool
         since: same ? op.stuck!.since : new Date().toISOString(),
       });
       // Looked at again soon after a change, then less and less often: a run stuck for days keeps
-      // its history small. Recovery does not wait for a look: the activity finishing ends the watch.
-      wait = same ? Math.min(wait * 2, CALM_RECHECK_CAP_MS) : recheckMs;
+      // its history small. Recovery does not wait for a look: the activity finishing clears it.
+      entry.wait = same ? Math.min(Math.max(entry.wait, recheckMs) * 2, CALM_RECHECK_CAP_MS) : recheckMs;
     } else {
       setStuck(op, undefined);
-      wait = Math.min(Math.max(wait, recheckMs) * 2, CALM_RECHECK_CAP_MS);
+      entry.wait = Math.min(Math.max(entry.wait, recheckMs) * 2, CALM_RECHECK_CAP_MS);
     }
+    entry.nextLookAt = Date.now() + entry.wait;
+  }
+}
+
+const watchdogs = new WeakMap<OperationRun, Watchdog>();
+
+/** Runs `run` (which schedules the activity `target.activityId`) under the run's stuck watchdog. */
+export async function watchActivity<T>(op: OperationRun, target: WatchTarget, run: () => Promise<T>): Promise<T> {
+  let watchdog = watchdogs.get(op);
+  if (!watchdog) watchdogs.set(op, (watchdog = new Watchdog(op)));
+  const waiting = `${target.waitingOn} on ${target.taskQueue}`;
+  op.waitingFor = waiting;
+  const entry = watchdog.add(target);
+  try {
+    return await run();
+  } finally {
+    watchdog.watched.delete(entry);
+    if (op.waitingFor === waiting) op.waitingFor = undefined;
+    if (op.stuck?.waitingOn === target.waitingOn) setStuck(op, undefined);
   }
 }
 
