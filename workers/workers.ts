@@ -5,6 +5,7 @@
  *  - dev: both in one process.
  * Shutdown is graceful: a running model call or tool call gets `shutdownGraceTime` to finish.
  */
+import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
@@ -13,10 +14,12 @@ import { createBrainActivities } from '../activities/brain/activities';
 import { ContextCache } from '../activities/brain/context-cache';
 import { createHandsActivities } from '../activities/hands/activities';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
+import { readHandsSettings, type HandsSettings } from '../activities/hands/settings';
 import { createHealthActivities } from '../activities/health';
 import { createAnthropicClient } from '../activities/model/client';
 import type { ModelSettings } from '../activities/model/settings';
 import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
+import { DATA_DIR } from '../platform/paths';
 
 export interface CommonWorkerOptions {
   connection: NativeConnection;
@@ -37,6 +40,11 @@ export interface BrainWorkerOptions extends CommonWorkerOptions {
 export interface HandsWorkerOptions extends CommonWorkerOptions {
   docker: Docker;
   image: string;
+  /**
+   * The seed roots and workspace quota; default: from the environment (`AGENT_ALLOWED_ROOTS`,
+   * `AGENT_WORKSPACE_QUOTA`, `AGENT_WORKSPACE_IMAGE_DIR`; see `activities/hands/settings.ts`).
+   */
+  settings?: HandsSettings;
 }
 
 const GRACE = '2 minutes';
@@ -80,9 +88,16 @@ export function brainActivities(options: Pick<BrainWorkerOptions, 'client' | 'mo
   };
 }
 
-export function handsActivities(options: Pick<HandsWorkerOptions, 'docker' | 'image'>) {
+/** The hands settings of this process's environment (workspace images under the data directory). */
+export function handsSettingsFromEnv(): HandsSettings {
+  return readHandsSettings(process.env, { imageDir: path.join(DATA_DIR, 'workspaces') });
+}
+
+export function handsActivities(options: Pick<HandsWorkerOptions, 'docker' | 'image' | 'settings'>) {
+  const settings = options.settings ?? handsSettingsFromEnv();
+  const manager = new SandboxManager({ docker: options.docker, image: options.image, quota: settings.quota });
   return {
-    ...createHandsActivities({ manager: new SandboxManager({ docker: options.docker, image: options.image }) }),
+    ...createHandsActivities({ manager, allowedRoots: settings.allowedRoots }),
     ...createHealthActivities(),
   };
 }

@@ -29,7 +29,7 @@ import { volumeNameOf } from '../common/sandbox-names';
 import { deadlineEnd, spentBudget } from './budget';
 import { recordReply, requestModelTurn, toolCallsOf } from './model-turn';
 import { OperationEnd, startOperationRun, type OperationCarry, type OperationRun } from './operation-state';
-import { provisionSandbox, type OperationSandbox } from './sandbox';
+import { checkSeedSourceFirst, provisionSandbox, type OperationSandbox } from './sandbox';
 import { acceptSteeringAndAbort, applySteering } from './steering';
 import { runToolBatch, toolResult } from './tool-calls';
 import { answerStatusQuery, publishSearchAttributes, showDetails } from './visibility';
@@ -43,10 +43,11 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   acceptSteeringAndAbort(op, () => loopScope.cancel());
   publishSearchAttributes(op, 'state');
   showDetails(op);
-  const sandbox = provisionSandbox(op);
+  const refused = await checkSeedSourceFirst(op);
+  const sandbox = provisionSandbox(op, { eager: refused === undefined });
 
   try {
-    op.ended = await loopScope.run(() => agentLoop(op, sandbox, rawInput));
+    op.ended = refused ?? (await loopScope.run(() => agentLoop(op, sandbox, rawInput)));
   } catch (err) {
     op.ended = endOfFailedLoop(op, err);
   }

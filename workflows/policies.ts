@@ -7,6 +7,7 @@
  * | model call / step     | 10 min (30 min all)| 15 s      | 10       | 2 s ×2 … 60 s    |
  * | tool call             | tool's time + 2 min| 5 s       | 5        | 1 s ×2 … 30 s    |
  * | sandbox lifecycle     | 10 min             | 10 s      | 5        | 1 s ×2 … 30 s    |
+ * | seed source check     | 30 s               | –         | 5        | 1 s ×2 … 10 s    |
  * | health echo           | 30 s               | –         | 3        | SDK default      |
  *
  * An operation's `heartbeatTimeoutMs` overrides the heartbeat of its model, tool and sandbox calls.
@@ -92,6 +93,23 @@ export const SANDBOX_ACTIVITY_OPTIONS: ActivityOptions = {
     maximumAttempts: 5,
     nonRetryableErrorTypes: [...HANDS_NON_RETRYABLE_FAILURE_TYPES],
   },
+};
+
+/**
+ * The hands host's check of the operation's repository (exists, is a directory, inside the allowed
+ * roots), before the first model call: file-system lookups on the host, no container. A refusal
+ * (`InvalidSeedSource`) is final; an unreachable hands worker gets a few quick retries.
+ */
+export const SEED_SOURCE_CHECK_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [...HANDS_NON_RETRYABLE_FAILURE_TYPES],
+  },
+  summary: 'check the repository to seed',
 };
 
 /** The health check's echo: quick, a few tries. */

@@ -7,7 +7,7 @@ import type { HandsActivities, SessionRef } from '../../common/hands';
 import { handsContext, sessionOf, type HandsActivitiesDeps, type HandsContext } from './deps';
 import { toActivityFailure } from './failures';
 import { runTool } from './run-tool';
-import { seedWorkspace } from './seed';
+import { checkSeedSourceActivity, seedWorkspace } from './seed';
 import { workspaceDiff } from './workspace-diff';
 
 export type { HandsActivitiesDeps } from './deps';
@@ -15,6 +15,7 @@ export type { HandsActivitiesDeps } from './deps';
 export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivities {
   const hands = handsContext(deps);
   return {
+    checkSeedSource: (input) => checkSeedSourceActivity(hands, input),
     runTool: (input) => runTool(hands, input),
     seedWorkspace: (input) => seedWorkspace(hands, input),
     workspaceDiff: (input) => workspaceDiff(hands, input),

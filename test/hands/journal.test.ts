@@ -9,6 +9,7 @@ import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
 import type { RunToolInput } from '../../common/hands';
 import { parseJournal } from '../../activities/hands/journal';
+import { recordsOf } from '../../activities/hands/journal-store';
 import { containerNameOf } from '../../common/sandbox-names';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
@@ -25,7 +26,7 @@ describe('tool-call journal and replay (real Docker)', () => {
   });
   const effects = async (file: string) => Number((await fx.sh(sessionId, `touch ${file}; wc -l < ${file}`)).trim());
   const journalOf = async (toolCallId: string) =>
-    parseJournal(await fx.sh(sessionId, `cat .agent/journal/${toolCallId}.json`));
+    parseJournal(await fx.sh(sessionId, `cat ${recordsOf(toolCallId).journalPath}`));
   const waitForProcess = async (toolCallId: string) => {
     for (let i = 0; i < 200; i++) {
       const journal = await journalOf(toolCallId).catch(() => undefined);
@@ -54,7 +55,7 @@ describe('tool-call journal and replay (real Docker)', () => {
       type: 'started',
       command: 'echo hi; exit 4',
       attempt: 1,
-      runDir: `/workspace/.agent/run/${call.toolCallId}/1`,
+      runDir: `/var/lib/agent-journal/run/${call.toolCallId}/1`,
     });
     expect(journal!.events[2]).toMatchObject({
       type: 'finished',
@@ -151,6 +152,6 @@ describe('tool-call journal and replay (real Docker)', () => {
     const second = await hands.runTool(call);
     expect(first.content).toBe('     1\tcontent');
     expect(second.content).toBe('     1\tchanged');
-    expect(await fx.sh(sessionId, `ls .agent/run/${call.toolCallId}`)).toBe('1\n2\n');
+    expect(await fx.sh(sessionId, `ls ${recordsOf(call.toolCallId).runBase}`)).toBe('1\n2\n');
   });
 });

@@ -14,7 +14,7 @@ import type { ModelScript } from '../../scripted-model/script';
 import { createBrainWorker, createHandsWorker } from '../../workers/workers';
 import { testPlatform } from './env';
 import { connectTestTemporal, TestTemporal } from './temporal';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { removeSandboxes } from './hands';
 
 export interface OperationHarness {
   temporal: TestTemporal;
@@ -89,16 +89,7 @@ export async function startOperationHarness(script: ModelScript = []): Promise<O
       for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
       await Promise.all(running);
       await model.stop();
-      for (const session of sessions) {
-        await docker
-          .getContainer(containerNameOf(session))
-          .remove({ force: true })
-          .catch(() => undefined);
-        await docker
-          .getVolume(volumeNameOf(session))
-          .remove()
-          .catch(() => undefined);
-      }
+      await removeSandboxes(sessions);
       await temporal.close();
     },
   };
