@@ -207,6 +207,11 @@ export class SandboxManager {
     this.volumes = new SandboxVolumes(this.docker, this.quota, AGENT_UID);
   }
 
+  /** The disk quota of the session's workspace, or undefined when it has none (a plain volume). */
+  workspaceQuotaBytes(sessionId: string): Promise<number | undefined> {
+    return this.volumes.quotaBytesOf(sessionId);
+  }
+
   /** Makes sure a running container exists for the sandbox; creates or replaces one as needed. */
   ensure(sessionId: string, options: { operationId?: string } = {}): Promise<EnsureResult> {
     checkSessionId(sessionId);

@@ -9,6 +9,7 @@
  * workspace also `agent.quota-image=<image path>`, so whoever removes the volume (a worker, `agent
  * sandbox rm|gc`) detaches its loop device and deletes the image without any other state.
  */
+import * as fs from 'node:fs';
 import type Docker from 'dockerode';
 import { journalVolumeNameOf, SANDBOX_LABELS, volumeNameOf } from '../../common/sandbox-names';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
@@ -73,6 +74,17 @@ export class SandboxVolumes {
       [SANDBOX_LABELS.role]: 'workspace',
       [SANDBOX_LABELS.quotaImage]: newImage,
     });
+  }
+
+  /** The disk quota of the session's workspace (the size of its image), or undefined when it has none. */
+  async quotaBytesOf(sessionId: string): Promise<number | undefined> {
+    const image = (await this.inspect(volumeNameOf(sessionId)))?.Labels?.[SANDBOX_LABELS.quotaImage];
+    if (!image) return undefined;
+    try {
+      return fs.statSync(image).size;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Removes both volumes (a missing one is fine) and a quota workspace's device and image. */

@@ -56,6 +56,8 @@ export interface RunExit {
   oomKills?: number;
   /** Free bytes on /workspace when it ended (-1: unknown). */
   workspaceFreeBytes?: number;
+  /** Size of the file system /workspace is on (-1: unknown). */
+  workspaceBytes?: number;
   /** Where the full output was left for the model: the workspace copy, or the run directory's. */
   outputPath?: string;
 }

@@ -112,12 +112,12 @@ ob= dr=
 [ -r "$d/dropped" ] && read -r ob dr < "$d/dropped"
 # No count: the capture was killed with the group; measure what it wrote.
 if [ -z "$dr" ]; then ob=$(stat -c %s "$d/out" 2>/dev/null || echo 0); dr=0; fi
-free=-1
-read -r fa fs < <(stat -f -c '%a %S' /workspace 2>/dev/null) && free=$((fa * fs))
+free=-1 size=-1
+read -r fa fb fs < <(stat -f -c '%a %b %S' /workspace 2>/dev/null) && free=$((fa * fs)) size=$((fb * fs))
 out=$d/out
 # The model reads long output back from the workspace: the copy is made as the agent.
 if [ -n "$link" ] && setpriv --reuid=1000 --regid=1000 --clear-groups -- bash -c 'mkdir -p "${1%/*}" && cat > "$1"' agent-copy "$link" < "$d/out" 2>/dev/null; then out=$link; fi
-res=$(printf '{"exitCode":%d,"outputBytes":%d,"droppedBytes":%d,"timedOut":%s,"cancelled":%s,"pid":%d,"startTime":%s,"finishedAt":"%s","pidLimitHits":%d,"oomKills":%d,"workspaceFreeBytes":%d,"outputPath":"%s"}' "$code" "$ob" "$dr" $tm $cn "$p" "$st" "$(stamp)" $((pida - pidb)) $((ooma - oomb)) "$free" "$out")
+res=$(printf '{"exitCode":%d,"outputBytes":%d,"droppedBytes":%d,"timedOut":%s,"cancelled":%s,"pid":%d,"startTime":%s,"finishedAt":"%s","pidLimitHits":%d,"oomKills":%d,"workspaceFreeBytes":%d,"workspaceBytes":%d,"outputPath":"%s"}' "$code" "$ob" "$dr" $tm $cn "$p" "$st" "$(stamp)" $((pida - pidb)) $((ooma - oomb)) "$free" "$size" "$out")
 printf '%s' "$res" > "$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"
 if [ -n "$jp" ]; then
   [ "$p" != 0 ] && j="$j,{\"type\":\"process\",\"pid\":$p,\"pgid\":$p,\"startTime\":$st}"
