@@ -5,6 +5,7 @@
 import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
 import { SandboxManager, type GcResult, type SandboxInfo } from '../activities/hands/sandbox-manager';
+import { handsSettingsFromEnv } from '../workers/workers';
 
 export type SandboxCommand =
   | { kind: 'ls' }
@@ -101,7 +102,15 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
     out(SANDBOX_USAGE);
     return 0;
   }
-  const manager = deps.manager ?? new SandboxManager({ docker: await requireDocker(), image: sandboxImageTag() });
+  const manager =
+    deps.manager ??
+    new SandboxManager({
+      docker: await requireDocker(),
+      image: sandboxImageTag(),
+      // Where the workspace images are, for gc; this command makes no sandboxes, so no quota warning.
+      quota: handsSettingsFromEnv().quota,
+      warn: () => undefined,
+    });
   const now = deps.now ?? Date.now;
   switch (command.kind) {
     case 'ls': {
@@ -131,6 +140,7 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
         `removed ${result.removedContainers.length} container(s)${command.volumes ? ` and ${result.removedVolumes.length} volume(s)` : ''} older than ${formatAge(command.olderThanMs)}`,
       );
       for (const name of [...result.removedContainers, ...result.removedVolumes]) out(`  ${name}`);
+      for (const image of result.releasedImages ?? []) out(`  ${image} (a workspace image no volume used)`);
       return 0;
     }
   }

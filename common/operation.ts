@@ -8,7 +8,7 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import type { TokenUsage, ToolResultBlockParam } from './model-types';
 import { SESSION_ID_PATTERN, SESSION_ID_RULE } from './sandbox-names';
-import { describeZodError } from './validation';
+import { describeZodError, utf8Bytes } from './validation';
 
 /** The workflow type name, for `temporal workflow start --type operation`. */
 export const OPERATION_WORKFLOW_TYPE = 'operation';
@@ -31,16 +31,6 @@ function withinBytes(max: number): [(text: string) => boolean, { error: (issue: 
         `must be at most ${max} bytes (got ${utf8Bytes(String(issue.input ?? ''))}): put long material in the repository and refer to it`,
     },
   ];
-}
-
-/** UTF-8 length without Buffer or TextEncoder (this module runs in workflow code). */
-export function utf8Bytes(text: string): number {
-  let bytes = 0;
-  for (const ch of text) {
-    const code = ch.codePointAt(0)!;
-    bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
-  }
-  return bytes;
 }
 
 /**

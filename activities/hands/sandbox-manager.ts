@@ -76,7 +76,11 @@ export interface SandboxManagerOptions {
    * once and makes plain volumes.
    */
   quota?: WorkspaceQuota | null;
-  /** Extra labels on every container and volume it makes (e.g. `agent.keep` for a sandbox kept on purpose). */
+  /**
+   * Extra labels on every container and volume it makes; `list` and `gc` then see only sandboxes
+   * that carry them (a manager scoped to, say, one test run), and `agent.keep` marks a sandbox kept
+   * on purpose.
+   */
   labels?: Record<string, string>;
   /** Where warnings go (default: stderr). */
   warn?: (line: string) => void;
@@ -163,6 +167,8 @@ export interface SandboxInfo {
 export interface GcResult {
   removedContainers: string[];
   removedVolumes: string[];
+  /** Workspace images no volume used any more, detached and deleted (with `volumes`). */
+  releasedImages?: string[];
 }
 
 const LABEL_HARNESS = SANDBOX_LABELS.harness;
@@ -583,9 +589,11 @@ export class SandboxManager {
     return { container: container ?? false, volume };
   }
 
-  /** Every sandbox this harness made (by label), with its container and volumes when they exist. */
+  /** Every sandbox this harness made (by label, and this manager's extra labels), with its container and volumes. */
   async list(): Promise<SandboxInfo[]> {
-    const filters = { label: [`${LABEL_HARNESS}=1`] };
+    const filters = {
+      label: [`${LABEL_HARNESS}=1`, ...Object.entries(this.extraLabels).map(([key, value]) => `${key}=${value}`)],
+    };
     const containers = await dockerCall('list sandbox containers', () =>
       this.docker.listContainers({ all: true, filters }),
     );
@@ -655,6 +663,7 @@ export class SandboxManager {
         }
       }
     }
+    if (options.volumes) result.releasedImages = await this.volumes.releaseOrphanImages(cutoff);
     return result;
   }
 }

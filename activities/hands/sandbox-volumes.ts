@@ -10,6 +10,7 @@
  * sandbox rm|gc`) detaches its loop device and deletes the image without any other state.
  */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type Docker from 'dockerode';
 import { journalVolumeNameOf, SANDBOX_LABELS, volumeNameOf } from '../../common/sandbox-names';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
@@ -118,6 +119,25 @@ export class SandboxVolumes {
       }
     }
     return true;
+  }
+
+  /**
+   * Workspace images in the quota's image directory that no volume uses any more (left by a volume
+   * removed behind the harness's back, e.g. `docker volume rm`), last written before `cutoffMs`: their
+   * loop devices are detached and the images deleted. Returns their paths.
+   */
+  async releaseOrphanImages(cutoffMs: number): Promise<string[]> {
+    if (!this.quota || !fs.existsSync(this.quota.imageDir)) return [];
+    const released: string[] = [];
+    for (const file of fs.readdirSync(this.quota.imageDir)) {
+      const match = /^agent-ws-(.+)\.ext4$/.exec(file);
+      if (!match) continue;
+      const image = path.join(this.quota.imageDir, file);
+      if (fs.statSync(image).mtimeMs > cutoffMs || (await this.workspaceExists(match[1]))) continue;
+      await release(image);
+      released.push(image);
+    }
+    return released;
   }
 
   private async inspect(name: string): Promise<Docker.VolumeInspectInfo | undefined> {

@@ -84,6 +84,19 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
     expect(fs.existsSync(image)).toBe(false);
   });
 
+  it('gc releases an image whose volume was removed behind the harness (docker volume rm)', async () => {
+    const sessionId = fx.sessionId('quota-orphan');
+    await fx.manager.ensure(sessionId);
+    const image = imagePathOf(quota, sessionId);
+    await dockerClient().getContainer(containerNameOf(sessionId)).remove({ force: true });
+    await dockerClient().getVolume(volumeNameOf(sessionId)).remove();
+    expect(await deviceOf(image)).toMatch(/^\/dev\/loop\d+$/); // left attached
+    const result = await fx.manager.gc({ olderThanMs: 60_000, volumes: true, now: Date.now() + 10 * 60_000 });
+    expect(result.releasedImages).toEqual([image]);
+    expect(await deviceOf(image)).toBeUndefined();
+    expect(fs.existsSync(image)).toBe(false);
+  });
+
   it('attaches the image again after a reboot (its loop device gone); the files and the quota are intact', async () => {
     const sessionId = fx.sessionId('quota-reboot');
     expect((await bash(sessionId, 'echo survives > kept.txt && echo ok')).isError).toBe(false);

@@ -27,9 +27,14 @@ export async function removeSandboxes(sessionIds: Iterable<string>): Promise<voi
   for (const id of sessionIds) await manager.remove(id, { keepVolume: false });
 }
 
+/**
+ * A manager whose sandboxes carry a label of their own (`agent.test-run`), so its `list` and `gc`
+ * see only them: a test never removes a sandbox another run on the same host is using.
+ */
 export function handsFixture(options: Omit<SandboxManagerOptions, 'docker' | 'image'> = {}): HandsFixture {
   const docker = dockerClient();
-  const manager = new SandboxManager({ docker, image: testPlatform().sandboxImage, ...options });
+  const labels = { 'agent.test-run': randomUUID().slice(0, 8), ...options.labels };
+  const manager = new SandboxManager({ docker, image: testPlatform().sandboxImage, ...options, labels });
   const ids: string[] = [];
   return {
     manager,
