@@ -40,7 +40,15 @@ export function testModelSettings(baseURL: string): ModelSettings {
   };
 }
 
-export async function startOperationHarness(script: ModelScript = []): Promise<OperationHarness> {
+export interface OperationHarnessOptions {
+  /** Model settings beyond the test defaults (e.g. a short `streamIdleTimeoutMs`). */
+  modelSettings?: Partial<ModelSettings>;
+}
+
+export async function startOperationHarness(
+  script: ModelScript = [],
+  options: OperationHarnessOptions = {},
+): Promise<OperationHarness> {
   const temporal = await connectTestTemporal();
   const model = await startScriptedModelServer({ script });
   const cache = new ContextCache();
@@ -55,7 +63,7 @@ export async function startOperationHarness(script: ModelScript = []): Promise<O
       namespace,
       taskQueue: brainQueue,
       client: temporal.client,
-      modelSettings: testModelSettings(model.url),
+      modelSettings: { ...testModelSettings(model.url), ...options.modelSettings },
       cache,
       workflowBundle: { codePath: workflowBundlePath },
     }),
