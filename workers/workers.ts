@@ -41,8 +41,9 @@ export interface HandsWorkerOptions extends CommonWorkerOptions {
   docker: Docker;
   image: string;
   /**
-   * The seed roots and workspace quota; default: from the environment (`AGENT_ALLOWED_ROOTS`,
-   * `AGENT_WORKSPACE_QUOTA`, `AGENT_WORKSPACE_IMAGE_DIR`; see `activities/hands/settings.ts`).
+   * The seed roots, workspace quota and sandbox limits; default: from the environment
+   * (`AGENT_ALLOWED_ROOTS`, `AGENT_WORKSPACE_QUOTA`, `AGENT_SANDBOX_PIDS`, …; see
+   * `activities/hands/settings.ts`).
    */
   settings?: HandsSettings;
 }
@@ -95,7 +96,12 @@ export function handsSettingsFromEnv(): HandsSettings {
 
 export function handsActivities(options: Pick<HandsWorkerOptions, 'docker' | 'image' | 'settings'>) {
   const settings = options.settings ?? handsSettingsFromEnv();
-  const manager = new SandboxManager({ docker: options.docker, image: options.image, quota: settings.quota });
+  const manager = new SandboxManager({
+    docker: options.docker,
+    image: options.image,
+    quota: settings.quota,
+    limits: settings.limits,
+  });
   return {
     ...createHandsActivities({ manager, allowedRoots: settings.allowedRoots }),
     ...createHealthActivities(),

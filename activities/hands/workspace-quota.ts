@@ -141,11 +141,16 @@ export async function release(image: string, device?: string): Promise<void> {
 export function parseQuotaSize(text: string): number | null {
   const value = text.trim().toLowerCase();
   if (value === 'off' || value === 'none' || value === '0') return null;
-  const match = /^(\d+(?:\.\d+)?)\s*(k|m|g|t)?(i?b)?$/.exec(value);
-  if (!match) throw new Error(`not a size: ${JSON.stringify(text)} (use e.g. 10G, 512M, or off)`);
+  return parseSize(text, 64 * 1024 ** 2, ', or off');
+}
+
+/** `10G`, `512M`, `10GiB`, `1.5g` or bytes, at least `min` bytes. */
+export function parseSize(text: string, min: number, alternatives = ''): number {
+  const match = /^(\d+(?:\.\d+)?)\s*(k|m|g|t)?(i?b)?$/.exec(text.trim().toLowerCase());
+  if (!match) throw new Error(`not a size: ${JSON.stringify(text)} (use e.g. 10G, 512M${alternatives})`);
   const unit = { k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[match[2] as 'k' | 'm' | 'g' | 't'] ?? 1;
   const bytes = Math.floor(Number(match[1]) * unit);
-  if (bytes < 64 * 1024 ** 2) throw new Error(`a workspace quota must be at least 64M (got ${text})`);
+  if (bytes < min) throw new Error(`must be at least ${formatBytes(min)} (got ${text})`);
   return bytes;
 }
 
