@@ -31,7 +31,7 @@
  *           unknown, workspace preserved", with any partial output), never run again.
  */
 import type { ReplayPolicy } from '../../common/tools';
-import { recordsOf } from './journal-store';
+import { legacyRecordsOf, recordsOf } from './journal-store';
 import type { RunExit } from './scripts';
 import type { ExecJournal, RunStatus } from './sandbox-manager';
 
@@ -98,7 +98,9 @@ export function journalFor(input: {
     path: journalPathOf(input.toolCallId),
     head: `${JSON.stringify(header).slice(0, -1)},"events":[`,
     started: JSON.stringify(started),
-    mode: input.replayPolicy === 'never' ? 'fresh' : 'append',
+    ...(input.replayPolicy === 'never'
+      ? { mode: 'fresh', legacyRunBase: legacyRecordsOf(input.toolCallId).runBase }
+      : { mode: 'append' }),
   };
 }
 

@@ -114,6 +114,11 @@ export interface ExecJournal {
   started: string;
   /** `fresh`: run only as the call's first attempt (else report the journal); `append`: run as the next attempt. */
   mode: 'fresh' | 'append';
+  /**
+   * `fresh` only: where an older harness version kept this call's attempts; any attempt there counts as
+   * an earlier attempt too (the caller then consults `runStatus`, which reads it).
+   */
+  legacyRunBase?: string;
 }
 
 export interface ExecOptions {
@@ -342,7 +347,9 @@ export class SandboxManager {
       journal?.path ?? '',
       journal?.head ?? '',
       journal?.started ?? '',
-      journal?.mode ?? 'append',
+      journal?.mode === 'fresh' && journal.legacyRunBase
+        ? `fresh:${journal.legacyRunBase}`
+        : (journal?.mode ?? 'append'),
       ...(options.args ?? []),
     ];
     const exec = await this.createExec(container, argv, JOURNAL_WRITER);
@@ -449,11 +456,17 @@ export class SandboxManager {
    * — or, when they hold no attempt, from where an older harness version kept them (`legacy`).
    */
   async runStatus(sessionId: string, records: ToolCallRecords, legacy?: ToolCallRecords): Promise<RunStatus> {
+    const status = await this.readRunStatus(sessionId, records, JOURNAL_WRITER);
+    // The workspace is the agent's: what an older version left there is read as the agent, never as root.
+    return status.state === 'none' && legacy ? this.readRunStatus(sessionId, legacy, AGENT_USER) : status;
+  }
+
+  private async readRunStatus(sessionId: string, records: ToolCallRecords, user: string): Promise<RunStatus> {
     const { stdout, exitCode, stderr } = await this.script(
       sessionId,
       SCRIPTS.runStatus,
-      [records.runBase, records.journalPath, legacy?.runBase ?? '', legacy?.journalPath ?? ''],
-      { user: JOURNAL_WRITER },
+      [records.runBase, records.journalPath],
+      { user },
     );
     const newline = stdout.indexOf(0x0a);
     if (exitCode !== 0 || newline < 0)

@@ -34,7 +34,7 @@ import { checkSeedSource, redactUserinfo, type CheckedSeedSource } from './seed-
 
 const execFileAsync = promisify(execFile);
 
-const READ_SEED_RECORD = 'cat "$1" 2>/dev/null || cat "$2" 2>/dev/null || true';
+const READ_SEED_RECORD = 'cat "$1" 2>/dev/null || true';
 const WRITE_SEED_RECORD = 'mkdir -p "${1%/*}" && printf "%s" "$2" > "$1.tmp" && mv -f "$1.tmp" "$1"';
 const BASELINE_SCRIPT = [
   'set -e',
@@ -67,10 +67,12 @@ export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInp
   let cloneDir: string | undefined;
   try {
     await manager.ensure(sessionId, { operationId: input.operationId });
-    const marker = await manager.script(sessionId, READ_SEED_RECORD, [SEED_RECORD.path, SEED_RECORD.legacyPath], {
-      user: JOURNAL_WRITER,
-    });
-    const recorded = marker.stdout.toString('utf8').trim();
+    // The record, or where an older version left it in the workspace (read as the agent, not as root).
+    const current = await manager.script(sessionId, READ_SEED_RECORD, [SEED_RECORD.path], { user: JOURNAL_WRITER });
+    const found = current.stdout.length
+      ? current
+      : await manager.script(sessionId, READ_SEED_RECORD, [SEED_RECORD.legacyPath]);
+    const recorded = found.stdout.toString('utf8').trim();
     if (recorded) {
       const previous = JSON.parse(recorded) as SeedResult;
       return { files: previous.files, bytes: previous.bytes, ...(previous.head ? { head: previous.head } : {}) };

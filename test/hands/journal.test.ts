@@ -9,7 +9,7 @@ import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
 import type { RunToolInput } from '../../common/hands';
 import { parseJournal } from '../../activities/hands/journal';
-import { recordsOf } from '../../activities/hands/journal-store';
+import { legacyRecordsOf, recordsOf } from '../../activities/hands/journal-store';
 import { containerNameOf } from '../../common/sandbox-names';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
@@ -153,5 +153,29 @@ describe('tool-call journal and replay (real Docker)', () => {
     expect(first.content).toBe('     1\tcontent');
     expect(second.content).toBe('     1\tchanged');
     expect(await fx.sh(sessionId, `ls ${recordsOf(call.toolCallId).runBase}`)).toBe('1\n2\n');
+  });
+  it('reads the records an older version kept in the workspace when the journal volume has none, as the agent', async () => {
+    const call = newCall('echo ran >> effects-legacy.log; wc -l < effects-legacy.log');
+    const first = await hands.runTool(call);
+    const now = recordsOf(call.toolCallId);
+    const old = legacyRecordsOf(call.toolCallId);
+    // Where a harness version before the journal volume left a finished call's records: in the workspace, agent-owned.
+    const run = async (script: string, user?: string) => {
+      const { exitCode, stderr } = await fx.manager.script(
+        sessionId,
+        `set -e; ${script}`,
+        [now.runBase, now.journalPath, old.runBase, old.journalPath],
+        user ? { user } : {},
+      );
+      expect({ exitCode, stderr }).toEqual({ exitCode: 0, stderr: '' });
+    };
+    await run(
+      'cp -r "$1" /tmp/legacy-run; cp "$2" /tmp/legacy-journal; chmod -R a+rX /tmp/legacy-*; rm -rf "$1" "$2"',
+      '0:0',
+    );
+    await run('mkdir -p "${3%/*}" "${4%/*}"; cp -r /tmp/legacy-run "$3"; cp /tmp/legacy-journal "$4"');
+    const retry = await hands.runTool(call);
+    expect(retry).toEqual(first);
+    expect(await effects('effects-legacy.log')).toBe(1);
   });
 });

@@ -2,25 +2,9 @@
 # One JSON line: {"attempt","state","exit","process","journal"}, then the raw output.
 # state: none (no attempt) | unstarted (the command never started and its wrapper is gone)
 #        | starting (wrapper alive, no pid yet) | running | finished | dead
-# $1 runBase  $2 journal path (may be empty)  $3 legacy runBase  $4 legacy journal path (both may be
-# empty: where an older harness version kept the same records; read only when $1 has no attempt)
+# $1 runBase  $2 journal path (may be empty)
 set -u
 base=$1 jp=$2
-latest() {
-  local e k m=0
-  for e in "$1"/*; do
-    [ -d "$e" ] || continue
-    k=${e##*/}
-    case $k in *[!0-9]* | '') continue ;; esac
-    [ "$k" -gt "$m" ] && m=$k
-  done
-  echo "$m"
-}
-n=$(latest "$base")
-if [ "$n" = 0 ] && [ -n "${3:-}" ] && [ -d "$3" ]; then
-  base=$3 jp=${4:-}
-  n=$(latest "$base")
-fi
 alive() {
   [ -r "/proc/$1/stat" ] || return 1
   local f
@@ -29,6 +13,13 @@ alive() {
 }
 journal=null
 [ -n "$jp" ] && [ -s "$jp" ] && journal=$(cat "$jp")
+n=0
+for e in "$base"/*; do
+  [ -d "$e" ] || continue
+  k=${e##*/}
+  case $k in *[!0-9]* | '') continue ;; esac
+  [ "$k" -gt "$n" ] && n=$k
+done
 state=none exit=null proc=null
 if [ "$n" -gt 0 ]; then
   d=$base/$n

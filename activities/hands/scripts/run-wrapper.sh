@@ -5,12 +5,15 @@
 # agent's uid and signalling its processes) and keeps the records where the agent cannot write
 # (journal-store.ts); the command itself runs as the agent (uid 1000, no capabilities).
 # $1 runBase  $2 outLink (may be empty)  $3 timeout seconds  $4 capture cap (bytes)  $5 command
-# $6 journal path (may be empty)  $7 journal head  $8 started event (JSON object)  $9 mode (fresh|append)
+# $6 journal path (may be empty)  $7 journal head  $8 started event (JSON object)
+# $9 mode (fresh|append; fresh:<dir> also counts an attempt under <dir>, where an older version kept them)
 # ${10}... arguments of the command ($1... inside it)
 set -u
 umask 022
 base=$1 link=$2 t=$3 cap=$4 cmd=$5 jp=$6 jhead=$7 jstarted=$8 mode=$9
 shift 9
+legacy=
+case $mode in fresh:*) legacy=${mode#fresh:} mode=fresh ;; esac
 stamp() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ 2>/dev/null || echo unknown; }
 jwrite() { [ -n "$jp" ] || return 0; printf '%s]}' "$1" > "$jp.$$.tmp" && mv -f "$jp.$$.tmp" "$jp"; }
 # The sandbox's resource counters (cgroup v1 or v2): forks the pid limit refused, processes killed for
@@ -34,7 +37,7 @@ limits() {
 mkdir -p "$base" || exit 90
 n=1
 if [ "$mode" = fresh ]; then
-  if ! mkdir "$base/1" 2>/dev/null; then printf '@@agent-journal\n'; cat "$jp" 2>/dev/null; exit 0; fi
+  if { [ -n "$legacy" ] && [ -d "$legacy/1" ]; } || ! mkdir "$base/1" 2>/dev/null; then printf '@@agent-journal\n'; cat "$jp" 2>/dev/null; exit 0; fi
 else
   until mkdir "$base/$n" 2>/dev/null; do n=$((n + 1)); [ "$n" -gt 1000 ] && exit 90; done
 fi
