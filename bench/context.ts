@@ -12,7 +12,7 @@ import { OPERATION_WORKFLOW_TYPE, type OperationInput } from '../common/operatio
 import { installRuntime } from '../workers/runtime';
 import { createBrainWorker, createHandsWorker } from '../workers/workers';
 import { benchModelSettings } from './model';
-import { containerNameOf, volumeNameOf } from '../common/sandbox-names';
+import { SandboxManager } from '../activities/hands/sandbox-manager';
 
 const BENCH_LOOP_LIMITS = { sameCallRepeats: 100, alternations: 100, errorTurns: 100 };
 
@@ -44,16 +44,9 @@ export async function connectBench(platform: BenchPlatform, log: (line: string) 
     nativeConnection,
     log,
     async removeSandboxes(ids) {
-      for (const id of ids) {
-        await platform.docker
-          .getContainer(containerNameOf(id))
-          .remove({ force: true })
-          .catch(() => undefined);
-        await platform.docker
-          .getVolume(volumeNameOf(id))
-          .remove()
-          .catch(() => undefined);
-      }
+      // Through the manager: a quota workspace's loop device and image go with its volume.
+      const manager = new SandboxManager({ docker: platform.docker, image: platform.image });
+      for (const id of ids) await manager.remove(id, { keepVolume: false }).catch(() => undefined);
     },
     async close() {
       await connection.close();

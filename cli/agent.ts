@@ -24,14 +24,22 @@ import { handsHostSettings } from '../workers/hands-host';
 import { isTemporalServing } from '../platform/dev-server';
 import { localServerSettings, startLocalServer, stopLocalServer } from '../platform/local-server';
 import { runMain } from '../client/main';
-import { AgentCommand, HELP, parseAgentArgs } from './args';
+import { AgentCommand, HELP, parseAgentArgs, UsageError } from './args';
 import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
 import { doctorCommand } from './doctor';
 import { sandboxCommand } from './sandbox';
 import { setupCommand } from './setup';
 
 export async function main(argv: string[]): Promise<number> {
-  const command = parseAgentArgs(argv);
+  let command: AgentCommand;
+  try {
+    command = parseAgentArgs(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    // A usage mistake: one line naming the argument, exit code 2 (as `agent sandbox` does).
+    console.error(`error: ${err.message}`);
+    return 2;
+  }
   switch (command.kind) {
     case 'help':
       console.log(HELP);
@@ -41,19 +49,27 @@ export async function main(argv: string[]): Promise<number> {
     case 'status':
       return status(command.id, command.json);
     case 'abort':
-      return withHandle(command.id, async (handle) => {
-        await handle.executeUpdate(abortUpdate, { args: [{ reason: command.reason }] });
-        console.log(`abort accepted for ${command.id}: running tools are being stopped`);
-        return 0;
-      });
+      return withHandle(
+        command.id,
+        async (handle) => {
+          await handle.executeUpdate(abortUpdate, { args: [{ reason: command.reason }] });
+          console.log(`abort accepted for ${command.id}: running tools are being stopped`);
+          return 0;
+        },
+        'there is nothing to abort',
+      );
     case 'steer':
-      return withHandle(command.id, async (handle) => {
-        const accepted = await handle.executeUpdate(steerUpdate, { args: [{ text: command.text }] });
-        console.log(
-          `steering accepted for ${command.id} (queued #${accepted.position}); it enters the context at the next checkpoint`,
-        );
-        return 0;
-      });
+      return withHandle(
+        command.id,
+        async (handle) => {
+          const accepted = await handle.executeUpdate(steerUpdate, { args: [{ text: command.text }] });
+          console.log(
+            `steering accepted for ${command.id} (queued #${accepted.position}); it enters the context at the next checkpoint`,
+          );
+          return 0;
+        },
+        'it takes no more steering',
+      );
     case 'diff':
       return diff(command.id);
     case 'worker':
@@ -190,13 +206,32 @@ async function status(id: string, json: boolean): Promise<number> {
   });
 }
 
-async function withHandle(id: string, fn: (handle: WorkflowHandle) => Promise<number>): Promise<number> {
+/**
+ * Runs `fn` on the operation's handle. An operation that does not exist is one clear error line; so
+ * is one that has ended, when `whenEnded` says what that means for the command (Updates to an ended
+ * workflow fail as "not found" too).
+ */
+async function withHandle(
+  id: string,
+  fn: (handle: WorkflowHandle) => Promise<number>,
+  whenEnded?: string,
+): Promise<number> {
   const { client, connection } = await connectClient();
+  const handle = client.workflow.getHandle(id);
   try {
-    return await fn(client.workflow.getHandle(id));
+    return await fn(handle);
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new Error(`no operation with id ${id}`);
-    throw err;
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+    const ended = whenEnded ? await handle.describe().catch(() => undefined) : undefined;
+    if (ended) {
+      // An aborted operation's workflow completed: its result says how the operation ended.
+      const state = await operationResult(handle).then(
+        (result) => result.state,
+        () => ended.status.name.toLowerCase(),
+      );
+      throw new Error(`operation ${id} has already ended (${state}): ${whenEnded}`);
+    }
+    throw new Error(`no operation with id ${id}`);
   } finally {
     await connection.close();
   }

@@ -46,6 +46,9 @@ function parseFlags(
       positional.push(...argv.slice(i + 1));
       break;
     }
+    if (/^-[^-]/.test(arg) && !/^-\d/.test(arg)) {
+      throw new UsageError(`unknown flag ${arg} (text that starts with "-" goes after --)`);
+    }
     if (!arg.startsWith('--') || arg === '-') {
       positional.push(arg);
       continue;
@@ -59,7 +62,7 @@ function parseFlags(
       continue;
     }
     const value = inline ?? argv[++i];
-    if (value === undefined || (inline === undefined && value.startsWith('--')))
+    if (value === undefined || value === '' || (inline === undefined && value.startsWith('--')))
       throw new UsageError(`--${name} needs a value`);
     if (type === 'number') {
       const n = Number(value);
@@ -72,6 +75,18 @@ function parseFlags(
   }
   return { positional, flags };
 }
+
+/** At most `max` positional arguments for a command that takes an optional one. */
+function atMostOne(positional: string[], what: string, command: string): string | undefined {
+  if (positional.length > 1)
+    throw new UsageError(`agent ${command}: expected at most one ${what}, got ${positional.length} arguments`);
+  return positional[0];
+}
+
+/** Most turns `--max-turns` may ask for (the operation's budget limit). */
+const MAX_TURNS_LIMIT = 10_000;
+// eslint-disable-next-line no-control-regex -- the point is to find control characters
+const CONTROL_OR_SPACE = /[\u0000-\u0020\u007f]/;
 
 function one(positional: string[], what: string, command: string): string {
   if (positional.length === 0 || !positional[0].trim()) throw new UsageError(`agent ${command}: missing ${what}`);
@@ -99,6 +114,14 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
         'eager-sandbox': 'boolean',
         'keep-container': 'boolean',
       });
+      const maxTurns = flags['max-turns'] as number | undefined;
+      if (maxTurns !== undefined && maxTurns > MAX_TURNS_LIMIT)
+        throw new UsageError(`--max-turns must be at most ${MAX_TURNS_LIMIT}, got ${maxTurns}`);
+      const id = flags.id as string | undefined;
+      if (id !== undefined && (CONTROL_OR_SPACE.test(id) || id.length > 200))
+        throw new UsageError(
+          `--id must be at most 200 characters without spaces or control characters, got ${JSON.stringify(id)}`,
+        );
       return {
         kind: 'run',
         goal: one(positional, 'goal', 'run'),
@@ -137,14 +160,14 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
     }
     case 'worker': {
       const { positional } = parseFlags(rest, {});
-      const role = positional[0] ?? 'dev';
+      const role = atMostOne(positional, 'role', 'worker') ?? 'dev';
       if (role !== 'brain' && role !== 'hands' && role !== 'dev')
         throw new UsageError(`agent worker: role must be brain, hands or dev, got "${role}"`);
       return { kind: 'worker', role };
     }
     case 'server': {
       const { positional } = parseFlags(rest, {});
-      const action = positional[0] ?? 'start';
+      const action = atMostOne(positional, 'action', 'server') ?? 'start';
       if (action !== 'start' && action !== 'stop' && action !== 'status')
         throw new UsageError(`agent server: action must be start, stop or status, got "${action}"`);
       return { kind: 'server', action };

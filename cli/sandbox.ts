@@ -6,6 +6,7 @@ import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
 import { handsHostSettings } from '../workers/hands-host';
 import { SandboxManager, type GcResult, type SandboxInfo } from '../activities/hands/sandbox-manager';
+import { handsSettingsFromEnv } from '../workers/workers';
 
 export type SandboxCommand =
   | { kind: 'ls' }
@@ -108,6 +109,9 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
       docker: await requireDocker(),
       image: sandboxImageTag(),
       namePrefix: handsHostSettings().namePrefix,
+      // Where the workspace images are, for gc; this command makes no sandboxes, so no quota warning.
+      quota: handsSettingsFromEnv().quota,
+      warn: () => undefined,
     });
   const now = deps.now ?? Date.now;
   switch (command.kind) {
@@ -138,6 +142,7 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
         `removed ${result.removedContainers.length} container(s)${command.volumes ? ` and ${result.removedVolumes.length} volume(s)` : ''} older than ${formatAge(command.olderThanMs)}`,
       );
       for (const name of [...result.removedContainers, ...result.removedVolumes]) out(`  ${name}`);
+      for (const image of result.releasedImages ?? []) out(`  ${image} (a workspace image no volume used)`);
       return 0;
     }
   }

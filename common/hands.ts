@@ -60,12 +60,27 @@ export interface SeedResult {
   head?: string;
 }
 
+export interface CheckSeedSourceInput {
+  source: SeedSource;
+}
+
+export interface SeedSourceCheck {
+  /** What will be read: the real path of a local directory, or the git URL (without credentials). */
+  resolved: string;
+}
+
 export interface SessionRef {
   sessionId: string;
   operationId?: string;
 }
 
 export interface HandsActivities {
+  /**
+   * Checks, on the hands host and without a container, that the seed source may be read: a local
+   * path must exist, be a directory and lie inside the worker's allowed roots; a git URL must use an
+   * allowed form. Throws `InvalidSeedSource` (naming the path and the allowed roots) otherwise.
+   */
+  checkSeedSource(input: CheckSeedSourceInput): Promise<SeedSourceCheck>;
   /** Runs one tool call in the session's sandbox, following the tool's replay policy on a retry. */
   runTool(input: RunToolInput): Promise<ToolOutcome>;
   /** Copies the repository into the workspace once per session (a later call returns the first result). */
@@ -90,7 +105,7 @@ export const HANDS_FAILURE_TYPES = {
   imageMissing: 'SandboxImageMissing',
   /** A tool call or sandbox id the hands refuse. Not retryable. */
   invalidInput: 'InvalidToolInput',
-  /** The repository to seed is not a usable directory. Not retryable. */
+  /** The repository to seed may not be read (missing, not a directory, outside the allowed roots, a forbidden URL). Not retryable. */
   invalidSeedSource: 'InvalidSeedSource',
   /** Cloning the repository to seed failed. Retryable. */
   cloneFailed: 'SeedCloneFailed',

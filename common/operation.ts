@@ -9,19 +9,69 @@ import { z } from 'zod';
 import type { TokenUsage, ToolResultBlockParam } from './model-types';
 import { SESSION_ID_PATTERN, SESSION_ID_RULE } from './sandbox-names';
 import { stuckLimitsSchema, type StuckState } from './stuck';
-import { describeZodError } from './validation';
+import { describeZodError, utf8Bytes } from './validation';
 
 /** The workflow type name, for `temporal workflow start --type operation`. */
 export const OPERATION_WORKFLOW_TYPE = 'operation';
 
-const repoSource = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('local'), path: z.string().min(1, 'must be a non-empty path') }),
-  z.strictObject({
-    kind: z.literal('git'),
-    url: z.string().min(1, 'must be a non-empty URL'),
-    ref: z.string().min(1).optional(),
-  }),
-]);
+/**
+ * Most bytes of `goal` and `system` (UTF-8). Well under Temporal's payload limits (a warning at
+ * 512 KiB, a refusal at 2 MiB): the goal is recorded in the start event and again in the first model
+ * step's input. Put long material in the repository and point the goal at it.
+ */
+export const TEXT_INPUT_MAX_BYTES = 256 * 1024;
+/** Most characters of a name-like field (lane, model, task queue). */
+const NAME_MAX_CHARS = 200;
+
+/** A zod refinement: at most `max` bytes of UTF-8, with a message that says how much there was. */
+function withinBytes(max: number): [(text: string) => boolean, { error: (issue: { input?: unknown }) => string }] {
+  return [
+    (text) => utf8Bytes(text) <= max,
+    {
+      error: (issue) =>
+        `must be at most ${max} bytes (got ${utf8Bytes(String(issue.input ?? ''))}): put long material in the repository and refer to it`,
+    },
+  ];
+}
+
+/**
+ * The repository to seed the workspace from. A local path must be absolute; the hands worker checks
+ * again that it exists, is a directory and lies inside its allowed roots (`AGENT_ALLOWED_ROOTS`)
+ * before the first model call. Nothing here may start with `-` (it would reach `git` as an option).
+ */
+const repoSource = z.discriminatedUnion(
+  'kind',
+  [
+    z.strictObject({
+      kind: z.literal('local'),
+      path: z
+        .string()
+        .min(1, 'must be a non-empty path')
+        .refine((p) => p.startsWith('/'), 'must be an absolute path (the hands worker does not guess a directory)')
+        .refine(noControlCharacters, 'must not contain control characters'),
+    }),
+    z.strictObject({
+      kind: z.literal('git'),
+      url: z
+        .string()
+        .min(1, 'must be a non-empty URL')
+        .refine((u) => !u.startsWith('-'), 'must not start with "-"')
+        .refine(noControlCharacters, 'must not contain control characters'),
+      ref: z
+        .string()
+        .min(1, 'must be a non-empty branch, tag or commit')
+        .refine((r) => !r.startsWith('-'), 'must not start with "-"')
+        .refine(noControlCharacters, 'must not contain control characters')
+        .optional(),
+    }),
+  ],
+  { error: (issue) => (issue.code === 'invalid_union' ? 'must be "local" or "git"' : undefined) },
+);
+
+function noControlCharacters(text: string): boolean {
+  // eslint-disable-next-line no-control-regex -- the point is to find control characters
+  return !/[\u0000-\u001f\u007f]/.test(text);
+}
 
 export const operationBudgetSchema = z.strictObject({
   /** Model turns before the operation fails with reason `budget: turns`. */
@@ -34,21 +84,29 @@ export const operationBudgetSchema = z.strictObject({
 
 export const operationInputSchema = z.strictObject({
   /** What the agent should achieve; the first user message. */
-  goal: z.string().trim().min(1, 'must be a non-empty string'),
+  goal: z
+    .string()
+    .trim()
+    .min(1, 'must be a non-empty string')
+    .refine(...withinBytes(TEXT_INPUT_MAX_BYTES)),
   /** Session the operation belongs to; its sandbox and workspace volume are named after it. Defaults to the workflow id. */
   sessionId: z.string().regex(SESSION_ID_PATTERN, `must be ${SESSION_ID_RULE}`).optional(),
-  lane: z.string().min(1).default('main'),
+  lane: z.string().min(1).max(NAME_MAX_CHARS).default('main'),
   /** Repository copied into the workspace before the first tool call. */
   repo: repoSource.optional(),
   /** Overrides the default system prompt. */
-  system: z.string().min(1).optional(),
+  system: z
+    .string()
+    .min(1)
+    .refine(...withinBytes(TEXT_INPUT_MAX_BYTES))
+    .optional(),
   /** Model name; defaults to the brain worker's configured model. */
-  model: z.string().min(1).optional(),
+  model: z.string().min(1).max(NAME_MAX_CHARS).optional(),
   /** `max_tokens` for each model request. */
   maxTokensPerTurn: z.int().positive().max(128_000).default(8192),
   budget: operationBudgetSchema.default({ maxTurns: 50 }),
   /** Task queue of the hands worker that owns the Docker host. */
-  handsTaskQueue: z.string().min(1).optional(),
+  handsTaskQueue: z.string().min(1).max(NAME_MAX_CHARS).optional(),
   /** Create the sandbox as the operation starts (in parallel with the first model call) instead of at the first tool call. */
   eagerSandbox: z.boolean().default(false),
   /** Keep the container after the operation ends (the volume is always kept). */
@@ -73,7 +131,7 @@ export function parseOperationInput(
   raw: unknown,
 ): { ok: true; value: OperationSettings } | { ok: false; error: string } {
   const result = operationInputSchema.safeParse(raw);
-  return result.success ? { ok: true, value: result.data } : { ok: false, error: describeZodError(result.error) };
+  return result.success ? { ok: true, value: result.data } : { ok: false, error: describeZodError(result.error, raw) };
 }
 
 export type OperationState = 'running' | 'completed' | 'failed' | 'aborted';

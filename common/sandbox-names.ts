@@ -20,11 +20,19 @@ export const NAME_PREFIX_RULE = "1-32 letters, digits, '.', '_' or '-', starting
 
 export const CONTAINER_PREFIX = `${DEFAULT_NAME_PREFIX}sbx-`;
 export const VOLUME_PREFIX = `${DEFAULT_NAME_PREFIX}ws-`;
+export const JOURNAL_VOLUME_PREFIX = `${DEFAULT_NAME_PREFIX}jr-`;
 
 /** The session's sandbox container. */
 export const containerNameOf = (sessionId: string, prefix = DEFAULT_NAME_PREFIX): string => `${prefix}sbx-${sessionId}`;
 /** The session's workspace volume (mounted at /workspace; outlives every container). */
 export const volumeNameOf = (sessionId: string, prefix = DEFAULT_NAME_PREFIX): string => `${prefix}ws-${sessionId}`;
+
+/**
+ * The session's journal volume: the records that decide a retried tool call's replay, written only by
+ * the harness (mounted outside /workspace; the agent's commands cannot change or delete them).
+ */
+export const journalVolumeNameOf = (sessionId: string, prefix = DEFAULT_NAME_PREFIX): string =>
+  `${prefix}jr-${sessionId}`;
 
 /** Docker labels on every container and volume the harness makes. */
 export const SANDBOX_LABELS = {
@@ -33,6 +41,15 @@ export const SANDBOX_LABELS = {
   /** The session id (the label keeps its first name so older sandboxes stay listed). */
   sandbox: 'agent.sandbox',
   operation: 'agent.operation',
+  /** What a volume holds: `workspace` or `journal` (volumes made before the label have none: a workspace). */
+  role: 'agent.role',
+  /** On a workspace volume with a disk quota: the host path of its file-system image. */
+  quotaImage: 'agent.quota-image',
+  /**
+   * Set (to a reason) on a sandbox someone means to keep, e.g. a test that leaves one behind on
+   * purpose: the leak check of `.ci/run` lists it instead of failing.
+   */
+  keep: 'agent.keep',
 } as const;
 
 export function isSessionId(value: string): boolean {

@@ -15,6 +15,7 @@
  */
 import { z } from 'zod';
 import type { Tool } from '@anthropic-ai/sdk/resources/messages';
+import { utf8Bytes } from './validation';
 
 export type ReplayPolicy = 'safe' | 'idempotent' | 'never';
 
@@ -30,16 +31,82 @@ export const LIST_DEFAULT_MAX_RESULTS = 500;
 export const GREP_DEFAULT_MAX_RESULTS = 200;
 const MAX_RESULTS_CEILING = 5_000;
 
-const workspacePath = (what: string) =>
+/** The project root in the sandbox: the file tools work inside it. */
+export const WORKSPACE_ROOT = '/workspace';
+/** Where the harness keeps its records in the sandbox; `read_file` may read them (e.g. partial output). */
+export const JOURNAL_ROOT = '/var/lib/agent-journal';
+/** Most bytes of a command line (one argument of a process may hold at most 128 KiB on Linux). */
+export const COMMAND_MAX_BYTES = 100_000;
+/** Most bytes of a file's content or an edit's text in one call (the call is recorded in history twice). */
+export const TEXT_ARGUMENT_MAX_BYTES = 1024 * 1024;
+/** Most characters of a path, a pattern or a glob. */
+const SHORT_ARGUMENT_MAX_CHARS = 4096;
+
+/**
+ * The absolute path `p` names, `..` and `.` resolved, relative paths against /workspace; purely
+ * lexical (symbolic links are checked in the sandbox). Deterministic: used by workflow code.
+ */
+export function resolveSandboxPath(p: string): string {
+  const parts: string[] = [];
+  for (const part of (p.startsWith('/') ? p : `${WORKSPACE_ROOT}/${p}`).split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') parts.pop();
+    else parts.push(part);
+  }
+  return `/${parts.join('/')}`;
+}
+
+const within = (p: string, root: string): boolean => p === root || p.startsWith(`${root}/`);
+
+/** No NUL: a command line or a path cannot carry one. */
+const noNul = (field: string) =>
+  [
+    (text: string) => !text.includes('\u0000'),
+    `contains a NUL byte (\\u0000), which no ${field} can carry: remove it`,
+  ] as const;
+
+const atMostBytes = (max: number, advice: string) =>
+  [
+    (text: string) => utf8Bytes(text) <= max,
+    {
+      error: (issue: { input?: unknown }) =>
+        `is ${utf8Bytes(String(issue.input ?? ''))} bytes, more than the ${max} allowed: ${advice}`,
+    },
+  ] as const;
+
+const sandboxPath = (what: string, roots: string[]) =>
   z
     .string()
     .min(1)
-    .describe(`${what}. Relative paths are resolved against /workspace (the project root); absolute paths work too.`);
+    .max(SHORT_ARGUMENT_MAX_CHARS)
+    .refine(...noNul('path'))
+    .refine((p) => roots.some((root) => within(resolveSandboxPath(p), root)), {
+      error: (issue) =>
+        `resolves to ${resolveSandboxPath(String(issue.input ?? ''))}, outside ${roots.join(' and ')}: the file tools work only inside ${roots.join(' and ')} (use bash to look elsewhere)`,
+    })
+    .describe(
+      `${what}. Relative paths are resolved against /workspace (the project root); absolute paths must be inside it.`,
+    );
+
+const workspacePath = (what: string) => sandboxPath(what, [WORKSPACE_ROOT]);
+
+const textArgument = (description: string) =>
+  z
+    .string()
+    .refine(
+      ...atMostBytes(
+        TEXT_ARGUMENT_MAX_BYTES,
+        "write a large file in parts (write_file the first part, then append the rest with bash, e.g. `cat >> file <<'EOF'`)",
+      ),
+    )
+    .describe(description);
 
 const bashInput = z.strictObject({
   command: z
     .string()
     .min(1)
+    .refine(...noNul('command line'))
+    .refine(...atMostBytes(COMMAND_MAX_BYTES, 'put a long script in a file with write_file and run that file'))
     .describe('The bash command line to run, e.g. `npm test -- --silent` or `git status --short`.'),
   timeout_ms: z
     .number()
@@ -53,30 +120,33 @@ const bashInput = z.strictObject({
 });
 
 const readFileInput = z.strictObject({
-  path: workspacePath('The file to read'),
+  path: sandboxPath('The file to read', [WORKSPACE_ROOT, JOURNAL_ROOT]),
   offset: z.number().int().min(1).optional().describe('The 1-based line number to start reading at. Default 1.'),
   limit: z.number().int().min(1).optional().describe(`How many lines to return. Default ${READ_DEFAULT_LIMIT}.`),
 });
 
 const writeFileInput = z.strictObject({
   path: workspacePath('The file to write; missing parent directories are created'),
-  content: z.string().describe('The complete new content of the file (it replaces any existing content).'),
+  content: textArgument('The complete new content of the file (it replaces any existing content).'),
 });
 
 const editFileInput = z.strictObject({
   path: workspacePath('The file to edit'),
-  old_text: z
-    .string()
-    .min(1)
-    .describe(
-      'The exact text to replace, including whitespace and indentation. It must occur exactly once in the file; include surrounding lines to make it unique.',
-    ),
-  new_text: z.string().describe('The text that replaces old_text.'),
+  old_text: textArgument(
+    'The exact text to replace, including whitespace and indentation. It must occur exactly once in the file; include surrounding lines to make it unique.',
+  ).refine((text) => text.length > 0, 'must not be empty'),
+  new_text: textArgument('The text that replaces old_text.'),
 });
 
 const listFilesInput = z.strictObject({
   path: workspacePath('The directory to list (default: the whole workspace)').optional(),
-  pattern: z.string().min(1).optional().describe('A glob the paths must match, e.g. `**/*.ts` or `src/**/test_*.py`.'),
+  pattern: z
+    .string()
+    .min(1)
+    .max(SHORT_ARGUMENT_MAX_CHARS)
+    .refine(...noNul('glob'))
+    .optional()
+    .describe('A glob the paths must match, e.g. `**/*.ts` or `src/**/test_*.py`.'),
   max_results: z
     .number()
     .int()
@@ -87,9 +157,20 @@ const listFilesInput = z.strictObject({
 });
 
 const grepInput = z.strictObject({
-  pattern: z.string().min(1).describe('A regular expression (Rust/ripgrep syntax), e.g. `fn\\s+main` or `TODO`.'),
+  pattern: z
+    .string()
+    .min(1)
+    .max(SHORT_ARGUMENT_MAX_CHARS)
+    .refine(...noNul('pattern'))
+    .describe('A regular expression (Rust/ripgrep syntax), e.g. `fn\\s+main` or `TODO`.'),
   path: workspacePath('The file or directory to search (default: the whole workspace)').optional(),
-  glob: z.string().min(1).optional().describe('Only search files whose path matches this glob, e.g. `*.ts`.'),
+  glob: z
+    .string()
+    .min(1)
+    .max(SHORT_ARGUMENT_MAX_CHARS)
+    .refine(...noNul('glob'))
+    .optional()
+    .describe('Only search files whose path matches this glob, e.g. `*.ts`.'),
   ignore_case: z.boolean().optional().describe('Match case-insensitively. Default false.'),
   max_results: z
     .number()
@@ -266,7 +347,7 @@ function describeIssue(issue: z.core.$ZodIssue, allowed: string[], input: unknow
     case 'too_small':
       return `field "${field}" is too small: ${issue.origin === 'string' ? `at least ${issue.minimum} character(s)` : `at least ${issue.minimum}`}`;
     case 'too_big':
-      return `field "${field}" is too large: at most ${issue.maximum}`;
+      return `field "${field}" is too ${issue.origin === 'string' ? `long: at most ${issue.maximum} characters` : `large: at most ${issue.maximum}`}`;
     default:
       return `field "${field || '(input)'}": ${issue.message}`;
   }

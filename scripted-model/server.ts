@@ -59,6 +59,21 @@ export interface RecordedRequest {
   clientDisconnected: boolean;
   /** Usage answered (successful messages only). */
   usage: (CacheUsage & { output_tokens: number }) | null;
+  /**
+   * The usage the client was actually sent: the last usage figures written before the response
+   * ended (a stream cut or abandoned after `message_start` reports its input tokens and one output
+   * token), all of it for a JSON answer, null when no usage left the server (an HTTP error). The
+   * server's own count of what each request cost.
+   */
+  reportedUsage: ReportedUsage | null;
+}
+
+/** Token counts as the API reports them. */
+export interface ReportedUsage {
+  input_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+  output_tokens: number;
 }
 
 export interface ScriptError {
@@ -182,6 +197,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
       error: null,
       clientDisconnected: false,
       usage: null,
+      reportedUsage: null,
     };
     this.requests.push(record);
     res.on('close', () => {
@@ -295,6 +311,12 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
       if (fault?.type === 'stream_error')
         return this.fail(res, record, fault.errorType ?? 'overloaded_error', 'Overloaded');
       if (fault?.type === 'drop_connection') return void res.destroy();
+      record.reportedUsage = {
+        input_tokens: usage.input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        cache_read_input_tokens: usage.cache_read_input_tokens,
+        output_tokens: reply.outputTokens,
+      };
       return this.sendJson(res, record, 200, {
         id: identity.id,
         type: 'message',
@@ -371,6 +393,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
         if (res.destroyed) return false;
         if (delayMs > 0) await sleep(delayMs);
         res.write(formatSse(event));
+        record.reportedUsage = usageIn(event) ?? record.reportedUsage;
       }
       return !res.destroyed;
     };
@@ -448,6 +471,19 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
   const server = new ScriptedModelHttpServer(options);
   await server.listen();
   return server;
+}
+
+/** The usage figures an SSE event carries (`message_start`, `message_delta`), if any. */
+function usageIn(event: SseEvent): ReportedUsage | undefined {
+  const data = event.data as { message?: { usage?: unknown }; usage?: unknown };
+  const usage = (data.message?.usage ?? data.usage) as Partial<ReportedUsage> | undefined;
+  if (!usage || typeof usage.input_tokens !== 'number') return undefined;
+  return {
+    input_tokens: usage.input_tokens,
+    cache_creation_input_tokens: usage.cache_creation_input_tokens ?? 0,
+    cache_read_input_tokens: usage.cache_read_input_tokens ?? 0,
+    output_tokens: usage.output_tokens ?? 0,
+  };
 }
 
 function sleep(ms: number): Promise<void> {

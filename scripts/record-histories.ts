@@ -4,11 +4,15 @@
  * workflow code. Re-record only when a workflow change is *meant* to be incompatible and no
  * operation recorded with the old code can still be running; otherwise guard the change with
  * `patched()` (see README, "Changing workflow code") and keep the old fixtures.
+ *
+ * `npm run fixtures:record -- --only <name>[,<name>…]` records just those fixtures (a new one,
+ * without touching the others).
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { abortUpdate, statusQuery, steerUpdate } from '../common/operation';
 import { freePort, startDevServer } from '../platform/dev-server';
@@ -18,13 +22,19 @@ import { sandboxImageTag } from '../platform/sandbox-image';
 import { ensureTemporalCli } from '../platform/temporal-cli';
 import { runMain } from '../client/main';
 import { containerNameOf } from '../common/sandbox-names';
+import type { ScriptedTurn } from '../scripted-model/script';
 
 const FIXTURES = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 
 runMain(async (args) => {
-  // Existing fixtures are kept (old histories must keep replaying); --replace re-records them all.
+  // Existing fixtures are kept (old histories must keep replaying): --replace re-records them all,
+  // --only <name>[,<name>…] records just those (replacing them).
+  const only = args[0] === '--only' && args[1] ? new Set(args[1].split(',')) : undefined;
   const replace = args.includes('--replace');
-  const wanted = (name: string): boolean => replace || !fs.existsSync(path.join(FIXTURES, `${name}.json`));
+  if ((args.length && !only && !replace) || (only && args.length > 2))
+    throw new Error('usage: npm run fixtures:record [-- --replace | --only <name>[,<name>…]]');
+  const wanted = (name: string): boolean =>
+    only ? only.has(name) : replace || !fs.existsSync(path.join(FIXTURES, `${name}.json`));
   await requireDocker();
   const cli = await ensureTemporalCli();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-record-'));
@@ -59,41 +69,51 @@ runMain(async (args) => {
     fs.writeFileSync(path.join(FIXTURES, `${name}.json`), `${JSON.stringify(history, null, 1)}\n`);
     console.log(`recorded ${name} (${history.events.length} events)`);
   };
-  let handle: Awaited<ReturnType<typeof h.start>>;
+  const fixTheTest: ScriptedTurn[] = [
+    { toolCalls: [{ name: 'list_files', input: {} }] },
+    {
+      toolCalls: [
+        { name: 'read_file', input: { path: 'src/math.js' } },
+        {
+          name: 'edit_file',
+          input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 },
+        },
+      ],
+    },
+    {
+      toolCalls: [
+        {
+          name: 'edit_file',
+          input: {
+            path: 'src/math.js',
+            old_text: 'sum(values) / (values.length - 1)',
+            new_text: 'sum(values) / values.length',
+          },
+        },
+      ],
+    },
+    { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | tail -n 3' } }] },
+    { text: 'Fixed.' },
+  ];
   try {
-    if (wanted('completed-with-tools')) {
-      h.model.setScript([
-        { toolCalls: [{ name: 'list_files', input: {} }] },
-        {
-          toolCalls: [
-            { name: 'read_file', input: { path: 'src/math.js' } },
-            {
-              name: 'edit_file',
-              input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 },
-            },
-          ],
-        },
-        {
-          toolCalls: [
-            {
-              name: 'edit_file',
-              input: {
-                path: 'src/math.js',
-                old_text: 'sum(values) / (values.length - 1)',
-                new_text: 'sum(values) / values.length',
-              },
-            },
-          ],
-        },
-        { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | tail -n 3' } }] },
-        { text: 'Fixed.' },
-      ]);
+    let handle: WorkflowHandle;
+    // With the seed source check before the first model call (the current code): recorded as its own fixture.
+    for (const name of ['completed-with-tools', 'completed-with-seed-check']) {
+      if (!wanted(name)) continue;
+      h.model.setScript(fixTheTest);
       handle = await h.start(
         { goal: 'fix the failing test', repo: { kind: 'local', path: calculator } },
-        'fixture-completed',
+        `fixture-${name}`,
       );
       await operationResult(handle);
-      await record('completed-with-tools', handle.workflowId);
+      await record(name, handle.workflowId);
+    }
+
+    if (wanted('refused-seed-source')) {
+      h.model.setScript([]);
+      handle = await h.start({ goal: 'list files', repo: { kind: 'local', path: '/etc' } }, 'fixture-refused-seed');
+      await operationResult(handle).catch(() => undefined);
+      await record('refused-seed-source', handle.workflowId);
     }
 
     if (wanted('steered')) {

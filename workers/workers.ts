@@ -5,6 +5,7 @@
  *  - dev: both in one process.
  * Shutdown is graceful: a running model call or tool call gets `shutdownGraceTime` to finish.
  */
+import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
@@ -13,12 +14,14 @@ import { createBrainActivities } from '../activities/brain/activities';
 import { ContextCache } from '../activities/brain/context-cache';
 import { createHandsActivities } from '../activities/hands/activities';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
+import { readHandsSettings, type HandsSettings } from '../activities/hands/settings';
 import { createHealthActivities } from '../activities/health';
 import { createOpsActivities } from '../activities/ops/probe';
 import { hostQueueOf } from '../common/hands-route';
 import { createAnthropicClient } from '../activities/model/client';
 import type { ModelSettings } from '../activities/model/settings';
 import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
+import { DATA_DIR } from '../platform/paths';
 
 export interface CommonWorkerOptions {
   connection: NativeConnection;
@@ -47,6 +50,12 @@ export interface HandsWorkerOptions extends CommonWorkerOptions {
    * (`createHandsHostWorkers`); without it, one worker serves everything on the shared queue.
    */
   host?: string;
+  /**
+   * The seed roots, workspace quota and sandbox limits; default: from the environment
+   * (`AGENT_ALLOWED_ROOTS`, `AGENT_WORKSPACE_QUOTA`, `AGENT_SANDBOX_PIDS`, …; see
+   * `activities/hands/settings.ts`).
+   */
+  settings?: HandsSettings;
 }
 
 const GRACE = '2 minutes';
@@ -90,13 +99,25 @@ export function brainActivities(options: Pick<BrainWorkerOptions, 'client' | 'mo
   };
 }
 
+/** The hands settings of this process's environment (workspace images under the data directory). */
+export function handsSettingsFromEnv(): HandsSettings {
+  return readHandsSettings(process.env, { imageDir: path.join(DATA_DIR, 'workspaces') });
+}
+
 export function handsActivities(
-  options: Pick<HandsWorkerOptions, 'docker' | 'image' | 'namePrefix' | 'host' | 'taskQueue'>,
+  options: Pick<HandsWorkerOptions, 'docker' | 'image' | 'namePrefix' | 'host' | 'taskQueue' | 'settings'>,
 ) {
-  const manager = new SandboxManager({ docker: options.docker, image: options.image, namePrefix: options.namePrefix });
+  const settings = options.settings ?? handsSettingsFromEnv();
+  const manager = new SandboxManager({
+    docker: options.docker,
+    image: options.image,
+    namePrefix: options.namePrefix,
+    quota: settings.quota,
+    limits: settings.limits,
+  });
   const host = options.host ? { host: options.host, taskQueue: hostQueueOf(options.taskQueue, options.host) } : {};
   return {
-    ...createHandsActivities({ manager, host }),
+    ...createHandsActivities({ manager, host, allowedRoots: settings.allowedRoots }),
     ...createHealthActivities(),
   };
 }

@@ -47,9 +47,11 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   publishSearchAttributes(op, 'state');
   showDetails(op);
   const sandbox = provisionSandbox(op);
+  const refused = await sandbox.checkSeedSource();
+  if (!refused) sandbox.startEagerly();
 
   try {
-    op.ended = await loopScope.run(() => agentLoop(op, sandbox, rawInput));
+    op.ended = refused ?? (await loopScope.run(() => agentLoop(op, sandbox, rawInput)));
   } catch (err) {
     op.ended = endOfFailedLoop(op, err);
   }

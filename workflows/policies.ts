@@ -10,6 +10,7 @@
  * | sandbox teardown      | 10 min; 2 min to start | 10 s  | 5        | 1 s ×2 … 30 s    |
  * | claim a hands host    | 1 min              | –         | 5        | 1 s ×2 … 30 s    |
  * | stuck check (probe)   | 30 s               | –         | 3        | 1 s ×2           |
+ * | seed source check     | 30 s               | –         | 5        | 1 s ×2 … 10 s    |
  * | health echo           | 30 s               | –         | 3        | SDK default      |
  *
  * An operation's `heartbeatTimeoutMs` overrides the heartbeat of its model, tool and sandbox calls.
@@ -120,6 +121,23 @@ export const CLAIM_HOST_ACTIVITY_OPTIONS: ActivityOptions = {
 export const PROBE_ACTIVITY_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
+};
+
+/**
+ * The hands host's check of the operation's repository (exists, is a directory, inside the allowed
+ * roots), before the first model call: file-system lookups on the host, no container. A refusal
+ * (`InvalidSeedSource`) is final; an unreachable hands worker gets a few quick retries.
+ */
+export const SEED_SOURCE_CHECK_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [...HANDS_NON_RETRYABLE_FAILURE_TYPES],
+  },
+  summary: 'check the repository to seed',
 };
 
 /** The health check's echo: quick, a few tries. */

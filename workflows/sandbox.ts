@@ -1,21 +1,45 @@
 /**
- * The operation's side of the sandbox lifecycle: provisioning (lazy by default — the first tool call
- * seeds the workspace, which creates the container — or eager, alongside the first model call),
- * routing to the hands host that holds the workspace (`hands-route.ts`), and teardown (the
- * container goes, the workspace volume stays).
+ * The operation's side of the sandbox lifecycle: the check of the repository to seed (on the hands
+ * host, before the first model call), provisioning (lazy by default — the first tool call seeds the
+ * workspace, which creates the container — or eager, alongside the first model call), routing to the
+ * hands host that holds the workspace (`hands-route.ts`), and teardown (the container goes, the
+ * workspace volume stays).
  */
-import { CancellationScope, patched, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { HandsActivities } from '../common/hands';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  patched,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
+import { HANDS_FAILURE_TYPES, type HandsActivities } from '../common/hands';
 import { replaceHandsHostUpdate } from '../common/hands-route';
 import { HandsRoute } from './hands-route';
-import { heartbeatOverride, type OperationRun } from './operation-state';
-import { SANDBOX_ACTIVITY_OPTIONS, SANDBOX_TEARDOWN_ACTIVITY_OPTIONS } from './policies';
+import { heartbeatOverride, OperationEnd, type OperationRun } from './operation-state';
+import {
+  SANDBOX_ACTIVITY_OPTIONS,
+  SANDBOX_TEARDOWN_ACTIVITY_OPTIONS,
+  SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
+} from './policies';
 import { stuckDetectionOn, watchActivity } from './stuck';
 import { showDetails } from './visibility';
 
 export const HANDS_ROUTING_PATCH = 'hands-routing';
+/** Operations recorded before this change did not check their repository before the first model call. */
+export const SEED_SOURCE_CHECK_PATCH = 'check-seed-source-before-first-model-call';
 
 export interface OperationSandbox {
+  /**
+   * Asks the hands host whether the operation's repository may be read (exists, is a directory, lies
+   * inside the worker's allowed roots; a git URL of an allowed form) before the first model call is
+   * paid for. Returns how the operation ends when it may not: `failed` with
+   * `InvalidSeedSource: <path and allowed roots>`. Checks once, on an operation's first run.
+   */
+  checkSeedSource(): Promise<OperationEnd | undefined>;
+  /** Starts the workspace now when the operation asked for an eager sandbox (`eagerSandbox`). */
+  startEagerly(): void;
   /** Resolves when the workspace is ready for a tool call (seeded from the repository, if any). */
   ready(): Promise<void>;
   /** Where the session's hands calls go. */
@@ -68,13 +92,42 @@ export function provisionSandbox(op: OperationRun): OperationSandbox {
       : onHost('ensure-sandbox', 'create the sandbox', (queue) =>
           hands(queue, 'ensure-sandbox', 'create the sandbox').ensureSandbox(ref),
         ).then(() => void (carry.sandboxUsed = true));
-  // Lazy by default: the first model request never waits for a container.
-  const eager = settings.eagerSandbox && !carry.sandboxUsed ? startEagerly() : undefined;
-  // An eager failure surfaces at the first tool call, which awaits the same promise.
-  eager?.catch(() => undefined);
+  let eager: Promise<void> | undefined;
 
   return {
     route,
+    async checkSeedSource() {
+      const source = settings.repo;
+      if (!source || carry.runs > 1 || carry.turn > 0 || carry.seeded) return undefined;
+      if (!patched(SEED_SOURCE_CHECK_PATCH)) return undefined;
+      const what = 'check the repository to seed';
+      try {
+        await onHost('check-seed-source', what, (queue) =>
+          proxyActivities<HandsActivities>({
+            ...SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
+            taskQueue: queue,
+            ...(watched ? { activityId: 'check-seed-source' } : {}),
+          }).checkSeedSource({ source }),
+        );
+        return undefined;
+      } catch (err) {
+        if (isCancellation(err))
+          return new OperationEnd('aborted', `aborted: ${op.abortReason ?? 'workflow cancelled'}`);
+        const cause = err instanceof ActivityFailure ? err.cause : err;
+        if (cause instanceof ApplicationFailure && cause.type === HANDS_FAILURE_TYPES.invalidSeedSource) {
+          return new OperationEnd('failed', `${cause.type}: ${cause.message}`);
+        }
+        const type = cause instanceof ApplicationFailure && cause.type ? ` [${cause.type}]` : '';
+        return new OperationEnd('failed', `the repository could not be checked${type}: ${(cause as Error).message}`);
+      }
+    },
+    startEagerly() {
+      // Lazy by default: the first model request never waits for a container.
+      if (!settings.eagerSandbox || carry.sandboxUsed || eager) return;
+      eager = startEagerly();
+      // An eager failure surfaces at the first tool call, which awaits the same promise.
+      eager.catch(() => undefined);
+    },
     async ready() {
       await eager;
       await ensureWorkspace();

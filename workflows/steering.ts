@@ -5,7 +5,8 @@
  * and refused with a named reason once the operation has ended.
  */
 import { setHandler } from '@temporalio/workflow';
-import { abortUpdate, steerUpdate } from '../common/operation';
+import { abortUpdate, steerUpdate, TEXT_INPUT_MAX_BYTES } from '../common/operation';
+import { utf8Bytes } from '../common/validation';
 import { crashPoints } from './crash-point-sink';
 import type { OperationRun } from './operation-state';
 
@@ -20,6 +21,8 @@ export function acceptSteeringAndAbort(op: OperationRun, onAbort: () => void): v
     {
       validator: (arg) => {
         if (typeof arg?.text !== 'string' || !arg.text.trim()) throw new Error('text: must be a non-empty string');
+        if (utf8Bytes(arg.text) > TEXT_INPUT_MAX_BYTES)
+          throw new Error(`text: must be at most ${TEXT_INPUT_MAX_BYTES} bytes (got ${utf8Bytes(arg.text)})`);
         if (op.ended || op.abortReason !== undefined) throw new Error('the operation is no longer running');
       },
     },

@@ -9,7 +9,7 @@ import { claimSandboxHost } from './claim-host';
 import { handsContext, sessionOf, type HandsActivitiesDeps, type HandsContext } from './deps';
 import { toActivityFailure } from './failures';
 import { runTool } from './run-tool';
-import { seedWorkspace } from './seed';
+import { checkSeedSourceActivity, seedWorkspace } from './seed';
 import { workspaceDiff } from './workspace-diff';
 
 export type { HandsActivitiesDeps } from './deps';
@@ -17,6 +17,7 @@ export type { HandsActivitiesDeps } from './deps';
 export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivities & HandsRoutingActivities {
   const hands = handsContext(deps);
   return {
+    checkSeedSource: (input) => checkSeedSourceActivity(hands, input),
     runTool: (input) => runTool(hands, input),
     seedWorkspace: (input) => seedWorkspace(hands, input),
     workspaceDiff: (input) => workspaceDiff(hands, input),

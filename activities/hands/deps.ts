@@ -1,11 +1,29 @@
-/** What every hands activity is built from: the sandbox manager and the output and heartbeat settings. */
+/**
+ * What every hands activity is built from: the sandbox manager, the roots a seed source may come
+ * from, and the output and heartbeat settings.
+ */
 import * as os from 'node:os';
+import * as path from 'node:path';
 import type { HandsHostIdentity } from './claim-host';
 import { spillOptions, type SpillOptions } from './output';
 import type { SandboxManager } from './sandbox-manager';
+import { allowedRootsFrom } from './seed-source';
+
+/** The project's example repositories (what the demo seeds from). */
+export const EXAMPLES_DIR = path.resolve(__dirname, '..', '..', 'examples');
+
+/**
+ * The directories a local seed source may lie in: `AGENT_ALLOWED_ROOTS`, or by default the hands
+ * worker user's home directory and the project's `examples/`.
+ */
+export function defaultAllowedRoots(env: Record<string, string | undefined> = process.env): string[] {
+  return allowedRootsFrom(env, [os.homedir(), EXAMPLES_DIR]);
+}
 
 export interface HandsActivitiesDeps {
   manager: SandboxManager;
+  /** Directories a local seed source may lie in (default: `defaultAllowedRoots()`). */
+  allowedRoots?: readonly string[];
   /** Output above this many bytes is spilled to a file (default 16 KiB). */
   spillThresholdBytes?: number;
   /** Output above this many lines is spilled to a file (default 400). */
@@ -21,6 +39,7 @@ export interface HandsActivitiesDeps {
 /** The deps with their defaults resolved, as the activity functions take them. */
 export interface HandsContext {
   manager: SandboxManager;
+  allowedRoots: readonly string[];
   spill: SpillOptions;
   outputCaptureBytes?: number;
   heartbeatEveryMs: number;
@@ -30,6 +49,7 @@ export interface HandsContext {
 export function handsContext(deps: HandsActivitiesDeps): HandsContext {
   return {
     manager: deps.manager,
+    allowedRoots: deps.allowedRoots ?? defaultAllowedRoots(),
     spill: spillOptions(deps.spillThresholdBytes, deps.spillThresholdLines),
     ...(deps.outputCaptureBytes ? { outputCaptureBytes: deps.outputCaptureBytes } : {}),
     heartbeatEveryMs: deps.heartbeatIntervalMs ?? 1_000,

@@ -7,7 +7,8 @@
 import type { Context } from '@temporalio/activity';
 import type { Heartbeat } from '../heartbeat';
 import { throwCancelled } from './failures';
-import { decideReplay, journalPathOf, outputPathOf, runBaseOf } from './journal';
+import { decideReplay, outputPathOf } from './journal';
+import { legacyRecordsOf, recordsOf } from './journal-store';
 import type { ExecResult, SandboxManager } from './sandbox-manager';
 import type { ReplayPolicy } from '../../common/tools';
 
@@ -33,10 +34,11 @@ export async function earlierAttempt(input: {
   heartbeat: Heartbeat<Record<string, unknown>>;
 }): Promise<EarlierAttempt> {
   const { manager, sessionId, toolCallId } = input;
-  const runBase = runBaseOf(toolCallId);
+  const records = recordsOf(toolCallId);
+  const runBase = records.runBase;
   const deadline = Date.now() + input.timeoutMs + 15_000;
   for (;;) {
-    const status = await manager.runStatus(sessionId, runBase, journalPathOf(toolCallId));
+    const status = await manager.runStatus(sessionId, records, legacyRecordsOf(toolCallId));
     const decision = decideReplay(input.policy, status);
     switch (decision.action) {
       case 'run':
@@ -51,7 +53,7 @@ export async function earlierAttempt(input: {
             exit: decision.exit,
             output: decision.output,
             process,
-            outputPath: outputPathOf(toolCallId),
+            outputPath: decision.exit.outputPath ?? outputPathOf(toolCallId),
           },
         };
       }

@@ -1,15 +1,17 @@
 /**
- * The tool-call journal: what the workspace knows about each tool call, so a retried attempt can tell
+ * The tool-call journal: what the harness knows about each tool call, so a retried attempt can tell
  * "never started" from "started, outcome unknown" even after the worker that ran it died.
  *
- * One JSON file per tool call, `/workspace/.agent/journal/<toolCallId>.json`, written inside the
- * container by the run wrapper (scripts/run-wrapper.sh), always replaced atomically (tmp + rename):
+ * One JSON file per tool call in the journal store (`journal-store.ts`:
+ * `/var/lib/agent-journal/journal/<toolCallId>.json`, on a volume the agent cannot write), written
+ * inside the container by the run wrapper (scripts/run-wrapper.sh, running as the store's writer),
+ * always replaced atomically (tmp + rename):
  *
  *   { "version": 1, "toolCallId": "toolu_…", "tool": "bash", "replayPolicy": "never",
  *     "summary": "bash: npm test",
  *     "events": [
  *       { "type": "started", "command": "npm test", "activityAttempt": 1, "attempt": 1,
- *         "runDir": "/workspace/.agent/run/toolu_…/1", "wrapperPid": 41, "container": "3f2a…", "at": "…Z" },
+ *         "runDir": "/var/lib/agent-journal/run/toolu_…/1", "wrapperPid": 41, "container": "3f2a…", "at": "…Z" },
  *       { "type": "process", "pid": 52, "pgid": 52, "startTime": 123456 },
  *       { "type": "finished", "attempt": 1, "outputPath": "/workspace/.agent/out/toolu_….txt",
  *         "result": { "exitCode": 0, "outputBytes": 10, "droppedBytes": 0, "timedOut": false,
@@ -17,7 +19,8 @@
  *
  * `started` is on disk before the command starts; `process` once it runs (pid = pgid, plus the
  * kernel start time so a reused pid is not mistaken for it); `finished` after it exits. The run
- * directory (`runDir`) holds the raw truth the journal summarises: `pid`, `out`, `exit`.
+ * directory (`runDir`) holds the raw truth the journal summarises: `pid`, `out`, `exit`. The full
+ * output is also copied into the workspace (`outputPath`, for the model to read back).
  *
  * Replay on a retried attempt of the same call:
  *   safe / idempotent → run again.
@@ -28,14 +31,16 @@
  *           unknown, workspace preserved", with any partial output), never run again.
  */
 import type { ReplayPolicy } from '../../common/tools';
+import { legacyRecordsOf, recordsOf } from './journal-store';
 import type { RunExit } from './scripts';
 import type { ExecJournal, RunStatus } from './sandbox-manager';
 
+/** The agent-visible part of the harness's files in the workspace: spilled outputs and staged inputs. */
 export const AGENT_DIR = '/workspace/.agent';
-export const journalPathOf = (toolCallId: string): string => `${AGENT_DIR}/journal/${toolCallId}.json`;
+export const journalPathOf = (toolCallId: string): string => recordsOf(toolCallId).journalPath;
 /** Attempt directories of a tool call: `<runBase>/<attempt>/{pid,out,exit}`. */
-export const runBaseOf = (toolCallId: string): string => `${AGENT_DIR}/run/${toolCallId}`;
-/** Where a tool call's full output is kept (and where spilled output is read back from). */
+export const runBaseOf = (toolCallId: string): string => recordsOf(toolCallId).runBase;
+/** Where a copy of a tool call's full output is kept for the model (and where spilled output is read back from). */
 export const outputPathOf = (toolCallId: string): string => `${AGENT_DIR}/out/${toolCallId}.txt`;
 /** Large tool inputs (file contents, edits) are staged here. */
 export const inputPathOf = (toolCallId: string): string => `${AGENT_DIR}/in/${toolCallId}.json`;
@@ -93,7 +98,9 @@ export function journalFor(input: {
     path: journalPathOf(input.toolCallId),
     head: `${JSON.stringify(header).slice(0, -1)},"events":[`,
     started: JSON.stringify(started),
-    mode: input.replayPolicy === 'never' ? 'fresh' : 'append',
+    ...(input.replayPolicy === 'never'
+      ? { mode: 'fresh', legacyRunBase: legacyRecordsOf(input.toolCallId).runBase }
+      : { mode: 'append' }),
   };
 }
 

@@ -46,9 +46,39 @@ export function countLines(buf: Buffer): number {
   return buf.length > 0 && buf[buf.length - 1] !== 0x0a ? n + 1 : n;
 }
 
-/** Returns the output as text, or its head and tail with a note when it passes the threshold. */
+/**
+ * True when the output is not text: it holds a NUL byte, or more than a tenth of its characters (and
+ * at least eight) are invalid UTF-8 or control characters (tabs, line breaks and escape sequences
+ * count as text). A stray Latin-1 byte in text is shown as U+FFFD, not taken for binary.
+ */
+export function looksBinary(output: Buffer): boolean {
+  const sample = output.subarray(0, 64 * 1024);
+  if (sample.includes(0)) return true;
+  let odd = 0;
+  let chars = 0;
+  for (const ch of sample.toString('utf8')) {
+    const code = ch.codePointAt(0)!;
+    chars++;
+    if (code === 0xfffd || (code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d && code !== 0x1b)) odd++;
+  }
+  return odd >= 8 && odd * 10 > chars;
+}
+
+/**
+ * Returns the output as text, or its head and tail with a note when it passes the threshold; output
+ * that is not text is described, not shown (it is kept whole at `fullPath`). Invalid UTF-8 in text
+ * shows as U+FFFD.
+ */
 export function shapeOutput(output: Buffer, fullPath: string, options: SpillOptions): ShapedOutput {
   const lines = countLines(output);
+  if (looksBinary(output)) {
+    return {
+      text:
+        `[binary output: ${output.length} bytes that are not text, not shown. It is kept whole in ${fullPath}: ` +
+        `inspect it with \`file ${fullPath}\` or \`xxd ${fullPath} | head\`, or send binary output to a file instead.]\n`,
+      spill: { path: fullPath, bytes: output.length, lines },
+    };
+  }
   if (output.length <= options.thresholdBytes && lines <= options.thresholdLines)
     return { text: output.toString('utf8') };
 

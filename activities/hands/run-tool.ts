@@ -14,6 +14,7 @@ import { earlierAttempt, type EarlierAttempt } from './earlier-attempt';
 import { handsFailure, throwCancelled, toActivityFailure } from './failures';
 import { journalFor, outputPathOf, runBaseOf } from './journal';
 import { shapeOutput } from './output';
+import { resourceNotes, workspaceLooksFull } from './resource-limits';
 import { SandboxError, type ExecOptions, type ExecResult } from './sandbox-manager';
 import { HANDS_TOOLS } from './tools';
 import type { HandsTool, ToolContext, ToolResult } from './tools/types';
@@ -115,10 +116,17 @@ async function attemptToolCall(
       heartbeat.merge({ pid: process.pid, attempt: process.attempt });
     },
   };
-  const formatted = (run: Extract<ExecResult, { kind: 'finished' }>): Attempt => ({
-    result: tool.format({ exit: run.exit, output: run.output, outputPath: run.outputPath }, call.input, toolCtx),
-    synthetic: false,
-  });
+  const formatted = async (run: Extract<ExecResult, { kind: 'finished' }>): Promise<Attempt> => {
+    const result = tool.format({ exit: run.exit, output: run.output, outputPath: run.outputPath }, call.input, toolCtx);
+    const notes = resourceNotes(run.exit, run.output, {
+      ...manager.limits,
+      ...(workspaceLooksFull(run.exit, run.output)
+        ? { workspaceQuotaBytes: await manager.workspaceQuotaBytes(call.sessionId) }
+        : {}),
+    });
+    if (!notes.length) return { result, synthetic: false };
+    return { result: { ...result, content: `${result.content}\n${notes.join('\n')}` }, synthetic: false };
+  };
   const earlier = (asPolicy: typeof policy): Promise<EarlierAttempt> =>
     earlierAttempt({
       manager,

@@ -1,16 +1,24 @@
 /**
- * Sandboxes: one Docker container per session on a named workspace volume, and the one way to run
+ * Sandboxes: one Docker container per session on two named volumes, and the one way to run
  * anything in them. All Docker access of the hands goes through this class.
  *
- * - Container `agent-sbx-<sessionId>` from the sandbox image, volume `agent-ws-<sessionId>` at /workspace
- *   (names: `common/sandbox-names.ts`), user
- *   `agent` (uid 1000), no network (`NetworkMode: none`), CPU/memory/pids limits, all capabilities
- *   dropped, `no-new-privileges`, an init process that reaps orphans, no Docker socket, labels
+ * - Container `agent-sbx-<sessionId>` from the sandbox image, the workspace volume
+ *   `agent-ws-<sessionId>` at /workspace (with a disk quota where the host allows it) and the journal
+ *   volume `agent-jr-<sessionId>` at /var/lib/agent-journal (`sandbox-volumes.ts`; names:
+ *   `common/sandbox-names.ts`); no network (`NetworkMode: none`), CPU/memory/pids limits,
+ *   `no-new-privileges`, an init process that reaps orphans, no Docker socket, labels
  *   `agent.harness=1`, `agent.sandbox=<id>` and `agent.operation=<id>` when known.
+ * - Two kinds of process run in it. Everything the agent runs — tool commands, the file helpers,
+ *   git for the diff — runs as `agent` (uid 1000) with no capabilities at all. The harness's own
+ *   bookkeeping (the run wrapper around each command, the journal's readers) runs as root with
+ *   only CAP_SETUID/CAP_SETGID (to start the command as `agent`) and CAP_KILL (to stop it), so it
+ *   can keep records the agent cannot touch (`journal-store.ts`) and the agent cannot signal it.
+ *   Every other capability is dropped.
  * - Created lazily by `ensure`. A container that died (exited, was killed or removed) is replaced on
- *   the same volume and `ensure` says why, so the tool result can tell the model. Concurrent `ensure`
- *   calls for one id share one creation; a creation that loses a race with another process adopts the
- *   winner's container.
+ *   the same volumes and `ensure` says why, so the tool result can tell the model; so is a container
+ *   made by an older harness version (without the journal volume). Concurrent `ensure` calls for one
+ *   id share one creation; a creation that loses a race with another process adopts the winner's
+ *   container.
  * - `exec` runs a command under the run wrapper (scripts.ts): as `agent`, in /workspace, with a
  *   timeout enforced inside the container, an output cap, and a process identity (pid = pgid) that
  *   `kill` can target later, even from another process.
@@ -24,15 +32,28 @@ import {
   isSessionId,
   NAME_PREFIX_PATTERN,
   NAME_PREFIX_RULE,
+  journalVolumeNameOf,
   SANDBOX_LABELS,
   SESSION_ID_RULE,
   volumeNameOf,
 } from '../../common/sandbox-names';
+import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
+import { JOURNAL_DIR, JOURNAL_WRITER, type ToolCallRecords } from './journal-store';
 import { SCRIPTS, type RunExit } from './scripts';
+import { SandboxVolumes } from './sandbox-volumes';
+import { quotaUnsupportedReason, type WorkspaceQuota } from './workspace-quota';
+
+export { SandboxError, classifyDockerError, type SandboxErrorKind } from './docker-calls';
 
 export const WORKSPACE_DIR = '/workspace';
 export const AGENT_UID = 1000;
 const AGENT_USER = `${AGENT_UID}:${AGENT_UID}`;
+/**
+ * What the harness's own processes in the sandbox may do beyond an unprivileged user: start a
+ * command as `agent` and signal it. The agent's processes have none of these (a uid change to
+ * 1000 clears them, and `no-new-privileges` keeps them cleared).
+ */
+const HARNESS_CAPABILITIES = ['SETUID', 'SETGID', 'KILL'];
 
 export interface SandboxLimits {
   /** CPU cores (fractional allowed). */
@@ -53,6 +74,20 @@ export interface SandboxManagerOptions {
   network?: 'none';
   /** What container and volume names start with (default `agent-`; see `common/sandbox-names.ts`). */
   namePrefix?: string;
+  /**
+   * A disk quota for new workspace volumes (`workspace-quota.ts`); none when absent or null. Where the
+   * host cannot make one (not root, remote engine, missing tools) the manager says why through `warn`
+   * once and makes plain volumes.
+   */
+  quota?: WorkspaceQuota | null;
+  /**
+   * Extra labels on every container and volume it makes; `list` and `gc` then see only sandboxes
+   * that carry them (a manager scoped to, say, one test run), and `agent.keep` marks a sandbox kept
+   * on purpose.
+   */
+  labels?: Record<string, string>;
+  /** Where warnings go (default: stderr). */
+  warn?: (line: string) => void;
 }
 
 export interface EnsureResult {
@@ -83,6 +118,11 @@ export interface ExecJournal {
   started: string;
   /** `fresh`: run only as the call's first attempt (else report the journal); `append`: run as the next attempt. */
   mode: 'fresh' | 'append';
+  /**
+   * `fresh` only: where an older harness version kept this call's attempts; any attempt there counts as
+   * an earlier attempt too (the caller then consults `runStatus`, which reads it).
+   */
+  legacyRunBase?: string;
 }
 
 export interface ExecOptions {
@@ -126,26 +166,18 @@ export interface SandboxInfo {
   sessionId: string;
   operationId?: string;
   container?: { name: string; id: string; state: string; status: string; createdAt: Date };
-  volume?: { name: string; createdAt?: Date };
+  /** The workspace volume; `quotaImage` when it has a disk quota. */
+  volume?: { name: string; createdAt?: Date; quotaImage?: string };
+  journalVolume?: { name: string };
+  /** Why it is kept on purpose (`agent.keep`), if it is. */
+  keep?: string;
 }
 
 export interface GcResult {
   removedContainers: string[];
   removedVolumes: string[];
-}
-
-export type SandboxErrorKind = 'unavailable' | 'image-missing' | 'invalid' | 'lost' | 'failed';
-
-/** An infrastructure failure of the hands; `kind` drives the activity's retry classification. */
-export class SandboxError extends Error {
-  constructor(
-    readonly kind: SandboxErrorKind,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'SandboxError';
-  }
+  /** Workspace images no volume used any more, detached and deleted (with `volumes`). */
+  releasedImages?: string[];
 }
 
 const LABEL_HARNESS = SANDBOX_LABELS.harness;
@@ -165,7 +197,11 @@ const SANDBOX_ENV = [
 export class SandboxManager {
   private readonly docker: Docker;
   private readonly image: string;
-  private readonly limits: SandboxLimits;
+  readonly limits: SandboxLimits;
+  /** The disk quota of new workspaces, or null when they get none. */
+  readonly quota: WorkspaceQuota | null;
+  private readonly extraLabels: Record<string, string>;
+  private readonly volumes: SandboxVolumes;
   private readonly pending = new Map<string, Promise<EnsureResult>>();
   readonly namePrefix: string;
 
@@ -178,6 +214,21 @@ export class SandboxManager {
     this.namePrefix = options.namePrefix ?? DEFAULT_NAME_PREFIX;
     if (!NAME_PREFIX_PATTERN.test(this.namePrefix))
       throw new SandboxError('invalid', `sandbox name prefix "${this.namePrefix}" must be ${NAME_PREFIX_RULE}`);
+    this.extraLabels = options.labels ?? {};
+    const unsupported = options.quota ? quotaUnsupportedReason() : undefined;
+    if (options.quota && unsupported) {
+      (options.warn ?? ((line: string) => console.warn(line)))(
+        `WARNING: workspaces get NO disk quota: ${unsupported}. A tool can fill the host's disk. ` +
+          'Run the hands worker as root on the Docker host for quotas, or set AGENT_WORKSPACE_QUOTA=off to accept this.',
+      );
+    }
+    this.quota = options.quota && !unsupported ? options.quota : null;
+    this.volumes = new SandboxVolumes(this.docker, this.quota, AGENT_UID, this.namePrefix);
+  }
+
+  /** The disk quota of the session's workspace, or undefined when it has none (a plain volume). */
+  workspaceQuotaBytes(sessionId: string): Promise<number | undefined> {
+    return this.volumes.quotaBytesOf(sessionId);
   }
 
   /** Makes sure a running container exists for the sandbox; creates or replaces one as needed. */
@@ -198,19 +249,23 @@ export class SandboxManager {
     if (info) {
       const state = info.State;
       const result = { sessionId, containerName: name, containerId: info.Id, created: false };
-      if (state.Running && state.Paused) await dockerCall('unpause the sandbox container', () => container.unpause());
-      if (state.Running) return result;
-      if (state.Status === 'created') {
+      const current = (info.Mounts ?? []).some((mount) => mount.Destination === JOURNAL_DIR);
+      if (current && state.Running && state.Paused)
+        await dockerCall('unpause the sandbox container', () => container.unpause());
+      if (current && state.Running) return result;
+      if (current && state.Status === 'created') {
         await this.start(container);
         return result;
       }
-      replaced = `the previous container was gone (${state.OOMKilled ? `out of memory, exit ${state.ExitCode}` : state.Status === 'dead' ? 'dead' : `exited ${state.ExitCode}`})`;
+      replaced = !current
+        ? 'the previous container was made by an older version of the harness (without the tool-call journal volume)'
+        : `the previous container was gone (${state.OOMKilled ? `out of memory, exit ${state.ExitCode}` : state.Status === 'dead' ? 'dead' : `exited ${state.ExitCode}`})`;
       await dockerCall('remove the dead sandbox container', () => container.remove({ force: true }), [404, 409]);
-    } else if (await this.volumeExists(sessionId)) {
+    } else if (await this.volumes.workspaceExists(sessionId)) {
       replaced = 'the previous container was gone (removed)';
     }
 
-    await this.ensureVolume(sessionId, operationId);
+    await this.volumes.ensure(sessionId, this.labels(sessionId, operationId));
     let created: Docker.Container;
     try {
       created = await this.docker.createContainer(this.containerSpec(sessionId, operationId));
@@ -249,19 +304,25 @@ export class SandboxManager {
       name: containerNameOf(sessionId, this.namePrefix),
       Image: this.image,
       Cmd: ['sleep', 'infinity'],
-      User: AGENT_USER,
+      // The container's own processes (init, the idle sleep) belong to the harness: the agent cannot
+      // signal them. Every agent process is started as AGENT_USER.
+      User: JOURNAL_WRITER,
       WorkingDir: WORKSPACE_DIR,
       Env: SANDBOX_ENV,
       Labels: this.labels(sessionId, operationId),
       HostConfig: {
         NetworkMode: 'none',
         Init: true,
-        Mounts: [{ Type: 'volume', Source: volumeNameOf(sessionId, this.namePrefix), Target: WORKSPACE_DIR }],
+        Mounts: [
+          { Type: 'volume', Source: volumeNameOf(sessionId, this.namePrefix), Target: WORKSPACE_DIR },
+          { Type: 'volume', Source: journalVolumeNameOf(sessionId, this.namePrefix), Target: JOURNAL_DIR },
+        ],
         NanoCpus: Math.round(this.limits.cpus * 1e9),
         Memory: this.limits.memoryBytes,
         MemorySwap: this.limits.memoryBytes,
         PidsLimit: this.limits.pids,
         CapDrop: ['ALL'],
+        CapAdd: HARNESS_CAPABILITIES,
         SecurityOpt: ['no-new-privileges'],
         RestartPolicy: { Name: 'no' },
       },
@@ -270,31 +331,11 @@ export class SandboxManager {
 
   private labels(sessionId: string, operationId: string | undefined): Record<string, string> {
     return {
+      ...this.extraLabels,
       [LABEL_HARNESS]: '1',
       [LABEL_SANDBOX]: sessionId,
       ...(operationId ? { [LABEL_OPERATION]: operationId } : {}),
     };
-  }
-
-  private async volumeExists(sessionId: string): Promise<boolean> {
-    return (
-      (await dockerCall(
-        'inspect the workspace volume',
-        () => this.docker.getVolume(volumeNameOf(sessionId, this.namePrefix)).inspect(),
-        [404],
-      )) !== undefined
-    );
-  }
-
-  private async ensureVolume(sessionId: string, operationId: string | undefined): Promise<void> {
-    if (await this.volumeExists(sessionId)) return;
-    // Creating an existing named volume is a no-op in Docker, so a race here is harmless.
-    await dockerCall('create the workspace volume', () =>
-      this.docker.createVolume({
-        Name: volumeNameOf(sessionId, this.namePrefix),
-        Labels: this.labels(sessionId, operationId),
-      }),
-    );
   }
 
   /** Runs a command under the run wrapper; see `ExecOptions` and scripts.ts. */
@@ -314,10 +355,12 @@ export class SandboxManager {
       journal?.path ?? '',
       journal?.head ?? '',
       journal?.started ?? '',
-      journal?.mode ?? 'append',
+      journal?.mode === 'fresh' && journal.legacyRunBase
+        ? `fresh:${journal.legacyRunBase}`
+        : (journal?.mode ?? 'append'),
       ...(options.args ?? []),
     ];
-    const exec = await this.createExec(container, argv);
+    const exec = await this.createExec(container, argv, JOURNAL_WRITER);
     const stream = await dockerCall('start a command in the sandbox', () => exec.start({ hijack: true, stdin: false }));
 
     let identity: ProcessIdentity | undefined;
@@ -393,7 +436,7 @@ export class SandboxManager {
         exit: parsed.exit,
         output: parsed.output,
         process,
-        outputPath: options.outputLink ?? `${runDir}/out`,
+        outputPath: parsed.exit.outputPath ?? options.outputLink ?? `${runDir}/out`,
       };
     }
     // No result: the container probably died under the command. Docker updates its state a moment
@@ -416,9 +459,23 @@ export class SandboxManager {
     );
   }
 
-  /** The latest attempt under a run base (state, exit, output so far) and the journal. */
-  async runStatus(sessionId: string, runBase: string, journalPath: string): Promise<RunStatus> {
-    const { stdout, exitCode, stderr } = await this.script(sessionId, SCRIPTS.runStatus, [runBase, journalPath]);
+  /**
+   * The latest attempt of a tool call (state, exit, output so far) and its journal, from its records
+   * — or, when they hold no attempt, from where an older harness version kept them (`legacy`).
+   */
+  async runStatus(sessionId: string, records: ToolCallRecords, legacy?: ToolCallRecords): Promise<RunStatus> {
+    const status = await this.readRunStatus(sessionId, records, JOURNAL_WRITER);
+    // The workspace is the agent's: what an older version left there is read as the agent, never as root.
+    return status.state === 'none' && legacy ? this.readRunStatus(sessionId, legacy, AGENT_USER) : status;
+  }
+
+  private async readRunStatus(sessionId: string, records: ToolCallRecords, user: string): Promise<RunStatus> {
+    const { stdout, exitCode, stderr } = await this.script(
+      sessionId,
+      SCRIPTS.runStatus,
+      [records.runBase, records.journalPath],
+      { user },
+    );
     const newline = stdout.indexOf(0x0a);
     if (exitCode !== 0 || newline < 0)
       throw new SandboxError('failed', `reading the run status failed: ${stderr.trim().slice(0, 300)}`);
@@ -442,16 +499,20 @@ export class SandboxManager {
   /** Kills a process group in the sandbox: TERM, then KILL after `graceSeconds` (default 2). */
   async kill(sessionId: string, pid: number, options: { graceSeconds?: number; runDir?: string } = {}): Promise<void> {
     if (!Number.isInteger(pid) || pid <= 1) throw new SandboxError('invalid', `refusing to kill process group ${pid}`);
-    await this.script(sessionId, SCRIPTS.killGroup, [
-      String(pid),
-      String(options.graceSeconds ?? 2),
-      options.runDir ?? '',
-    ]);
+    await this.script(
+      sessionId,
+      SCRIPTS.killGroup,
+      [String(pid), String(options.graceSeconds ?? 2), options.runDir ?? ''],
+      {
+        user: JOURNAL_WRITER,
+      },
+    );
   }
 
   /**
-   * Runs a short bash script as `agent` in /workspace and returns its output (not journalled, no
-   * process identity: for the hands' own bookkeeping and quick reads).
+   * Runs a short bash script in /workspace and returns its output (not journalled, no process
+   * identity: for the hands' own bookkeeping and quick reads). As `agent` unless `user` says
+   * otherwise (`JOURNAL_WRITER` for the records the agent may not write).
    */
   async script(
     sessionId: string,
@@ -530,50 +591,50 @@ export class SandboxManager {
     await dockerCall('copy files into the sandbox', () => container.putArchive(archive, { path: WORKSPACE_DIR }));
   }
 
-  /** Removes the container and, unless `keepVolume`, the workspace volume. Missing parts are fine. */
+  /**
+   * Removes the container and, unless `keepVolume`, the workspace and journal volumes (a quota
+   * workspace's loop device is detached and its image deleted). Missing parts are fine.
+   */
   async remove(sessionId: string, options: { keepVolume: boolean }): Promise<{ container: boolean; volume: boolean }> {
     checkSessionId(sessionId);
     await this.pending.get(sessionId)?.catch(() => undefined);
-    const removed = (call: () => Promise<unknown>) => async () => {
-      await call();
-      return true;
-    };
     const container = await dockerCall(
       'remove the sandbox container',
-      removed(() => this.docker.getContainer(containerNameOf(sessionId, this.namePrefix)).remove({ force: true })),
+      async () => {
+        await this.docker.getContainer(containerNameOf(sessionId, this.namePrefix)).remove({ force: true, v: false });
+        return true;
+      },
       [404],
     );
-    let volume: boolean | undefined = false;
-    if (!options.keepVolume) {
-      volume = await dockerCall(
-        'remove the workspace volume',
-        removed(() => this.docker.getVolume(volumeNameOf(sessionId, this.namePrefix)).remove()),
-        [404],
-      );
-    }
-    return { container: container ?? false, volume: volume ?? false };
+    const volume = options.keepVolume ? false : await this.volumes.remove(sessionId);
+    return { container: container ?? false, volume };
   }
 
-  /** Every sandbox this harness made (by label) under this manager's name prefix, with its container and volume when they exist. */
+  /**
+   * Every sandbox this harness made (by label, and this manager's extra labels) under this manager's
+   * name prefix, with its container and volumes.
+   */
   async list(): Promise<SandboxInfo[]> {
     const ours = (name: string): boolean => name.replace(/^\//, '').startsWith(this.namePrefix);
-    const filters = { label: [`${LABEL_HARNESS}=1`] };
+    const filters = {
+      label: [`${LABEL_HARNESS}=1`, ...Object.entries(this.extraLabels).map(([key, value]) => `${key}=${value}`)],
+    };
     const containers = await dockerCall('list sandbox containers', () =>
       this.docker.listContainers({ all: true, filters }),
     );
     const volumes = await dockerCall('list workspace volumes', () => this.docker.listVolumes({ filters }));
     const byId = new Map<string, SandboxInfo>();
-    const entry = (id: string): SandboxInfo => {
+    const entry = (id: string, labels: Record<string, string> | undefined): SandboxInfo => {
       let info = byId.get(id);
       if (!info) byId.set(id, (info = { sessionId: id }));
+      if (!info.operationId && labels?.[LABEL_OPERATION]) info.operationId = labels[LABEL_OPERATION];
+      if (!info.keep && labels?.[SANDBOX_LABELS.keep]) info.keep = labels[SANDBOX_LABELS.keep];
       return info;
     };
     for (const c of containers) {
       const id = c.Labels[LABEL_SANDBOX];
       if (!id || !ours(c.Names[0] ?? '')) continue;
-      const info = entry(id);
-      if (c.Labels[LABEL_OPERATION]) info.operationId = c.Labels[LABEL_OPERATION];
-      info.container = {
+      entry(id, c.Labels).container = {
         name: (c.Names[0] ?? '').replace(/^\//, ''),
         id: c.Id,
         state: c.State,
@@ -584,18 +645,26 @@ export class SandboxManager {
     for (const v of volumes.Volumes ?? []) {
       const id = v.Labels?.[LABEL_SANDBOX];
       if (!id || !ours(v.Name)) continue;
-      const info = entry(id);
-      if (!info.operationId && v.Labels[LABEL_OPERATION]) info.operationId = v.Labels[LABEL_OPERATION];
+      const info = entry(id, v.Labels);
+      if (v.Name.startsWith(`${this.namePrefix}jr-`)) {
+        info.journalVolume = { name: v.Name };
+        continue;
+      }
       const createdAt = (v as { CreatedAt?: string }).CreatedAt;
-      info.volume = { name: v.Name, ...(createdAt ? { createdAt: new Date(createdAt) } : {}) };
+      const quotaImage = v.Labels[SANDBOX_LABELS.quotaImage];
+      info.volume = {
+        name: v.Name,
+        ...(createdAt ? { createdAt: new Date(createdAt) } : {}),
+        ...(quotaImage ? { quotaImage } : {}),
+      };
     }
     return [...byId.values()].sort((a, b) => a.sessionId.localeCompare(b.sessionId));
   }
 
   /**
    * Removes leftovers: containers (running or not) created more than `olderThanMs` ago and, with
-   * `volumes`, workspace volumes older than that whose container is gone. A removed container is
-   * replaced on its volume if the sandbox is used again; a removed volume is gone for good.
+   * `volumes`, the volumes of sandboxes older than that whose container is gone. A removed container
+   * is replaced on its volumes if the sandbox is used again; a removed volume is gone for good.
    */
   async gc(options: {
     olderThanMs: number;
@@ -619,11 +688,14 @@ export class SandboxManager {
         containerGone = true;
       }
       const volume = sandbox.volume;
-      if (options.volumes && volume && containerGone && (volume.createdAt?.getTime() ?? 0) <= cutoff) {
-        await dockerCall('remove a workspace volume', () => this.docker.getVolume(volume.name).remove(), [404, 409]);
-        result.removedVolumes.push(volume.name);
+      const old = (volume?.createdAt?.getTime() ?? 0) <= cutoff;
+      if (options.volumes && containerGone && old) {
+        for (const name of [volume?.name, sandbox.journalVolume?.name]) {
+          if (name && (await this.volumes.removeVolume(name))) result.removedVolumes.push(name);
+        }
       }
     }
+    if (options.volumes) result.releasedImages = await this.volumes.releaseOrphanImages(cutoff);
     return result;
   }
 }
@@ -662,43 +734,4 @@ function parseRunOutput(all: Buffer): { attempt: number; exit: RunExit; output: 
     exit: JSON.parse(line.slice('@@agent-exit '.length)) as RunExit,
     output: all.subarray(exitEnd + 1),
   };
-}
-
-function statusOf(err: unknown): number | undefined {
-  const status = (err as { statusCode?: unknown } | null)?.statusCode;
-  return typeof status === 'number' ? status : undefined;
-}
-
-/** Maps a dockerode failure to a SandboxError; engine unreachable → `unavailable`. */
-export function classifyDockerError(action: string, err: unknown): SandboxError {
-  if (err instanceof SandboxError) return err;
-  const status = statusOf(err);
-  const code = (err as { code?: unknown } | null)?.code;
-  const detail = err instanceof Error ? err.message : String(err);
-  if (
-    status === undefined ||
-    status >= 500 ||
-    code === 'ECONNREFUSED' ||
-    code === 'ENOENT' ||
-    code === 'ECONNRESET' ||
-    code === 'EPIPE'
-  ) {
-    return new SandboxError('unavailable', `could not ${action}: the Docker engine did not answer (${detail})`, {
-      cause: err,
-    });
-  }
-  return new SandboxError('failed', `could not ${action}: ${detail}`, { cause: err });
-}
-
-/** Runs a Docker call; the listed HTTP statuses count as "nothing to do" and yield undefined. */
-async function dockerCall<T>(action: string, call: () => Promise<T>, tolerated: number[]): Promise<T | undefined>;
-async function dockerCall<T>(action: string, call: () => Promise<T>): Promise<T>;
-async function dockerCall<T>(action: string, call: () => Promise<T>, tolerated: number[] = []): Promise<T | undefined> {
-  try {
-    return await call();
-  } catch (err) {
-    const status = statusOf(err);
-    if (status !== undefined && tolerated.includes(status)) return undefined;
-    throw classifyDockerError(action, err);
-  }
 }

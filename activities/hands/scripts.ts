@@ -3,7 +3,8 @@
  *
  * `run-wrapper.sh` runs every tool command. Docker has no API to kill an exec'd process and a worker
  * can die while a command runs, so the wrapper makes the command's identity, output and exit status
- * durable in workspace files that a later attempt (or a kill) can find:
+ * durable in files of the journal store (`journal-store.ts`, which the agent cannot write) that a
+ * later attempt (or a kill) can find:
  *
  *   <runBase>/<attempt>/     attempt = the first free number, claimed with an atomic mkdir
  *                            (`fresh` mode claims only attempt 1, so two first attempts cannot both run)
@@ -13,7 +14,8 @@
  *     dropped    bytes that arrived after the cap (counted, not kept)
  *     timedout   present when the wrapper's watchdog killed the group
  *     cancelled  present when the host killed the group (cancellation)
- *     exit       written last: RunExit as JSON
+ *     exit       written last: RunExit as JSON (with the sandbox's resource counters: forks refused
+ *                by the pid limit, processes killed for memory, free bytes on /workspace)
  *
  * It also keeps the tool-call journal (journal.ts) in step when given one: the `started` event is
  * written before the command starts, `process` once it has a pid, `finished` at the end.
@@ -48,4 +50,14 @@ export interface RunExit {
   pid: number;
   startTime: number;
   finishedAt: string;
+  /** How often the sandbox's pid limit refused a fork while the command ran. */
+  pidLimitHits?: number;
+  /** How many processes the kernel killed for memory (the sandbox's memory limit) while it ran. */
+  oomKills?: number;
+  /** Free bytes on /workspace when it ended (-1: unknown). */
+  workspaceFreeBytes?: number;
+  /** Size of the file system /workspace is on (-1: unknown). */
+  workspaceBytes?: number;
+  /** Where the full output was left for the model: the workspace copy, or the run directory's. */
+  outputPath?: string;
 }

@@ -1,10 +1,14 @@
 /**
- * `seedWorkspace`: copies a repository into the session's workspace once. A local directory is read
- * on the host; a git URL is cloned on the host (the host's credentials stay there). Either way the
- * files reach the sandbox as a tar stream owned by the agent's uid, with credentials stripped from
- * `.git/config`. A directory that is not a repository of its own gets a baseline commit so the
- * operation's changes can be diffed. A marker in the workspace makes a second call return the first
- * call's result without copying again.
+ * `seedWorkspace`: copies a repository into the session's workspace once. The source is checked
+ * first (`seed-source.ts`: allowed roots, allowed URL forms). A local directory is read on the host;
+ * a git URL is cloned on the host (the host's credentials stay there). Either way the files reach
+ * the sandbox as a tar stream owned by the agent's uid, with every credential stripped from the git
+ * configuration (`git-credentials.ts`). A directory that is not a repository of its own gets a
+ * baseline commit so the operation's changes can be diffed. A record in the journal store (out of the
+ * agent's reach) makes a second call return the first call's result without copying again.
+ *
+ * `checkSeedSource` is the same check as an activity of its own: the operation runs it before its
+ * first model call, so a bad path fails the operation before any model call is paid for.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -12,16 +16,26 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import * as tar from 'tar-stream';
-import { HANDS_FAILURE_TYPES, type SeedResult, type SeedSource, type SeedWorkspaceInput } from '../../common/hands';
+import {
+  HANDS_FAILURE_TYPES,
+  type CheckSeedSourceInput,
+  type SeedResult,
+  type SeedSource,
+  type SeedSourceCheck,
+  type SeedWorkspaceInput,
+} from '../../common/hands';
 import { currentActivity, Heartbeat } from '../heartbeat';
 import { sessionOf, type HandsContext } from './deps';
 import { handsFailure, toActivityFailure } from './failures';
-import { AGENT_DIR } from './journal';
+import { isGitConfigFile, scrubGitConfig } from './git-credentials';
+import { JOURNAL_WRITER, SEED_RECORD } from './journal-store';
 import { AGENT_UID, SandboxError } from './sandbox-manager';
+import { checkSeedSource, redactUserinfo, type CheckedSeedSource } from './seed-source';
 
 const execFileAsync = promisify(execFile);
 
-const SEED_MARKER = `${AGENT_DIR}/seeded`;
+const READ_SEED_RECORD = 'cat "$1" 2>/dev/null || true';
+const WRITE_SEED_RECORD = 'mkdir -p "${1%/*}" && printf "%s" "$2" > "$1.tmp" && mv -f "$1.tmp" "$1"';
 const BASELINE_SCRIPT = [
   'set -e',
   'cd /workspace',
@@ -32,9 +46,20 @@ const BASELINE_SCRIPT = [
   'git rev-parse HEAD',
 ].join('\n');
 
+/** The `checkSeedSource` activity: the source check alone, on the hands host, without a container. */
+export async function checkSeedSourceActivity(
+  hands: HandsContext,
+  input: CheckSeedSourceInput,
+): Promise<SeedSourceCheck> {
+  const checked = checkSeedSource(input.source, hands.allowedRoots);
+  return { resolved: checked.kind === 'local' ? checked.path : redactUserinfo(checked.url) };
+}
+
 export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInput): Promise<SeedResult> {
   const { manager } = hands;
   const sessionId = sessionOf(input);
+  // Before any container exists: a source the hands may not read never gets one.
+  const source = checkSeedSource(input.source, hands.allowedRoots);
   const heartbeat = new Heartbeat<Record<string, unknown>>(currentActivity(), hands.heartbeatEveryMs, {
     sessionId,
     seeding: true,
@@ -42,21 +67,22 @@ export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInp
   let cloneDir: string | undefined;
   try {
     await manager.ensure(sessionId, { operationId: input.operationId });
-    const marker = await manager.script(sessionId, 'cat "$1" 2>/dev/null || true', [SEED_MARKER]);
-    const recorded = marker.stdout.toString('utf8').trim();
+    // The record, or where an older version left it in the workspace (read as the agent, not as root).
+    const current = await manager.script(sessionId, READ_SEED_RECORD, [SEED_RECORD.path], { user: JOURNAL_WRITER });
+    const found = current.stdout.length
+      ? current
+      : await manager.script(sessionId, READ_SEED_RECORD, [SEED_RECORD.legacyPath]);
+    const recorded = found.stdout.toString('utf8').trim();
     if (recorded) {
       const previous = JSON.parse(recorded) as SeedResult;
       return { files: previous.files, bytes: previous.bytes, ...(previous.head ? { head: previous.head } : {}) };
     }
     let dir: string;
-    if (input.source.kind === 'local') {
-      dir = path.resolve(input.source.path);
-      if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
-        throw handsFailure(HANDS_FAILURE_TYPES.invalidSeedSource, `seed source ${dir} is not a directory`);
-      }
+    if (source.kind === 'local') {
+      dir = source.path;
     } else {
       cloneDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-seed-'));
-      dir = await cloneRepository(input.source.url, input.source.ref, cloneDir);
+      dir = await cloneRepository(source, cloneDir);
     }
     const files = await listSeedFiles(dir);
     const head = await gitOutput(dir, ['rev-parse', '--verify', '-q', 'HEAD']).catch(() => undefined);
@@ -73,7 +99,12 @@ export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInp
     }
     const result: SeedResult = { ...counts, ...((head ?? baseline) ? { head: head ?? baseline } : {}) };
     const record = { ...result, source: describeSource(input.source), at: new Date().toISOString() };
-    await manager.putFiles(sessionId, [{ path: SEED_MARKER, content: JSON.stringify(record) }]);
+    const written = await manager.script(sessionId, WRITE_SEED_RECORD, [SEED_RECORD.path, JSON.stringify(record)], {
+      user: JOURNAL_WRITER,
+    });
+    if (written.exitCode !== 0) {
+      throw new SandboxError('failed', `could not record the seeding: ${written.stderr.trim().slice(0, 300)}`);
+    }
     return result;
   } catch (err) {
     throw toActivityFailure(err);
@@ -110,32 +141,34 @@ async function gitOutput(dir: string, args: string[]): Promise<string> {
   return stdout.trim();
 }
 
-/** Clones on the host (the host's credentials stay on the host) and returns the clone directory. */
-async function cloneRepository(url: string, ref: string | undefined, into: string): Promise<string> {
+/**
+ * Clones on the host (the host's credentials stay on the host) and returns the clone directory.
+ * The URL and ref were checked (`checkSeedSource`): neither can reach git as an option.
+ */
+async function cloneRepository(source: Extract<CheckedSeedSource, { kind: 'git' }>, into: string): Promise<string> {
+  const { url, ref } = source;
   const dir = path.join(into, 'repo');
   try {
-    await execFileAsync('git', ['clone', '--quiet', url, dir], { env: { ...process.env, GIT_TERMINAL_PROMPT: '0' } });
+    await execFileAsync('git', ['clone', '--quiet', '--', url, dir], {
+      env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
+    });
     if (ref) await execFileAsync('git', ['-C', dir, 'checkout', '--quiet', ref]);
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr ?? String(err);
     throw handsFailure(
       HANDS_FAILURE_TYPES.cloneFailed,
-      `git clone ${redactUrl(url)}${ref ? ` (${ref})` : ''} failed: ${redactUrl(stderr.trim())}`,
+      `git clone ${redactUserinfo(url)}${ref ? ` (${ref})` : ''} failed: ${redactUserinfo(stderr.trim())}`,
     );
   }
-  const clean = redactUrl(url);
+  const clean = redactUserinfo(url);
   if (clean !== url) await execFileAsync('git', ['-C', dir, 'remote', 'set-url', 'origin', clean]);
   return dir;
-}
-
-function redactUrl(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^@/\s]+@/gi, '$1');
 }
 
 function describeSource(source: SeedSource): string {
   return source.kind === 'local'
     ? `local:${source.path}`
-    : `git:${redactUrl(source.url)}${source.ref ? `#${source.ref}` : ''}`;
+    : `git:${redactUserinfo(source.url)}${source.ref ? `#${source.ref}` : ''}`;
 }
 
 /**
@@ -170,7 +203,7 @@ function walk(root: string, rel: string, keep: (name: string) => boolean): strin
   return out;
 }
 
-/** Adds the files to the tar as uid/gid 1000 (parents first); `.git/config` loses URL credentials. */
+/** Adds the files to the tar as uid/gid 1000 (parents first); git configuration loses every credential. */
 async function packFiles(
   pack: tar.Pack,
   dir: string,
@@ -218,8 +251,8 @@ async function packFiles(
         ...owner,
       });
     } else if (stat.isFile()) {
-      let content = fs.readFileSync(full);
-      if (rel === '.git/config') content = Buffer.from(redactUrl(content.toString('utf8')));
+      let content: Buffer = fs.readFileSync(full);
+      if (isGitConfigFile(rel)) content = await scrubGitConfig(content, full, dir);
       if (rel === '.git/info/exclude') {
         content = Buffer.concat([
           content,

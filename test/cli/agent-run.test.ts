@@ -6,12 +6,11 @@
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import Docker from 'dockerode';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { FIX_FAILING_TEST_SCENARIO } from '../../scripted-model/scenarios/fix-failing-test';
 import { testPlatform } from '../support/env';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { removeSandboxes } from '../support/hands';
 
 const run = promisify(execFile);
 const AGENT = path.join(PROJECT_ROOT, 'bin', 'agent');
@@ -37,15 +36,7 @@ describe('agent CLI (real process)', () => {
   });
   afterAll(async () => {
     await model.stop();
-    const docker = new Docker();
-    await docker
-      .getContainer(containerNameOf(id))
-      .remove({ force: true })
-      .catch(() => undefined);
-    await docker
-      .getVolume(volumeNameOf(id))
-      .remove()
-      .catch(() => undefined);
+    await removeSandboxes([id]);
   });
 
   it('runs an operation to completion, then reports its status and diff', async () => {

@@ -16,7 +16,8 @@ import { PROJECT_ROOT } from '../../platform/paths';
 import type { ScriptedModelServer } from '../../scripted-model/server';
 import type { ScriptedRequest, ScriptedTurn } from '../../scripted-model/script';
 import { testPlatform } from '../support/env';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { containerNameOf } from '../../common/sandbox-names';
+import { removeSandboxes } from '../support/hands';
 
 export const STEERING_TEXT = 'steering: keep the change minimal';
 /** Lines the `never` (bash) tools append to the effects file; each must appear at most once. */
@@ -216,12 +217,7 @@ export class CrashMatrix {
     } finally {
       finished = true;
       if (current) await stop(current);
-      try {
-        execFileSync('docker', ['rm', '-f', containerNameOf(id)], { stdio: 'ignore' });
-        execFileSync('docker', ['volume', 'rm', volumeNameOf(id)], { stdio: 'ignore' });
-      } catch {
-        // Nothing to clean up.
-      }
+      await removeSandboxes([id]).catch(() => undefined);
     }
   }
 

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import { createHandsActivities } from '../../activities/hands/activities';
 import { parseJournal } from '../../activities/hands/journal';
+import { recordsOf } from '../../activities/hands/journal-store';
 import { handsFixture } from '../support/hands';
 import { connectTestTemporal, createTestWorker, uniqueQueue, type TestTemporal } from '../support/temporal';
 import { handsRunToolOnce } from '../support/hands-workflows';
@@ -57,7 +58,7 @@ describe('runTool cancellation through Temporal (real Docker, real server)', () 
     expect(await handle.result()).toBe('cancelled');
 
     expect(await seen()).toBe('0');
-    const journal = parseJournal(await fx.sh(sessionId, `cat .agent/journal/${toolCallId}.json`));
+    const journal = parseJournal(await fx.sh(sessionId, `cat ${recordsOf(toolCallId).journalPath}`));
     const finished = journal!.events.find((e) => e.type === 'finished');
     expect(finished).toMatchObject({ result: { cancelled: true, timedOut: false } });
     expect(await fx.sh(sessionId, `cat .agent/out/${toolCallId}.txt`)).toBe('started\n');

@@ -9,6 +9,7 @@ import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
 import type { RunToolInput } from '../../common/hands';
 import { parseJournal } from '../../activities/hands/journal';
+import { legacyRecordsOf, recordsOf } from '../../activities/hands/journal-store';
 import { containerNameOf } from '../../common/sandbox-names';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
@@ -25,7 +26,7 @@ describe('tool-call journal and replay (real Docker)', () => {
   });
   const effects = async (file: string) => Number((await fx.sh(sessionId, `touch ${file}; wc -l < ${file}`)).trim());
   const journalOf = async (toolCallId: string) =>
-    parseJournal(await fx.sh(sessionId, `cat .agent/journal/${toolCallId}.json`));
+    parseJournal(await fx.sh(sessionId, `cat ${recordsOf(toolCallId).journalPath}`));
   const waitForProcess = async (toolCallId: string) => {
     for (let i = 0; i < 200; i++) {
       const journal = await journalOf(toolCallId).catch(() => undefined);
@@ -54,7 +55,7 @@ describe('tool-call journal and replay (real Docker)', () => {
       type: 'started',
       command: 'echo hi; exit 4',
       attempt: 1,
-      runDir: `/workspace/.agent/run/${call.toolCallId}/1`,
+      runDir: `/var/lib/agent-journal/run/${call.toolCallId}/1`,
     });
     expect(journal!.events[2]).toMatchObject({
       type: 'finished',
@@ -151,6 +152,30 @@ describe('tool-call journal and replay (real Docker)', () => {
     const second = await hands.runTool(call);
     expect(first.content).toBe('     1\tcontent');
     expect(second.content).toBe('     1\tchanged');
-    expect(await fx.sh(sessionId, `ls .agent/run/${call.toolCallId}`)).toBe('1\n2\n');
+    expect(await fx.sh(sessionId, `ls ${recordsOf(call.toolCallId).runBase}`)).toBe('1\n2\n');
+  });
+  it('reads the records an older version kept in the workspace when the journal volume has none, as the agent', async () => {
+    const call = newCall('echo ran >> effects-legacy.log; wc -l < effects-legacy.log');
+    const first = await hands.runTool(call);
+    const now = recordsOf(call.toolCallId);
+    const old = legacyRecordsOf(call.toolCallId);
+    // Where a harness version before the journal volume left a finished call's records: in the workspace, agent-owned.
+    const run = async (script: string, user?: string) => {
+      const { exitCode, stderr } = await fx.manager.script(
+        sessionId,
+        `set -e; ${script}`,
+        [now.runBase, now.journalPath, old.runBase, old.journalPath],
+        user ? { user } : {},
+      );
+      expect({ exitCode, stderr }).toEqual({ exitCode: 0, stderr: '' });
+    };
+    await run(
+      'cp -r "$1" /tmp/legacy-run; cp "$2" /tmp/legacy-journal; chmod -R a+rX /tmp/legacy-*; rm -rf "$1" "$2"',
+      '0:0',
+    );
+    await run('mkdir -p "${3%/*}" "${4%/*}"; cp -r /tmp/legacy-run "$3"; cp /tmp/legacy-journal "$4"');
+    const retry = await hands.runTool(call);
+    expect(retry).toEqual(first);
+    expect(await effects('effects-legacy.log')).toBe(1);
   });
 });

@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
 import { SandboxManager, type SandboxInfo } from '../../activities/hands/sandbox-manager';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { containerNameOf, journalVolumeNameOf, volumeNameOf } from '../../common/sandbox-names';
 import { sandboxCommand } from '../../cli/sandbox';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
@@ -89,6 +89,7 @@ describe('sandbox lifecycle (real Docker)', () => {
       sessionId,
       operationId: 'op-123',
       volume: expect.objectContaining({ name: volumeNameOf(sessionId) }),
+      journalVolume: { name: journalVolumeNameOf(sessionId) },
     });
     expect(await sandboxCommand(['rm', sessionId], { manager: fx.manager, out: () => undefined })).toBe(0);
     expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();

@@ -22,8 +22,8 @@ function git(dir: string, ...args: string[]): string {
 
 describe('workspace seeding and diff (real Docker)', () => {
   const fx = handsFixture();
-  const hands = createHandsActivities({ manager: fx.manager });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-seed-test-'));
+  const hands = createHandsActivities({ manager: fx.manager, allowedRoots: [tmp] });
   const repo = path.join(tmp, 'repo');
 
   beforeAll(() => {
@@ -57,7 +57,8 @@ describe('workspace seeding and diff (real Docker)', () => {
 
     expect(await fx.sh(sessionId, 'git log --format=%s')).toBe('second\nfirst\n');
     expect(await fx.sh(sessionId, 'git status --short')).toBe('?? notes.md\n');
-    expect(await fx.sh(sessionId, 'ls -A | sort')).toBe('.agent\n.git\n.gitignore\nnotes.md\nrun.sh\nsrc\n');
+    // Only the repository: the record that it was seeded is kept out of the workspace.
+    expect(await fx.sh(sessionId, 'ls -A | sort')).toBe('.git\n.gitignore\nnotes.md\nrun.sh\nsrc\n');
     expect(await fx.sh(sessionId, 'stat -c "%u %a" run.sh src src/app.js')).toBe('1000 755\n1000 755\n1000 644\n');
     expect(await fx.sh(sessionId, 'grep -rc s3cret-token .git/config || true')).toBe('0\n');
     expect(await fx.sh(sessionId, 'git remote get-url origin')).toBe('https://example.invalid/repo.git\n');
@@ -66,6 +67,14 @@ describe('workspace seeding and diff (real Docker)', () => {
     await fx.sh(sessionId, 'echo local change > notes.md');
     expect(await hands.seedWorkspace({ sessionId, source: { kind: 'local', path: repo } })).toEqual(seeded);
     expect(await fx.sh(sessionId, 'cat notes.md')).toBe('local change\n');
+
+    // The marker is out of the agent's reach: cleaning the workspace does not make it seed again.
+    await fx.sh(
+      sessionId,
+      'git clean -fdxq; rm -rf .agent; rm -f /var/lib/agent-journal/seeded.json 2>/dev/null; true',
+    );
+    expect(await hands.seedWorkspace({ sessionId, source: { kind: 'local', path: repo } })).toEqual(seeded);
+    expect(await fx.sh(sessionId, 'ls notes.md 2>&1 || true')).toContain('No such file');
   });
 
   it('clones a git URL on the host at a ref', async () => {

@@ -4,6 +4,7 @@ import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
 import type { RunToolInput } from '../../common/hands';
 import { containerNameOf } from '../../common/sandbox-names';
+import { recordsOf } from '../../activities/hands/journal-store';
 import { handsFixture } from '../support/hands';
 
 describe('hands tools (real Docker)', () => {
@@ -15,10 +16,11 @@ describe('hands tools (real Docker)', () => {
 
   afterAll(() => fx.cleanup());
 
-  it('runs as uid 1000 with no network and no Docker socket', async () => {
+  it('runs as uid 1000 with no capabilities, no network and no Docker socket', async () => {
     const result = await call('bash', {
       command:
-        'id -u; id -g; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "; ls /var/run/docker.sock 2>&1 | head -1',
+        'id -u; id -g; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "; ls /var/run/docker.sock 2>&1 | head -1; ' +
+        'grep -E "^(CapPrm|CapEff|CapAmb|NoNewPrivs):" /proc/self/status | tr -s "\\t" " "',
     });
     expect(result.isError).toBe(false);
     const [uid, gid, ...rest] = result.content.split('\n');
@@ -26,14 +28,25 @@ describe('hands tools (real Docker)', () => {
     expect(gid).toBe('1000');
     expect(rest[0]).toBe('lo'); // the only interface
     expect(rest[1]).toMatch(/No such file/);
+    expect(rest.slice(2, 6)).toEqual([
+      'CapPrm: 0000000000000000',
+      'CapEff: 0000000000000000',
+      'CapAmb: 0000000000000000',
+      'NoNewPrivs: 1',
+    ]);
 
     const info = await dockerClient().getContainer(containerNameOf(sessionId)).inspect();
     expect(info.HostConfig.NetworkMode).toBe('none');
-    expect(info.Config.User).toBe('1000:1000');
+    // The container's own processes belong to the harness (the agent cannot signal them); every
+    // capability is dropped except switching to the agent's uid and signalling its processes.
+    expect(info.Config.User).toBe('0:0');
+    expect(info.HostConfig.CapDrop).toEqual(['ALL']);
+    expect([...(info.HostConfig.CapAdd ?? [])].sort()).toEqual(['KILL', 'SETGID', 'SETUID']);
+    expect(info.HostConfig.SecurityOpt).toEqual(['no-new-privileges']);
     expect(info.Config.Labels).toMatchObject({ 'agent.harness': '1', 'agent.sandbox': sessionId });
     expect(info.HostConfig.Memory).toBeGreaterThan(0);
     expect(info.HostConfig.PidsLimit).toBeGreaterThan(0);
-    expect(info.Mounts.map((m) => m.Destination)).toEqual(['/workspace']);
+    expect(info.Mounts.map((m) => m.Destination).sort()).toEqual(['/var/lib/agent-journal', '/workspace']);
   });
 
   it('writes a file and reads it back, numbered, with offset and limit', async () => {
@@ -188,7 +201,7 @@ describe('hands tools (real Docker)', () => {
     });
     expect(result).toMatchObject({ isError: true, synthetic: false });
     expect(result.content).toContain('"oldText2"');
-    expect(await fx.sh(sessionId, `ls .agent/journal/${toolCallId}.json 2>/dev/null | wc -l`)).toBe('0\n');
+    expect(await fx.sh(sessionId, `ls ${recordsOf(toolCallId).journalPath} 2>/dev/null | wc -l`)).toBe('0\n');
   });
 
   it('spills long output to a file and keeps head and tail; read_file reads the middle back', async () => {

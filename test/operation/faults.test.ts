@@ -17,7 +17,8 @@ import { startScriptedModelServer } from '../../scripted-model/server';
 import { createBrainWorker, createHandsWorker } from '../../workers/workers';
 import { testPlatform } from '../support/env';
 import { startOperationHarness, testModelSettings, waitFor } from '../support/operation-harness';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { containerNameOf } from '../../common/sandbox-names';
+import { removeSandboxes } from '../support/hands';
 
 const docker = new Docker();
 const exec = (container: string, script: string): string =>
@@ -106,14 +107,7 @@ describe('faults during an operation', () => {
       await nativeConnection.close();
       await model.stop();
       await server.stop();
-      await docker
-        .getContainer(containerNameOf(session))
-        .remove({ force: true })
-        .catch(() => undefined);
-      await docker
-        .getVolume(volumeNameOf(session))
-        .remove()
-        .catch(() => undefined);
+      await removeSandboxes([session]);
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

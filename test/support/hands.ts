@@ -1,10 +1,11 @@
 /**
  * Helpers for the hands tests: a SandboxManager on the real engine and image, unique sandbox ids that
- * are removed (container + volume) after the file, and a quick shell in a sandbox.
+ * are removed (container + volumes + a quota workspace's loop device and image) after the file, and
+ * a quick shell in a sandbox.
  */
 import { randomUUID } from 'node:crypto';
 import { dockerClient } from '../../platform/docker-engine';
-import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { SandboxManager, type SandboxManagerOptions } from '../../activities/hands/sandbox-manager';
 import { testPlatform } from './env';
 
 export interface HandsFixture {
@@ -16,9 +17,24 @@ export interface HandsFixture {
   cleanup(): Promise<void>;
 }
 
-export function handsFixture(): HandsFixture {
+/**
+ * Removes sandboxes completely — container, workspace and journal volumes, and a quota workspace's
+ * loop device and image — the way `agent sandbox rm` does (removing the volume with the Docker API
+ * alone would leave the loop device attached).
+ */
+export async function removeSandboxes(sessionIds: Iterable<string>): Promise<void> {
+  const manager = new SandboxManager({ docker: dockerClient(), image: testPlatform().sandboxImage });
+  for (const id of sessionIds) await manager.remove(id, { keepVolume: false });
+}
+
+/**
+ * A manager whose sandboxes carry a label of their own (`agent.test-run`), so its `list` and `gc`
+ * see only them: a test never removes a sandbox another run on the same host is using.
+ */
+export function handsFixture(options: Omit<SandboxManagerOptions, 'docker' | 'image'> = {}): HandsFixture {
   const docker = dockerClient();
-  const manager = new SandboxManager({ docker, image: testPlatform().sandboxImage });
+  const labels = { 'agent.test-run': randomUUID().slice(0, 8), ...options.labels };
+  const manager = new SandboxManager({ docker, image: testPlatform().sandboxImage, ...options, labels });
   const ids: string[] = [];
   return {
     manager,

@@ -14,7 +14,7 @@ import type { ModelScript } from '../../scripted-model/script';
 import { createBrainWorker, createHandsWorker } from '../../workers/workers';
 import { testPlatform } from './env';
 import { connectTestTemporal, TestTemporal } from './temporal';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { removeSandboxes } from './hands';
 
 export interface OperationHarness {
   temporal: TestTemporal;
@@ -40,7 +40,15 @@ export function testModelSettings(baseURL: string): ModelSettings {
   };
 }
 
-export async function startOperationHarness(script: ModelScript = []): Promise<OperationHarness> {
+export interface OperationHarnessOptions {
+  /** Model settings beyond the test defaults (e.g. a short `streamIdleTimeoutMs`). */
+  modelSettings?: Partial<ModelSettings>;
+}
+
+export async function startOperationHarness(
+  script: ModelScript = [],
+  options: OperationHarnessOptions = {},
+): Promise<OperationHarness> {
   const temporal = await connectTestTemporal();
   const model = await startScriptedModelServer({ script });
   const cache = new ContextCache();
@@ -55,7 +63,7 @@ export async function startOperationHarness(script: ModelScript = []): Promise<O
       namespace,
       taskQueue: brainQueue,
       client: temporal.client,
-      modelSettings: testModelSettings(model.url),
+      modelSettings: { ...testModelSettings(model.url), ...options.modelSettings },
       cache,
       workflowBundle: { codePath: workflowBundlePath },
     }),
@@ -89,16 +97,7 @@ export async function startOperationHarness(script: ModelScript = []): Promise<O
       for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
       await Promise.all(running);
       await model.stop();
-      for (const session of sessions) {
-        await docker
-          .getContainer(containerNameOf(session))
-          .remove({ force: true })
-          .catch(() => undefined);
-        await docker
-          .getVolume(volumeNameOf(session))
-          .remove()
-          .catch(() => undefined);
-      }
+      await removeSandboxes(sessions);
       await temporal.close();
     },
   };

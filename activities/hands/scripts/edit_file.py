@@ -17,9 +17,18 @@ def fail(msg):
     print(msg)
     sys.exit(1)
 
+def inside(path, roots=('/workspace',)):
+    """The file tools stay inside /workspace: a symbolic link that leads out is refused."""
+    real = os.path.realpath(path)
+    if not any(real == r or real.startswith(r + '/') for r in roots):
+        print(f'{path} resolves to {real} through a symbolic link, outside {" and ".join(roots)}: '
+              'the file tools work only inside it (use bash to look elsewhere).')
+        sys.exit(1)
+
 def line_of(text, index):
     return text.count('\n', 0, index) + 1
 
+inside(path)
 if old == new:
     fail('old_text and new_text are identical; nothing to change.')
 if not os.path.exists(path):

@@ -13,9 +13,18 @@ def fail(msg):
     sys.stdout.write(msg + '\n')
     sys.exit(1)
 
+def inside(path, roots=('/workspace',)):
+    """The file tools stay inside /workspace: a symbolic link that leads out is refused."""
+    real = os.path.realpath(path)
+    if not any(real == r or real.startswith(r + '/') for r in roots):
+        print(f'{path} resolves to {real} through a symbolic link, outside {" and ".join(roots)}: '
+              'the file tools work only inside it (use bash to look elsewhere).')
+        sys.exit(1)
+
 p = arg()
 path, offset, limit = p['path'], p.get('offset') or 1, p['limit']
 max_bytes, max_line = p['maxBytes'], p['maxLineChars']
+inside(path, ('/workspace', '/var/lib/agent-journal'))
 if not os.path.exists(path):
     fail(f'File not found: {path}. Check the path with list_files (relative paths start at /workspace).')
 if os.path.isdir(path):

@@ -1,6 +1,14 @@
 # write_file inside the sandbox. argv[1]: JSON {path, content} or @file (the input file is removed).
 import json, os, sys
 
+def inside(path, roots=('/workspace',)):
+    """The file tools stay inside /workspace: a symbolic link that leads out is refused."""
+    real = os.path.realpath(path)
+    if not any(real == r or real.startswith(r + '/') for r in roots):
+        print(f'{path} resolves to {real} through a symbolic link, outside {" and ".join(roots)}: '
+              'the file tools work only inside it (use bash to look elsewhere).')
+        sys.exit(1)
+
 a = sys.argv[1]
 if a.startswith('@'):
     with open(a[1:], encoding='utf-8') as f:
@@ -9,6 +17,7 @@ if a.startswith('@'):
 else:
     p = json.loads(a)
 path, data = p['path'], p['content'].encode('utf-8')
+inside(path)
 if os.path.isdir(path):
     print(f'{path} is a directory; give a file path.')
     sys.exit(1)

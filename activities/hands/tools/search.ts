@@ -9,6 +9,21 @@ import { firstLines } from '../output';
 import { helperTimeout, killedNote, type FinishedRun, type HandsTool, type ToolResult } from './types';
 
 const EXCLUDES = ['--glob', '!.git', '--glob', '!.agent'];
+/** Exit code of the check below: the path leads out of /workspace through a symbolic link. */
+const OUTSIDE_WORKSPACE = 3;
+/**
+ * ripgrep on the arguments after the first, once the first (the path searched) is known to stay in
+ * /workspace after symbolic links are resolved (the catalogue already refused `..` escapes).
+ */
+const RG_INSIDE_WORKSPACE = `p=$(realpath -m -- "$1"); case $p in /workspace | /workspace/*) shift; exec rg "$@" ;; esac
+printf '%s resolves to %s through a symbolic link, outside /workspace: the file tools work only inside it (use bash to look elsewhere).\\n' "$1" "$p"; exit ${OUTSIDE_WORKSPACE}`;
+
+/** The command and arguments for ripgrep: the path check first when a path is given. */
+function rgCommand(args: string[], path: string | undefined): { command: string; args: string[] } {
+  return path === undefined
+    ? { command: 'exec rg "$@"', args }
+    : { command: RG_INSIDE_WORKSPACE, args: [path, ...args] };
+}
 
 function rgResult(run: FinishedRun, max: number, noun: string, none: string, timeoutMs: number): ToolResult {
   const killed = killedNote(run, timeoutMs);
@@ -18,6 +33,8 @@ function rgResult(run: FinishedRun, max: number, noun: string, none: string, tim
       isError: true,
       exitCode: run.exit.exitCode,
     };
+  if (run.exit.exitCode === OUTSIDE_WORKSPACE)
+    return { content: run.output.toString('utf8').trim(), isError: true, exitCode: run.exit.exitCode };
   // ripgrep: 0 = found, 1 = nothing found, 2 = an error (bad pattern, missing path).
   if (run.exit.exitCode === 1) return { content: none, isError: false, exitCode: 1 };
   if (run.exit.exitCode !== 0)
@@ -43,7 +60,7 @@ export const listFilesTool: HandsTool<ListFilesInput> = {
       ...EXCLUDES,
       ...(input.path ? ['--', input.path] : []),
     ];
-    return { command: 'exec rg "$@"', args, timeoutMs: helperTimeout(ctx), journalCommand: `rg ${args.join(' ')}` };
+    return { ...rgCommand(args, input.path), timeoutMs: helperTimeout(ctx), journalCommand: `rg ${args.join(' ')}` };
   },
   format: (run, input, ctx) =>
     rgResult(
@@ -78,7 +95,7 @@ export const grepTool: HandsTool<GrepInput> = {
       input.pattern,
       ...(input.path ? ['--', input.path] : []),
     ];
-    return { command: 'exec rg "$@"', args, timeoutMs: helperTimeout(ctx), journalCommand: `rg ${args.join(' ')}` };
+    return { ...rgCommand(args, input.path), timeoutMs: helperTimeout(ctx), journalCommand: `rg ${args.join(' ')}` };
   },
   format: (run, input, ctx) =>
     rgResult(

@@ -1,0 +1,67 @@
+/**
+ * The real `agent worker dev` as a child process on the test platform, for tests that kill a worker
+ * the way a crash does (SIGKILL: no cleanup, no completion reported) and start another.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as path from 'node:path';
+import { PROJECT_ROOT } from '../../platform/paths';
+import { testPlatform } from './env';
+
+export interface WorkerProcess {
+  readonly pid: number;
+  /** SIGKILL; resolves when the process is gone. */
+  kill(): Promise<void>;
+  /** SIGTERM (graceful); resolves when the process is gone. */
+  stop(): Promise<void>;
+  /** What the worker printed (stdout and stderr), for failure messages. */
+  output(): string;
+}
+
+export interface WorkerProcessOptions {
+  brainQueue: string;
+  handsQueue: string;
+  modelUrl: string;
+  /** Extra environment (e.g. `AGENT_WORKSPACE_QUOTA`). */
+  env?: Record<string, string>;
+}
+
+export function startWorkerProcess(options: WorkerProcessOptions): WorkerProcess {
+  const platform = testPlatform();
+  // `node --import tsx`, not the tsx launcher: the pid is the worker itself, so SIGKILL reaches it.
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'dev'],
+    {
+      cwd: PROJECT_ROOT,
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: platform.temporalAddress,
+        TEMPORAL_NAMESPACE: platform.namespace,
+        ANTHROPIC_API_KEY: 'worker-process',
+        ANTHROPIC_BASE_URL: options.modelUrl,
+        AGENT_MODEL: 'scripted-model',
+        AGENT_BRAIN_QUEUE: options.brainQueue,
+        AGENT_HANDS_QUEUE: options.handsQueue,
+        AGENT_WORKFLOW_BUNDLE: platform.workflowBundlePath,
+        AGENT_SANDBOX_IMAGE: platform.sandboxImage,
+        ...options.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const lines: string[] = [];
+  const keep = (chunk: Buffer) => lines.push(chunk.toString('utf8'));
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const signal = async (name: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(name);
+    await exited;
+  };
+  return {
+    pid: child.pid ?? -1,
+    kill: () => signal('SIGKILL'),
+    stop: () => signal('SIGTERM'),
+    output: () => lines.join(''),
+  };
+}
