@@ -5,11 +5,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowHandle, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { operationResult } from '../client/operation-result';
 import { totalTokens } from '../common/model-types';
 import {
   abortUpdate,
+  compactUpdate,
   OPERATION_WORKFLOW_TYPE,
   OperationInput,
   OperationResult,
@@ -25,6 +26,7 @@ import { localServerSettings, startLocalServer, stopLocalServer } from '../platf
 import { runMain } from '../client/main';
 import { AgentCommand, HELP, parseAgentArgs } from './args';
 import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
+import { reportCommand } from './report';
 import { sandboxCommand } from './sandbox';
 
 export async function main(argv: string[]): Promise<number> {
@@ -53,6 +55,19 @@ export async function main(argv: string[]): Promise<number> {
       });
     case 'diff':
       return diff(command.id);
+    case 'report': {
+      const { client, connection } = await connectClient();
+      try {
+        return await reportCommand(client, command.id, command);
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) throw new Error(`no operation with id ${command.id}`);
+        throw err;
+      } finally {
+        await connection.close();
+      }
+    }
+    case 'compact':
+      return compact(command.id, command.reason);
     case 'worker':
       return worker(command.role);
     case 'server':
@@ -203,6 +218,25 @@ async function diff(id: string): Promise<number> {
     const { workspaceDiff } = await import('./workspace');
     const { stat, diff: text } = await workspaceDiff(sessionId);
     console.log(stat ? `${stat}\n\n${text}` : 'no changes in the workspace');
+    return 0;
+  });
+}
+
+/** `agent compact`: asks a running operation for a compaction at its next checkpoint. */
+async function compact(id: string, reason: string | undefined): Promise<number> {
+  return withHandle(id, async (handle) => {
+    const { status } = await handle.describe();
+    if (status.name !== 'RUNNING') {
+      throw new Error(`cannot compact ${id}: the operation has ended (${status.name.toLowerCase()})`);
+    }
+    try {
+      await handle.executeUpdate(compactUpdate, { args: [reason === undefined ? {} : { reason }] });
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError)
+        throw new Error(`cannot compact ${id}: ${err.cause?.message ?? err.message}`);
+      throw err;
+    }
+    console.log(`compaction requested for ${id}: it runs at the next checkpoint (after the current step)`);
     return 0;
   });
 }

@@ -29,6 +29,12 @@ export interface ScriptedModelServerOptions extends CacheSimulationOptions {
   chunkChars?: number;
   /** Bodies over this many bytes get 413 `request_too_large`. Default 32 MiB. */
   maxRequestBytes?: number;
+  /**
+   * The model's context window: a prompt over this many tokens gets the API's 400
+   * `invalid_request_error` "prompt is too long: N tokens > M maximum" (no script turn consumed).
+   * Default: no limit.
+   */
+  contextWindowTokens?: number;
 }
 
 /** One request as received, and how it was answered. */
@@ -229,6 +235,17 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     if (route.endsWith('count_tokens')) {
       const usage = PromptCacheSimulation.uncached(promptBlocks(body));
       return this.sendJson(res, record, 200, { input_tokens: usage.input_tokens });
+    }
+    const window = this.options.contextWindowTokens;
+    if (window !== undefined) {
+      const prompt = PromptCacheSimulation.uncached(promptBlocks(body)).input_tokens;
+      if (prompt > window)
+        return this.fail(
+          res,
+          record,
+          'invalid_request_error',
+          `prompt is too long: ${prompt} tokens > ${window} maximum`,
+        );
     }
     await this.answer(res, record, body);
   }

@@ -73,6 +73,7 @@ async function executeToolCall(
       input: prepared.input,
       timeoutMs,
     });
+    op.toolOutcomes.set(call.id, outcome);
     op.lastTool = { name, summary, isError: outcome.isError };
     return toolResult(call.id, outcome.content, outcome.isError);
   } catch (err) {

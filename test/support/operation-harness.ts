@@ -9,7 +9,11 @@ import Docker from 'dockerode';
 import { ContextCache } from '../../activities/brain/context-cache';
 import type { ModelSettings } from '../../activities/model/settings';
 import { OPERATION_WORKFLOW_TYPE, OperationInput } from '../../common/operation';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
+import {
+  startScriptedModelServer,
+  type ScriptedModelServer,
+  type ScriptedModelServerOptions,
+} from '../../scripted-model/server';
 import type { ModelScript } from '../../scripted-model/script';
 import { createBrainWorker, createHandsWorker } from '../../workers/workers';
 import { testPlatform } from './env';
@@ -40,9 +44,12 @@ export function testModelSettings(baseURL: string): ModelSettings {
   };
 }
 
-export async function startOperationHarness(script: ModelScript = []): Promise<OperationHarness> {
+export async function startOperationHarness(
+  script: ModelScript = [],
+  options: { model?: Omit<ScriptedModelServerOptions, 'script'> } = {},
+): Promise<OperationHarness> {
   const temporal = await connectTestTemporal();
-  const model = await startScriptedModelServer({ script });
+  const model = await startScriptedModelServer({ ...options.model, script });
   const cache = new ContextCache();
   const docker = new Docker();
   const id = randomUUID().slice(0, 8);
