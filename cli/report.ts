@@ -50,13 +50,13 @@ function savingLine(name: string, saving: TechniqueSaving, versus: string, overh
 }
 
 function stepTable(rows: StepRow[]): string[] {
-  const header = `  ${'step'.padStart(5)}  ${'what'.padEnd(28)} ${'prompt'.padStart(9)} ${'uncached'.padStart(9)} ${'write'.padStart(8)} ${'read'.padStart(9)} ${'output'.padStart(7)} ${'cost'.padStart(9)}`;
+  const header = `  ${'step'.padStart(5)}  ${'what'.padEnd(36)} ${'prompt'.padStart(9)} ${'uncached'.padStart(9)} ${'write'.padStart(8)} ${'read'.padStart(9)} ${'output'.padStart(7)} ${'cost'.padStart(9)}`;
   return [
     header,
     ...rows.map((row) => {
       const u = row.usage;
       const what = `${row.label}${row.status === 'ok' ? '' : ` [${row.status}]`}${row.clearedResults ? ` clear ${row.clearedResults}` : ''}`;
-      return `  ${String(row.index).padStart(5)}  ${what.slice(0, 28).padEnd(28)} ${int(row.promptTokens).padStart(9)} ${int(u?.input ?? 0).padStart(9)} ${int(u?.cacheWrite ?? 0).padStart(8)} ${int(u?.cacheRead ?? 0).padStart(9)} ${int(u?.output ?? 0).padStart(7)} ${usd(row.costUsd).padStart(9)}`;
+      return `  ${String(row.index).padStart(5)}  ${what.slice(0, 36).padEnd(36)} ${int(row.promptTokens).padStart(9)} ${int(u?.input ?? 0).padStart(9)} ${int(u?.cacheWrite ?? 0).padStart(8)} ${int(u?.cacheRead ?? 0).padStart(9)} ${int(u?.output ?? 0).padStart(7)} ${usd(row.costUsd).padStart(9)}`;
     }),
   ];
 }

@@ -46,7 +46,7 @@ export function testModelSettings(baseURL: string): ModelSettings {
 
 export async function startOperationHarness(
   script: ModelScript = [],
-  options: { model?: Omit<ScriptedModelServerOptions, 'script'> } = {},
+  options: { model?: Omit<ScriptedModelServerOptions, 'script'>; modelSettings?: Partial<ModelSettings> } = {},
 ): Promise<OperationHarness> {
   const temporal = await connectTestTemporal();
   const model = await startScriptedModelServer({ ...options.model, script });
@@ -62,7 +62,7 @@ export async function startOperationHarness(
       namespace,
       taskQueue: brainQueue,
       client: temporal.client,
-      modelSettings: testModelSettings(model.url),
+      modelSettings: { ...testModelSettings(model.url), ...options.modelSettings },
       cache,
       workflowBundle: { codePath: workflowBundlePath },
     }),
