@@ -135,7 +135,7 @@ async function run(command: Extract<AgentCommand, { kind: 'run' }>): Promise<num
       return 0;
     }
     const result = await operationResult(handle);
-    printResult(result, url);
+    printResult(result, url, workflowId);
     return result.state === 'completed' ? 0 : 1;
   } finally {
     if (workers) {
@@ -159,12 +159,19 @@ async function requirePollers(client: import('@temporalio/client').Client, taskQ
   }
 }
 
-function printResult(result: OperationResult, url: string): void {
+function printResult(result: OperationResult, url: string, id: string): void {
   console.log(`\n${result.state.toUpperCase()}: ${result.reason}`);
   console.log(
     `${result.turns} turns, ${result.steps} steps, ${formatTokens(totalTokens(result.usage))} tokens ` +
       `(input ${result.usage.input}, cache write ${result.usage.cacheWrite}, cache read ${result.usage.cacheRead}, output ${result.usage.output}), $${result.costUsd.toFixed(4)}`,
   );
+  if (result.tokens) {
+    const t = result.tokens;
+    console.log(
+      `context: peak ${t.peakContextPct.toFixed(1)}% of the window, ${t.compactions} compactions, ${t.editBatches} clear batches, ` +
+        `cache hit ${(100 * t.cacheHitRate).toFixed(1)}% (what each technique saved: agent report ${id})`,
+    );
+  }
   if (result.finalText) console.log(`\n${result.finalText}\n`);
   console.log(`workspace volume: ${result.workspaceVolume}`);
   console.log(`Web UI: ${url}`);

@@ -1,7 +1,8 @@
 /**
- * `npm run fixtures:record`: records the histories of representative operations as replay fixtures
- * (`test/fixtures/histories/*.json`), which `test/replay/replay.test.ts` replays against the current
- * workflow code. Re-record only when a workflow change is *meant* to be incompatible and no
+ * `npm run fixtures:record [-- <name>...]`: records the histories of representative operations as
+ * replay fixtures (`test/fixtures/histories/<name>.json`), which `test/replay/replay.test.ts` replays
+ * against the current workflow code. With names, only those are recorded (to add a fixture without
+ * replacing the others): completed-with-tools, steered, aborted, failed-budget, context-managed. Re-record only when a workflow change is *meant* to be incompatible and no
  * operation recorded with the old code can still be running; otherwise guard the change with
  * `patched()` (see README, "Changing workflow code") and keep the old fixtures.
  */
@@ -10,7 +11,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { abortUpdate, statusQuery, steerUpdate } from '../common/operation';
+import { abortUpdate, compactUpdate, statusQuery, steerUpdate } from '../common/operation';
 import { freePort, startDevServer } from '../platform/dev-server';
 import { requireDocker } from '../platform/docker-engine';
 import { PROJECT_ROOT } from '../platform/paths';
@@ -21,7 +22,8 @@ import { containerNameOf } from '../common/sandbox-names';
 
 const FIXTURES = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 
-runMain(async () => {
+runMain(async (argv) => {
+  const wanted = (name: string) => argv.length === 0 || argv.includes(name);
   await requireDocker();
   const cli = await ensureTemporalCli();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-record-'));
@@ -56,65 +58,109 @@ runMain(async () => {
     fs.writeFileSync(path.join(FIXTURES, `${name}.json`), `${JSON.stringify(history, null, 1)}\n`);
     console.log(`recorded ${name} (${history.events.length} events)`);
   };
-  try {
-    h.model.setScript([
-      { toolCalls: [{ name: 'list_files', input: {} }] },
-      {
-        toolCalls: [
-          { name: 'read_file', input: { path: 'src/math.js' } },
-          {
-            name: 'edit_file',
-            input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 },
-          },
-        ],
-      },
-      {
-        toolCalls: [
-          {
-            name: 'edit_file',
-            input: {
-              path: 'src/math.js',
-              old_text: 'sum(values) / (values.length - 1)',
-              new_text: 'sum(values) / values.length',
+  const recordings: Record<string, () => Promise<void>> = {
+    'completed-with-tools': async () => {
+      h.model.setScript([
+        { toolCalls: [{ name: 'list_files', input: {} }] },
+        {
+          toolCalls: [
+            { name: 'read_file', input: { path: 'src/math.js' } },
+            {
+              name: 'edit_file',
+              input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 },
             },
+          ],
+        },
+        {
+          toolCalls: [
+            {
+              name: 'edit_file',
+              input: {
+                path: 'src/math.js',
+                old_text: 'sum(values) / (values.length - 1)',
+                new_text: 'sum(values) / values.length',
+              },
+            },
+          ],
+        },
+        { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | tail -n 3' } }] },
+        { text: 'Fixed.' },
+      ]);
+      const handle = await h.start(
+        { goal: 'fix the failing test', repo: { kind: 'local', path: calculator } },
+        'fixture-completed',
+      );
+      await operationResult(handle);
+      await record('completed-with-tools', handle.workflowId);
+    },
+    steered: async () => {
+      h.model.setScript([
+        { toolCalls: [{ name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done' } }] },
+        { text: 'ok' },
+      ]);
+      const handle = await h.start({ goal: 'steer me' }, 'fixture-steered');
+      await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
+      await handle.executeUpdate(steerUpdate, { args: [{ text: 'also mention the weather' }] });
+      execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
+      await operationResult(handle);
+      await record('steered', handle.workflowId);
+    },
+    aborted: async () => {
+      h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'sleep 600' } }] }]);
+      const handle = await h.start({ goal: 'abort me' }, 'fixture-aborted');
+      await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
+      await handle.executeUpdate(abortUpdate, { args: [{ reason: 'fixture' }] });
+      await operationResult(handle);
+      await record('aborted', handle.workflowId);
+    },
+    'failed-budget': async () => {
+      h.model.setScript([
+        { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
+        { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
+      ]);
+      const handle = await h.start({ goal: 'run out of turns', budget: { maxTurns: 2 } }, 'fixture-budget');
+      await operationResult(handle);
+      await record('failed-budget', handle.workflowId);
+    },
+    'context-managed': async () => {
+      // Clear batches, a compaction asked for by Update, a reply cut at max_tokens and continued, a paused turn resumed.
+      const { isCompactionRequest } = await import('../test/support/context-scripts');
+      let turn = 0;
+      h.model.setScript((request) => {
+        if (isCompactionRequest(request)) return { text: 'Summary: printed three outputs, waited once; next, answer.' };
+        turn += 1;
+        const print = `printf 'out ${turn} %03000d' 0`;
+        if (turn <= 3) return { toolCalls: [{ name: 'bash', input: { command: print } }] };
+        const wait = 'while [ ! -f /workspace/release ]; do sleep 0.05; done; echo released';
+        if (turn === 4) return { toolCalls: [{ name: 'bash', input: { command: wait } }] };
+        if (turn === 5) return { text: 'The answer starts here, ', stopReason: 'max_tokens' };
+        if (turn === 6) return { text: 'goes on, ', stopReason: 'pause_turn' };
+        return { text: 'and ends.' };
+      });
+      const handle = await h.start(
+        {
+          goal: 'print outputs, then answer',
+          context: {
+            windowTokens: 6_000,
+            compactAtPct: 90,
+            keepTurns: 1,
+            editing: { atPct: 25, keepTurns: 1, minClearTokens: 700 },
           },
-        ],
-      },
-      { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | tail -n 3' } }] },
-      { text: 'Fixed.' },
-    ]);
-    let handle = await h.start(
-      { goal: 'fix the failing test', repo: { kind: 'local', path: calculator } },
-      'fixture-completed',
-    );
-    await operationResult(handle);
-    await record('completed-with-tools', handle.workflowId);
-
-    h.model.setScript([
-      { toolCalls: [{ name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done' } }] },
-      { text: 'ok' },
-    ]);
-    handle = await h.start({ goal: 'steer me' }, 'fixture-steered');
-    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
-    await handle.executeUpdate(steerUpdate, { args: [{ text: 'also mention the weather' }] });
-    execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
-    await operationResult(handle);
-    await record('steered', handle.workflowId);
-
-    h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'sleep 600' } }] }]);
-    handle = await h.start({ goal: 'abort me' }, 'fixture-aborted');
-    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
-    await handle.executeUpdate(abortUpdate, { args: [{ reason: 'fixture' }] });
-    await operationResult(handle);
-    await record('aborted', handle.workflowId);
-
-    h.model.setScript([
-      { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
-      { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
-    ]);
-    handle = await h.start({ goal: 'run out of turns', budget: { maxTurns: 2 } }, 'fixture-budget');
-    await operationResult(handle);
-    await record('failed-budget', handle.workflowId);
+        },
+        'fixture-context',
+      );
+      await waitFor(async () => {
+        const status = await handle.query(statusQuery);
+        return status.phase === 'tools' && status.turn === 4;
+      }, 'the waiting tool call');
+      await handle.executeUpdate(compactUpdate, { args: [{}] });
+      execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
+      await operationResult(handle);
+      await record('context-managed', handle.workflowId);
+    },
+  };
+  try {
+    for (const [name, recordOne] of Object.entries(recordings)) if (wanted(name)) await recordOne();
   } finally {
     await h.close();
     await server.stop();
