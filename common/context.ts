@@ -28,14 +28,14 @@ export const contextEditingSchema = z.strictObject({
   /** Replace old tool results by a stub (the full output stays in the workspace). */
   enabled: z.boolean().default(true),
   /** Clear once the next request would pass this % of the window… */
-  atPct: percent('at which old tool results are cleared').default(30),
+  atPct: percent('at which old tool results are cleared').default(55),
   /** …keeping the tool results of the newest `keepTurns` turns… */
   keepTurns: z.int().min(1).max(100).default(4),
   /**
    * …and only when a batch would clear at least this many tokens: each batch breaks the prompt cache
    * once (from the first cleared result on), so clearing a little every turn would cost more than it saves.
    */
-  minClearTokens: z.int().min(0).max(1_000_000).default(10_000),
+  minClearTokens: z.int().min(0).max(1_000_000).default(30_000),
 });
 
 export const contextPolicySchema = z.strictObject({

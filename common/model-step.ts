@@ -45,6 +45,11 @@ export interface ModelStepInput {
    */
   clear?: ContextClear;
   /**
+   * The oldest tool result a later clear batch may replace (its `tool_use_id`): the request gets a
+   * cache breakpoint just before it (`ModelRequest.editFrontier`).
+   */
+  editFrontier?: string;
+  /**
    * The user message that extends the context: the goal, tool results, steering. Empty to resume a
    * turn the model paused (`pause_turn`): the request then ends with the paused assistant message,
    * and the reply continues it (its blocks join that message).

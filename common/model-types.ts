@@ -96,6 +96,11 @@ export interface ModelRequest {
    * any; `{ ttl }` overrides the configured TTL.
    */
   promptCache?: false | { ttl: PromptCacheTtl };
+  /**
+   * The `tool_use_id` of the oldest tool result a later context edit may replace: a fourth
+   * breakpoint goes on the block before it, so the edit rewrites the cache only from there.
+   */
+  editFrontier?: string;
 }
 
 /** The assistant message exactly as the API returned it (usage is normalised into `ModelReply.usage`). */

@@ -35,6 +35,11 @@ export interface ScriptedModelServerOptions extends CacheSimulationOptions {
    * Default: no limit.
    */
   contextWindowTokens?: number;
+  /**
+   * Keep each request's body in the log (`rawBody`, `body`, `messagesRequest`). Default true; a
+   * long run with megabyte-sized prompts turns it off and keeps the rest of the record (usage, status).
+   */
+  recordBodies?: boolean;
 }
 
 /** One request as received, and how it was answered. */
@@ -119,15 +124,28 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     this.cache = new PromptCacheSimulation(options);
     if (options.script) this.script = options.script;
     this.server = http.createServer((req, res) => {
-      this.handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent) this.sendError(res, null, 'api_error', `scripted model crashed: ${String(error)}`, 500);
-        else res.destroy();
-      });
+      this.handle(req, res)
+        .finally(() => this.forgetBody())
+        .catch((error: unknown) => {
+          if (!res.headersSent) this.sendError(res, null, 'api_error', `scripted model crashed: ${String(error)}`, 500);
+          else res.destroy();
+        });
     });
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
+  }
+
+  /** Drops the bodies of answered requests when `recordBodies` is false. */
+  private forgetBody(): void {
+    if (this.options.recordBodies !== false) return;
+    for (const record of this.requests) {
+      if (record.status === 0 || record.rawBody === '') continue;
+      record.rawBody = '';
+      record.body = null;
+      record.messagesRequest = null;
+    }
   }
 
   get turnsServed(): number {

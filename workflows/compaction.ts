@@ -23,7 +23,14 @@ import { addUsage, CONTEXT_TOO_LARGE_FAILURE_TYPES, usageOfFailedCall, ZERO_USAG
 import { compactUpdate, switchModelUpdate } from '../common/operation';
 import { ledgerFailedStep } from '../common/token-ledger';
 import { timeLeftMs, withDeadline } from './budget';
-import { canCompact, nextRequestTokens, noteCompaction, planClearBatch, windowOf } from './context-window';
+import {
+  canCompact,
+  nextRequestTokens,
+  noteCompaction,
+  planClearBatch,
+  turnLookahead,
+  windowOf,
+} from './context-window';
 import { requestModelTurn } from './model-turn';
 import { contextFingerprint, heartbeatOverride, type OperationRun } from './operation-state';
 import { COMPACTION_ACTIVITY_OPTIONS } from './policies';
@@ -86,7 +93,7 @@ function compactionNeeded(op: OperationRun): CompactionReason | undefined {
   if (!policy.compaction) return undefined;
   const batch = planClearBatch(op);
   const next = nextRequestTokens(op) - (batch?.removed ?? 0);
-  return next > (policy.compactAtPct / 100) * windowOf(op) ? 'threshold' : undefined;
+  return next + turnLookahead(op) > (policy.compactAtPct / 100) * windowOf(op) ? 'threshold' : undefined;
 }
 
 /** Runs one compaction step and applies its result; false when the deadline passed first. */

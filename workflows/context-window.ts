@@ -48,6 +48,8 @@ export interface ContextState {
   model: string | null;
   /** Estimated prompt tokens of the context now, without the next tail. */
   tokens: number;
+  /** Output tokens of the last reply: with the tail, what one turn adds (absent in older carries). */
+  lastOutput?: number;
   compactions: number;
   edits: number;
   results: TrackedResult[];
@@ -97,6 +99,18 @@ export function tailTokens(tail: readonly TailBlock[]): number {
 export function nextRequestTokens(op: OperationRun): number {
   return op.carry.context.tokens + tailTokens(op.carry.tail);
 }
+
+/**
+ * What the turn after the next one will add, assumed as big as this one (its tail and the last
+ * reply), plus a summary call's instruction: compacting when the next request plus this would pass
+ * the threshold keeps every request — the summary call included — under it.
+ */
+export function turnLookahead(op: OperationRun): number {
+  return tailTokens(op.carry.tail) + (op.carry.context.lastOutput ?? 0) + SUMMARY_INSTRUCTION_TOKENS;
+}
+
+/** A generous estimate of the summary call's instruction (`compactionInstruction`). */
+const SUMMARY_INSTRUCTION_TOKENS = 300;
 
 /**
  * Whether the context holds enough to compact: the first message and at least one whole turn
@@ -149,6 +163,19 @@ export function planClearBatch(op: OperationRun): { clear: ContextClear; removed
   return { clear: { batch: context.edits + 1, toolUseIds: candidates.map((r) => r.toolUseId) }, removed };
 }
 
+/**
+ * The oldest tool result a later clear batch may replace, after the batch this step carries (none
+ * without context editing): the brain puts a cache breakpoint just before it.
+ */
+export function editFrontierOf(op: OperationRun): { editFrontier?: string } {
+  if (!op.settings.context.editing.enabled) return {};
+  const clearing = new Set(op.nextClear?.toolUseIds ?? []);
+  const frontier = op.carry.context.results.find(
+    (result) => !result.cleared && result.removable > 0 && !clearing.has(result.toolUseId),
+  );
+  return frontier ? { editFrontier: frontier.toolUseId } : {};
+}
+
 /** Records an answered model step: its request in the ledger, the clear batch it carried, the new context size. */
 export function noteModelReply(op: OperationRun, reply: ModelStepResult, clear: ContextClear | undefined): void {
   const { context, ledger } = op.carry;
@@ -171,6 +198,7 @@ export function noteModelReply(op: OperationRun, reply: ModelStepResult, clear: 
   context.resumePause = false;
   context.model = reply.message.model || context.model;
   context.tokens = promptTokens(reply.usage) + reply.usage.output;
+  context.lastOutput = reply.usage.output;
   // A reply that continues a cut or paused one: the final text is the parts joined as written.
   const text = reply.message.content
     .filter((block): block is TextBlock => block.type === 'text')

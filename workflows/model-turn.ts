@@ -8,6 +8,7 @@ import type { BrainActivities, ModelStepResult } from '../common/model-step';
 import { addUsage, ZERO_USAGE, type TextBlock, type ToolUseBlock } from '../common/model-types';
 import { DEFAULT_SYSTEM_PROMPT } from '../common/prompts';
 import { timeLeftMs, withDeadline } from './budget';
+import { editFrontierOf } from './context-window';
 import { contextFingerprint, heartbeatOverride, type OperationRun } from './operation-state';
 import { MODEL_STEP_ACTIVITY_OPTIONS } from './policies';
 
@@ -25,6 +26,7 @@ export function requestModelTurn(op: OperationRun): Promise<ModelStepResult | un
       system: carry.messages === 0 ? (settings.system ?? DEFAULT_SYSTEM_PROMPT) : undefined,
       base: contextFingerprint(op),
       ...(op.nextClear ? { clear: op.nextClear } : {}),
+      ...editFrontierOf(op),
       tail: carry.tail,
     }),
   );

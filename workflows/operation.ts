@@ -74,11 +74,11 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
 
     op.phase = 'model';
     showDetails(op);
-    const clear = op.nextClear;
     const reply = await modelTurnWithinWindow(op);
     if (reply === undefined) return deadlineEnd(op);
     recordReply(op, reply);
-    noteModelReply(op, reply, clear);
+    // The clear batch the answered request carried (a reactive compaction drops the planned one).
+    noteModelReply(op, reply, op.nextClear);
     publishSearchAttributes(op, 'counters');
 
     const end = await actOnReply(op, sandbox, reply);

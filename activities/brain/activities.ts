@@ -97,6 +97,7 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
         messages: requestMessages(context, input.tail),
         maxTokens: input.maxTokens,
         model: input.model,
+        ...(input.editFrontier !== undefined ? { editFrontier: input.editFrontier } : {}),
       };
       crashPoint(`model: before request (turn ${input.turn})`);
       const reply = await sendWithHeartbeats({ client: deps.anthropic, settings: deps.settings, request });

@@ -12,6 +12,7 @@ import {
   withClearedResults,
   withReply,
 } from '../../activities/brain/context-assembly';
+import { countCacheBreakpoints, placeCacheBreakpoints } from '../../activities/model/cache-breakpoints';
 import { sendMessagesRequest } from '../../activities/model/messages-request';
 import { parseAgentArgs } from '../../cli/args';
 import type { CompactContextInput, CompactContextResult } from '../../common/context';
@@ -22,7 +23,7 @@ import { parseOperationInput } from '../../common/operation';
 import type { RecordedStep } from '../../common/recorded-steps';
 import { newTokenLedger, ledgerModelRequest, ledgerToolResult, tokenEconomy } from '../../common/token-ledger';
 import { startScriptedModelServer } from '../../scripted-model/server';
-import { scriptedClient, scriptedSettings } from '../support/model-fixtures';
+import { READ_TOOL, scriptedClient, scriptedSettings } from '../support/model-fixtures';
 
 const reply = (id: string, content: AssistantMessage['content']): Pick<ModelStepResult, 'message'> => ({
   message: {
@@ -101,6 +102,23 @@ describe('context parts', () => {
     expect(turnsToKeep(context, 1)).toEqual({ retained: [context.messages[5]], replaced: 5 });
     expect(turnsToKeep(context, 2)).toEqual({ retained: context.messages.slice(3), replaced: 3 });
     expect(turnsToKeep(context, 3)).toBeNull(); // only the first message would be replaced
+  });
+
+  it('puts a fourth cache breakpoint just before the edit frontier', () => {
+    const messages = [
+      { role: 'user' as const, content: [{ type: 'text' as const, text: 'goal' }] },
+      { role: 'assistant' as const, content: [{ type: 'tool_use' as const, id: 't1', name: 'bash', input: {} }] },
+      { role: 'user' as const, content: [{ type: 'tool_result' as const, tool_use_id: 't1', content: 'r1' }] },
+      { role: 'assistant' as const, content: [{ type: 'tool_use' as const, id: 't2', name: 'bash', input: {} }] },
+      { role: 'user' as const, content: [{ type: 'tool_result' as const, tool_use_id: 't2', content: 'r2' }] },
+    ];
+    const params = placeCacheBreakpoints({ system: 'sys', tools: [READ_TOOL], messages }, '5m', 't1');
+    expect(countCacheBreakpoints(params)).toBe(4);
+    expect(params.messages[1]!.content).toEqual([
+      { type: 'tool_use', id: 't1', name: 'bash', input: {}, cache_control: { type: 'ephemeral' } },
+    ]);
+    // A frontier in the tail's message, or one that is not in the request, adds nothing twice.
+    expect(countCacheBreakpoints(placeCacheBreakpoints({ messages }, '5m', 'gone'))).toBe(1);
   });
 
   it('joins a resumed paused turn to the paused message', () => {
@@ -224,7 +242,7 @@ describe('context parts', () => {
       keepTurns: 2,
       summaryMaxTokens: 4096,
       compaction: true,
-      editing: { enabled: true, atPct: 30, keepTurns: 4, minClearTokens: 10_000 },
+      editing: { enabled: true, atPct: 55, keepTurns: 4, minClearTokens: 30_000 },
       maxContinuations: 5,
     });
     expect(parseOperationInput({ goal: 'g', context: { compactAtPct: 5 } })).toEqual({
