@@ -27,15 +27,20 @@ const percent = (what: string) =>
 export const contextEditingSchema = z.strictObject({
   /** Replace old tool results by a stub (the full output stays in the workspace). */
   enabled: z.boolean().default(true),
-  /** Clear once the next request would pass this % of the window… */
-  atPct: percent('at which old tool results are cleared').default(55),
+  /**
+   * Clear once the next request (and the turn after it) would pass this % of the window — by
+   * default shortly before a compaction would be needed: a clear batch is then tried first, and the
+   * context is compacted only when clearing no longer keeps it under `compactAtPct`…
+   */
+  atPct: percent('at which old tool results are cleared').default(65),
   /** …keeping the tool results of the newest `keepTurns` turns… */
   keepTurns: z.int().min(1).max(100).default(4),
   /**
-   * …and only when a batch would clear at least this many tokens: each batch breaks the prompt cache
-   * once (from the first cleared result on), so clearing a little every turn would cost more than it saves.
+   * …and only when a batch would clear at least this many tokens (default: a quarter of the
+   * window). Each batch rewrites the prompt cache from the first cleared result on, so clearing a
+   * little at a time costs more than it saves (`bench/results/latest.md`, the editing sweep).
    */
-  minClearTokens: z.int().min(0).max(1_000_000).default(30_000),
+  minClearTokens: z.int().min(0).max(10_000_000).optional(),
 });
 
 export const contextPolicySchema = z.strictObject({

@@ -65,6 +65,9 @@ export interface ContextState {
   resumePause: boolean;
 }
 
+/** A clear batch frees at least this share of the window unless `editing.minClearTokens` says otherwise. */
+const DEFAULT_MIN_CLEAR_SHARE = 0.25;
+
 /** Results under this many tokens are never cleared: the stub would save next to nothing. */
 const MIN_CLEARABLE_TOKENS = 256;
 
@@ -147,19 +150,22 @@ export function trackToolResults(
 }
 
 /**
- * The clear batch the next request should carry, if context editing is on, the request would pass
- * `editing.atPct` of the window, and the results older than `editing.keepTurns` turns would free
- * at least `editing.minClearTokens`. Returns the batch and the tokens it removes.
+ * The clear batch the next request should carry, if context editing is on, the request (with the
+ * turn after it, `turnLookahead`) would pass `editing.atPct` of the window, and the results older
+ * than `editing.keepTurns` turns would free at least `editing.minClearTokens` (default: a quarter
+ * of the window). Returns the batch and the tokens it removes.
  */
 export function planClearBatch(op: OperationRun): { clear: ContextClear; removed: number } | undefined {
   const { editing } = op.settings.context;
   const { context, turn } = op.carry;
-  if (!editing.enabled || nextRequestTokens(op) <= (editing.atPct / 100) * windowOf(op)) return undefined;
+  const window = windowOf(op);
+  if (!editing.enabled || nextRequestTokens(op) + turnLookahead(op) <= (editing.atPct / 100) * window) return undefined;
   const candidates = context.results.filter(
     (result) => !result.cleared && result.removable > 0 && result.turn <= turn - editing.keepTurns,
   );
   const removed = candidates.reduce((sum, result) => sum + result.removable, 0);
-  if (candidates.length === 0 || removed < editing.minClearTokens) return undefined;
+  const minClear = editing.minClearTokens ?? Math.round(DEFAULT_MIN_CLEAR_SHARE * window);
+  if (candidates.length === 0 || removed < minClear) return undefined;
   return { clear: { batch: context.edits + 1, toolUseIds: candidates.map((r) => r.toolUseId) }, removed };
 }
 

@@ -198,7 +198,7 @@ export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens
   const spillEditing = await way('spill-editing', profile.turns, durable({ compaction: false }));
   const harness = await way('harness', profile.turns, durable({}), true);
   const editingSweep = await runEditingSweep(profile, windowTokens, (name, context) =>
-    way(`sweep-${name}`, profile.sweepTurns, durable(context), true),
+    way(`sweep-${name.split(' ')[0]}`, profile.sweepTurns, durable(context), true),
   );
 
   const sizes = outputSizes(profile.turns, profile.minBytes, profile.maxBytes);
@@ -238,11 +238,11 @@ export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens
  */
 export const EDITING_SWEEP: ReadonlyArray<{ name: string; atPct?: number; keepTurns?: number; minClearPct?: number }> =
   [
-    { name: 'off' },
-    { name: 'every-turn', atPct: 10, keepTurns: 1, minClearPct: 0 },
+    { name: 'off (compaction only)' },
+    { name: 'every turn', atPct: 10, keepTurns: 1, minClearPct: 0 },
     { name: 'early', atPct: 30, keepTurns: 4, minClearPct: 5 },
     { name: 'late', atPct: 55, keepTurns: 4, minClearPct: 15 },
-    { name: 'at-threshold', atPct: 65, keepTurns: 4, minClearPct: 25 },
+    { name: 'before compaction (default)', atPct: 65, keepTurns: 4, minClearPct: 25 },
   ];
 
 async function runEditingSweep(

@@ -75,7 +75,7 @@ describe('a worker killed during a compaction', () => {
           goal: 'compact while the worker dies',
           handsTaskQueue: config.handsQueue,
           heartbeatTimeoutMs: 2_000,
-          context: { windowTokens: 5_000, keepTurns: 1, editing: { enabled: false } },
+          context: { windowTokens: 6_000, keepTurns: 1, editing: { enabled: false } },
         },
       ],
     });

@@ -242,7 +242,7 @@ describe('context parts', () => {
       keepTurns: 2,
       summaryMaxTokens: 4096,
       compaction: true,
-      editing: { enabled: true, atPct: 55, keepTurns: 4, minClearTokens: 30_000 },
+      editing: { enabled: true, atPct: 65, keepTurns: 4 },
       maxContinuations: 5,
     });
     expect(parseOperationInput({ goal: 'g', context: { compactAtPct: 5 } })).toEqual({
