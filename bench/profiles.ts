@@ -51,12 +51,13 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
     overhead: { steps: 12, runs: 1, latencies: [0, 200] },
     history: { points: [10, 40, 80] },
     tokens: {
-      turns: 30,
+      turns: 24,
       minBytes: 20 * 1024,
       maxBytes: 200 * 1024,
       replyChars: 4000,
+      // A smaller window, so that 24 turns reach compaction and editing.
       windowTokens: 50_000,
-      sweepTurns: 16,
+      sweepTurns: 14,
     },
     ttft: { runs: 5 },
     concurrency: { operations: 10, steps: 5 },
