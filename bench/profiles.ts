@@ -9,7 +9,17 @@ export type ProfileName = 'full' | 'quick' | 'smoke';
 export interface BenchProfile {
   overhead: { steps: number; runs: number; latencies: readonly [0, 200] };
   history: { points: number[] };
-  tokens: { turns: number; minBytes: number; maxBytes: number };
+  tokens: {
+    turns: number;
+    minBytes: number;
+    maxBytes: number;
+    /** Characters of text the model writes each turn besides its tool call. */
+    replyChars: number;
+    /** The context window (default: the bench model's, `common/models.ts`). */
+    windowTokens?: number;
+    /** Turns of each editing-sweep run. */
+    sweepTurns: number;
+  };
   ttft: { runs: number };
   concurrency: { operations: number; steps: number };
   recovery: {
@@ -31,7 +41,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
   full: {
     overhead: { steps: 30, runs: 3, latencies: [0, 200] },
     history: { points: [10, 100, 500] },
-    tokens: { turns: 60, minBytes: 20 * 1024, maxBytes: 200 * 1024 },
+    tokens: { turns: 200, minBytes: 20 * 1024, maxBytes: 200 * 1024, replyChars: 4000, sweepTurns: 60 },
     ttft: { runs: 15 },
     concurrency: { operations: 50, steps: 20 },
     recovery: { toolSleepSeconds: 4, heartbeatTimeoutMs: 5_000, stickyQueueScheduleToStartTimeoutMs: 1_000 },
@@ -40,7 +50,15 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
   quick: {
     overhead: { steps: 12, runs: 1, latencies: [0, 200] },
     history: { points: [10, 40, 80] },
-    tokens: { turns: 12, minBytes: 20 * 1024, maxBytes: 200 * 1024 },
+    tokens: {
+      turns: 24,
+      minBytes: 20 * 1024,
+      maxBytes: 200 * 1024,
+      replyChars: 4000,
+      // A smaller window, so that 24 turns reach compaction and editing.
+      windowTokens: 50_000,
+      sweepTurns: 14,
+    },
     ttft: { runs: 5 },
     concurrency: { operations: 10, steps: 5 },
     recovery: { toolSleepSeconds: 4, heartbeatTimeoutMs: 5_000, stickyQueueScheduleToStartTimeoutMs: 1_000 },
@@ -49,7 +67,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
   smoke: {
     overhead: { steps: 3, runs: 1, latencies: [0, 200] },
     history: { points: [2, 4] },
-    tokens: { turns: 2, minBytes: 20 * 1024, maxBytes: 40 * 1024 },
+    tokens: { turns: 2, minBytes: 20 * 1024, maxBytes: 40 * 1024, replyChars: 200, sweepTurns: 2 },
     ttft: { runs: 1 },
     concurrency: { operations: 2, steps: 2 },
     recovery: { toolSleepSeconds: 2, heartbeatTimeoutMs: 3_000, stickyQueueScheduleToStartTimeoutMs: 1_000 },

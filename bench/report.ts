@@ -154,7 +154,9 @@ function panelsOf(results: BenchResults): Panel[] {
         [
           ['naive', t.naive],
           ['cached', t.cachedFullOutput],
-          ['harness', t.harness],
+          ['spill', t.spillOnly],
+          ['+editing', t.spillEditing],
+          ['+compaction', t.harness],
         ] as const
       ).map(([label, way]) => ({
         label: `${label} · $${way.costUsd.toFixed(2)}`,
@@ -367,18 +369,36 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('## 3. Tokens with long tool outputs');
     out.push('');
     out.push(
-      `${t.turns} turns, each a bash command printing ${n(t.outputBytes.min / 1024, 0)}–${n(t.outputBytes.max / 1024, 0)} KiB of generated log lines ` +
-        `(${n(t.outputBytes.total / 1024 / 1024, 1)} MiB in all), then a final answer; usage as the scripted server's prompt-cache simulation answered it; cost from \`common/pricing.ts\`.`,
+      `${t.turns} turns, each a paragraph of ${n(t.replyChars, 0)} characters and a bash command printing ${n(t.outputBytes.min / 1024, 0)}–${n(t.outputBytes.max / 1024, 0)} KiB of generated log lines ` +
+        `(${n(t.outputBytes.total / 1024 / 1024, 1)} MiB in all), then a final answer; usage as the scripted server's prompt-cache simulation answered it; cost from \`common/pricing.ts\`. ` +
+        `Context window ${n(t.windowTokens, 0)} tokens: the last way runs against it (a prompt over it gets the API's 400), the others without one, to show what they would cost if they could run.`,
     );
     out.push('');
     out.push(
       table(
-        ['way', 'requests', 'uncached input', 'cache write', 'cache read', 'output', 'peak context', 'cost', 'wall'],
+        [
+          'way',
+          'requests',
+          'uncached input',
+          'cache write',
+          'cache read',
+          'output',
+          'peak context',
+          'peak % of window',
+          'over window',
+          'cache hit',
+          'compactions',
+          'clear batches',
+          'cost',
+          'wall',
+        ],
         (
           [
             ['naive loop (full outputs, no breakpoints)', t.naive],
             ['loop with breakpoints, full outputs', t.cachedFullOutput],
-            ['harness (spill + breakpoints)', t.harness],
+            ['harness: spill only', t.spillOnly],
+            ['harness: spill + context editing', t.spillEditing],
+            ['harness: spill + editing + compaction (defaults)', t.harness],
           ] as const
         ).map(([label, w]) => [
           label,
@@ -388,6 +408,11 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
           n(w.cacheRead, 0),
           n(w.output, 0),
           n(w.peakContext, 0),
+          `${n(w.peakContextPct, 1)} %`,
+          w.overWindowRequests,
+          pct(w.cacheHitRate),
+          w.compactions,
+          w.editBatches,
           `$${w.costUsd.toFixed(2)}`,
           `${(w.wallMs / 1000).toFixed(1)} s`,
         ]),
@@ -395,8 +420,44 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     );
     out.push('');
     out.push(
-      `Uncached input, harness vs naive: ${pct(t.uncachedReduction)} lower. Prompt tokens, harness vs cached full output (what spilling saves): ${pct(t.spillReduction)} lower. ` +
-        `Cost: ${pct(t.costReduction.vsNaive)} lower than naive, ${pct(t.costReduction.vsCachedFullOutput)} lower than cached full output.`,
+      `Uncached input, harness vs naive: ${pct(t.uncachedReduction)} lower. Prompt tokens: spilling saves ${pct(t.spillReduction)} (spill only vs cached full output), ` +
+        `context editing a further ${pct(t.editingReduction)} (vs spill only). Cost of the harness: ${pct(t.costReduction.vsNaive)} lower than naive, ` +
+        `${pct(t.costReduction.vsCachedFullOutput)} lower than cached full output, ${pct(t.costReduction.vsSpillOnly)} lower than spill only. ` +
+        `The harness peaks at ${n(t.peakContextPct, 1)} % of the window with a cache-hit rate of ${pct(t.cacheHitRate)}.`,
+    );
+    out.push('');
+    out.push(
+      `Context editing: cache writes against tokens saved, ${t.editingSweep[0]?.turns ?? 0} turns of the same task per setting, compaction on, against the window ` +
+        '(each clear batch rewrites the cache from the first cleared result on; clearing more at once breaks it less often; a compaction replaces turns by a summary):',
+    );
+    out.push('');
+    out.push(
+      table(
+        [
+          'setting',
+          'editing',
+          'clear batches',
+          'compactions',
+          'prompt tokens',
+          'cache write',
+          'cache read',
+          'cache hit',
+          'peak % of window',
+          'cost',
+        ],
+        t.editingSweep.map((point) => [
+          point.name,
+          `\`${JSON.stringify(point.editing)}\``,
+          point.editBatches,
+          point.compactions,
+          n(point.promptTokens, 0),
+          n(point.cacheWrite, 0),
+          n(point.cacheRead, 0),
+          pct(point.cacheHitRate),
+          `${n(point.peakContextPct, 1)} %`,
+          `$${point.costUsd.toFixed(2)}`,
+        ]),
+      ),
     );
     out.push('');
   }

@@ -58,6 +58,7 @@ export const historyPointSchema = z.strictObject({
 const firstLast = z.strictObject({ first: num, last: num });
 
 export const tokenWaySchema = z.strictObject({
+  /** Requests answered (model turns, and compaction calls where there are any). */
   requests: num,
   /** Prompt tokens neither read from nor written to the cache, summed over requests. */
   uncachedInput: num,
@@ -66,8 +67,35 @@ export const tokenWaySchema = z.strictObject({
   output: num,
   /** Largest prompt of one request (uncached + cache write + cache read). */
   peakContext: num,
+  /** `peakContext` as a percentage of the model's context window (`tokens.windowTokens`). */
+  peakContextPct: num,
+  /** Cache reads / prompt tokens over all requests. */
+  cacheHitRate: num,
+  /** Answered requests whose prompt was over the window: a real model would have refused them (ways run without a window). */
+  overWindowRequests: num,
+  /** Requests the server refused with 400 (the harness way runs against the window). */
+  rejectedRequests: num,
+  compactions: num,
+  editBatches: num,
+  completed: z.boolean(),
   costUsd: num,
   wallMs: num,
+});
+
+export const editingSweepPointSchema = z.strictObject({
+  name: z.string(),
+  /** The operation's `context.editing` of this point (defaults fill the rest). */
+  editing: z.record(z.string(), z.unknown()),
+  turns: num,
+  promptTokens: num,
+  cacheWrite: num,
+  cacheRead: num,
+  uncachedInput: num,
+  cacheHitRate: num,
+  editBatches: num,
+  compactions: num,
+  peakContextPct: num,
+  costUsd: num,
 });
 
 export const recoveryMeasurementSchema = z.strictObject({
@@ -90,7 +118,8 @@ export const recoveryMeasurementSchema = z.strictObject({
 });
 
 export const resultsSchema = z.strictObject({
-  schemaVersion: z.literal(1),
+  /** 2: the tokens section has five ways, the window figures and the editing sweep. */
+  schemaVersion: z.literal(2),
   profile: z.enum(['full', 'quick', 'smoke']),
   startedAt: z.string(),
   finishedAt: z.string(),
@@ -141,16 +170,30 @@ export const resultsSchema = z.strictObject({
   tokens: z
     .strictObject({
       turns: num,
+      /** The model's context window the figures are measured against. */
+      windowTokens: num,
+      /** Characters of text the model writes each turn besides its tool call. */
+      replyChars: num,
       outputBytes: z.strictObject({ min: num, max: num, total: num }),
       naive: tokenWaySchema,
       cachedFullOutput: tokenWaySchema,
+      spillOnly: tokenWaySchema,
+      spillEditing: tokenWaySchema,
+      /** Spill + editing + compaction: the harness's defaults, against the window. */
       harness: tokenWaySchema,
+      /** harness.peakContextPct and harness.cacheHitRate, for the targets. */
+      peakContextPct: num,
+      cacheHitRate: num,
       /** 1 − harness.uncachedInput / naive.uncachedInput. */
       uncachedReduction: num,
-      /** 1 − harness prompt tokens / cachedFullOutput prompt tokens (prompt = uncached + write + read). */
+      /** 1 − spillOnly prompt tokens / cachedFullOutput prompt tokens (prompt = uncached + write + read). */
       spillReduction: num,
+      /** 1 − spillEditing prompt tokens / spillOnly prompt tokens. */
+      editingReduction: num,
       /** 1 − harness.costUsd / other.costUsd. */
-      costReduction: z.strictObject({ vsNaive: num, vsCachedFullOutput: num }),
+      costReduction: z.strictObject({ vsNaive: num, vsCachedFullOutput: num, vsSpillOnly: num }),
+      /** Context-editing settings on a shorter run (compaction on, against the window): cache writes against tokens saved. */
+      editingSweep: z.array(editingSweepPointSchema),
     })
     .optional(),
   ttft: z
@@ -209,6 +252,7 @@ export type HistoryResult = NonNullable<BenchResults['history']>;
 export type HistoryPoint = z.infer<typeof historyPointSchema>;
 export type TokensResult = NonNullable<BenchResults['tokens']>;
 export type TokenWay = z.infer<typeof tokenWaySchema>;
+export type EditingSweepPoint = z.infer<typeof editingSweepPointSchema>;
 export type TtftResult = NonNullable<BenchResults['ttft']>;
 export type ConcurrencyResult = NonNullable<BenchResults['concurrency']>;
 export type RecoveryResult = NonNullable<BenchResults['recovery']>;
@@ -237,6 +281,10 @@ export const TARGET_HISTORY_FLAT = 1.25;
 /** History bytes per step, message content excluded (4 KiB). */
 export const TARGET_HISTORY_BYTES = 4096;
 export const TARGET_UNCACHED_REDUCTION = 0.7;
+/** The harness's largest prompt, as % of the window (the compaction threshold). */
+export const TARGET_PEAK_CONTEXT_PCT = 70;
+/** Cache reads / prompt tokens of the harness. */
+export const TARGET_CACHE_HIT = 0.9;
 /** lazy TTFT ≤ this × no-sandbox TTFT. */
 export const TARGET_LAZY_TTFT = 1.1;
 export const TARGET_RECOVERY_MS = 10_000;
@@ -309,6 +357,27 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
     `≥ ${pct(TARGET_UNCACHED_REDUCTION)} lower`,
     t && `${pct(t.uncachedReduction)} lower`,
     t && t.uncachedReduction >= TARGET_UNCACHED_REDUCTION,
+  );
+  add(
+    'tokens-no-400',
+    `the long-output run completes against the ${t ? t.windowTokens.toLocaleString('en-US') : ''}-token window with no 400`,
+    'completed, 0 refused',
+    t && `${t.harness.completed ? 'completed' : 'not completed'}, ${t.harness.rejectedRequests} refused`,
+    t && t.harness.completed && t.harness.rejectedRequests === 0,
+  );
+  add(
+    'tokens-peak-context',
+    'largest prompt of the harness run, % of the context window',
+    `≤ ${TARGET_PEAK_CONTEXT_PCT} %`,
+    t && `${t.peakContextPct.toFixed(1)} %`,
+    t && t.peakContextPct <= TARGET_PEAK_CONTEXT_PCT,
+  );
+  add(
+    'tokens-cache-hit',
+    'cache reads / prompt tokens of the harness run',
+    `≥ ${pct(TARGET_CACHE_HIT)}`,
+    t && pct(t.cacheHitRate),
+    t && t.cacheHitRate >= TARGET_CACHE_HIT,
   );
 
   const f = results.ttft;

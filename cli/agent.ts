@@ -5,11 +5,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowHandle, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { operationResult } from '../client/operation-result';
 import { totalTokens } from '../common/model-types';
 import {
   abortUpdate,
+  compactUpdate,
   OPERATION_WORKFLOW_TYPE,
   OperationInput,
   OperationResult,
@@ -27,6 +28,7 @@ import { runMain } from '../client/main';
 import { AgentCommand, HELP, parseAgentArgs, UsageError } from './args';
 import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
 import { doctorCommand } from './doctor';
+import { reportCommand } from './report';
 import { sandboxCommand } from './sandbox';
 import { setupCommand } from './setup';
 
@@ -72,6 +74,19 @@ export async function main(argv: string[]): Promise<number> {
       );
     case 'diff':
       return diff(command.id);
+    case 'report': {
+      const { client, connection } = await connectClient();
+      try {
+        return await reportCommand(client, command.id, command);
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) throw new Error(`no operation with id ${command.id}`);
+        throw err;
+      } finally {
+        await connection.close();
+      }
+    }
+    case 'compact':
+      return compact(command.id, command.reason);
     case 'worker':
       return worker(command.role);
     case 'server':
@@ -143,7 +158,7 @@ async function run(command: Extract<AgentCommand, { kind: 'run' }>): Promise<num
       return 0;
     }
     const result = await operationResult(handle);
-    printResult(result, url);
+    printResult(result, url, workflowId);
     return result.state === 'completed' ? 0 : 1;
   } finally {
     if (workers) {
@@ -167,12 +182,19 @@ async function requirePollers(client: import('@temporalio/client').Client, taskQ
   }
 }
 
-function printResult(result: OperationResult, url: string): void {
+function printResult(result: OperationResult, url: string, id: string): void {
   console.log(`\n${result.state.toUpperCase()}: ${result.reason}`);
   console.log(
     `${result.turns} turns, ${result.steps} steps, ${formatTokens(totalTokens(result.usage))} tokens ` +
       `(input ${result.usage.input}, cache write ${result.usage.cacheWrite}, cache read ${result.usage.cacheRead}, output ${result.usage.output}), $${result.costUsd.toFixed(4)}`,
   );
+  if (result.tokens) {
+    const t = result.tokens;
+    console.log(
+      `context: peak ${t.peakContextPct.toFixed(1)}% of the window, ${t.compactions} compactions, ${t.editBatches} clear batches, ` +
+        `cache hit ${(100 * t.cacheHitRate).toFixed(1)}% (what each technique saved: agent report ${id})`,
+    );
+  }
   if (result.finalText) console.log(`\n${result.finalText}\n`);
   console.log(`workspace volume: ${result.workspaceVolume}`);
   console.log(`Web UI: ${url}`);
@@ -245,6 +267,25 @@ async function diff(id: string): Promise<number> {
     const { workspaceDiff } = await import('./workspace');
     const { stat, diff: text } = await workspaceDiff(sessionId);
     console.log(stat ? `${stat}\n\n${text}` : 'no changes in the workspace');
+    return 0;
+  });
+}
+
+/** `agent compact`: asks a running operation for a compaction at its next checkpoint. */
+async function compact(id: string, reason: string | undefined): Promise<number> {
+  return withHandle(id, async (handle) => {
+    const { status } = await handle.describe();
+    if (status.name !== 'RUNNING') {
+      throw new Error(`cannot compact ${id}: the operation has ended (${status.name.toLowerCase()})`);
+    }
+    try {
+      await handle.executeUpdate(compactUpdate, { args: [reason === undefined ? {} : { reason }] });
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError)
+        throw new Error(`cannot compact ${id}: ${err.cause?.message ?? err.message}`);
+      throw err;
+    }
+    console.log(`compaction requested for ${id}: it runs at the next checkpoint (after the current step)`);
     return 0;
   });
 }

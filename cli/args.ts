@@ -20,6 +20,8 @@ export type AgentCommand =
   | { kind: 'abort'; id: string; reason?: string }
   | { kind: 'steer'; id: string; text: string }
   | { kind: 'diff'; id: string }
+  | { kind: 'report'; id: string; json: boolean; steps: boolean }
+  | { kind: 'compact'; id: string; reason?: string }
   | { kind: 'worker'; role: 'brain' | 'hands' | 'dev' }
   | { kind: 'server'; action: 'start' | 'stop' | 'status' }
   | { kind: 'sandbox'; args: string[] }
@@ -154,6 +156,23 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
       if (!positional[1].trim()) throw new UsageError('agent steer: the text is empty');
       return { kind: 'steer', id: positional[0], text: positional[1] };
     }
+    case 'report': {
+      const { positional, flags } = parseFlags(rest, { json: 'boolean', steps: 'boolean' });
+      return {
+        kind: 'report',
+        id: one(positional, 'operation id', 'report'),
+        json: flags.json === true,
+        steps: flags.steps === true,
+      };
+    }
+    case 'compact': {
+      const { positional, flags } = parseFlags(rest, { reason: 'string' });
+      return {
+        kind: 'compact',
+        id: one(positional, 'operation id', 'compact'),
+        reason: flags.reason as string | undefined,
+      };
+    }
     case 'diff': {
       const { positional } = parseFlags(rest, {});
       return { kind: 'diff', id: one(positional, 'operation id', 'diff') };
@@ -198,6 +217,10 @@ export const HELP = `agent — run a durable coding agent on Temporal
   agent steer <id> "<text>"         add a message; it enters the context at the next checkpoint
   agent abort <id> [--reason "..."] stop the operation: running tools are killed, it ends aborted
   agent diff <id>                   git diff of the operation's workspace
+  agent report <id> [--json] [--steps]
+                                    what the run cost: tokens by class, cache-hit rate, peak context,
+                                    and what caching, output spill, context editing and compaction saved
+  agent compact <id> [--reason ".."] compact the operation's context at its next checkpoint
   agent worker [brain|hands|dev]    run a worker (dev: both, one process)
   agent server [start|stop|status]  the local Temporal dev server with its Web UI
   agent sandbox ls|rm <id>|gc       list and remove leftover sandboxes

@@ -11,7 +11,11 @@ export function formatProgress(status: OperationStatus, elapsedMs: number): stri
   const tool = status.lastTool ? ` · ${status.lastTool.summary}${status.lastTool.isError ? ' ✗' : ''}` : '';
   const steering = status.pendingSteering ? ` · ${status.pendingSteering} steering queued` : '';
   const stuck = status.stuck ? ` · ⚠ ${status.stuck.reason}` : '';
-  return `turn ${status.turn} · ${status.phase}${tool} · ${formatTokens(tokens)} tokens · $${status.costUsd.toFixed(4)} · ${formatElapsed(elapsedMs)}${steering}${stuck}`;
+  // Absent in the status of operations started by an older worker.
+  const context = status.context
+    ? ` · context ${status.context.pct}%${status.context.compactions ? ` (${status.context.compactions} compactions)` : ''}`
+    : '';
+  return `turn ${status.turn} · ${status.phase}${tool} · ${formatTokens(tokens)} tokens · $${status.costUsd.toFixed(4)}${context} · ${formatElapsed(elapsedMs)}${steering}${stuck}`;
 }
 
 export const formatTokens = (n: number): string =>

@@ -1,21 +1,29 @@
 /**
- * The contract between the operation workflow and the brain's model-step activity.
+ * The contract between the operation workflow and the brain's context steps: the model step (one
+ * turn) and the compaction step (`context.ts`).
  *
  * The workflow never sends the conversation: it sends a fingerprint of the context the model has
  * already seen (`base`) and the new user message (`tail`). The brain worker appends the tail to its
  * cached copy of that context, or rebuilds the context from the operation's own history (the chain
- * of `modelStep` inputs and results) when its cache is cold or the fingerprint does not match.
- * So the history holds each assistant message once (a step's result) and each user message once (a
- * step's tail): it grows by a bounded amount per step.
+ * of recorded steps: each model step's input tail and result, each compaction's summary and kept
+ * turns, each batch of cleared tool results) when its cache is cold or the fingerprint does not
+ * match. So the history holds each assistant message once (a step's result) and each user message
+ * once (a step's tail): it grows by a bounded amount per step.
  *
  * Deterministic: type-only imports.
  */
+import type { CompactContextInput, CompactContextResult, ContextClear } from './context';
 import type { ContentBlockParam, ModelReply } from './model-types';
 
-/** Identifies the context before the tail: its message count and the id of its last assistant message. */
+/**
+ * Identifies the context before the tail: its message count, the id of its last assistant message,
+ * and how often it was compacted and edited (absent in steps recorded before those existed: 0).
+ */
 export interface ContextFingerprint {
   messages: number;
   lastReplyId: string | null;
+  compactions?: number;
+  edits?: number;
 }
 
 export type TailBlock = ContentBlockParam;
@@ -31,7 +39,21 @@ export interface ModelStepInput {
   /** System prompt: sent only with the first step of an operation (`base.messages === 0`). */
   system?: string;
   base: ContextFingerprint;
-  /** The user message that extends the context: the goal, tool results, steering. */
+  /**
+   * Tool results of the base context to replace by stubs before this request (context editing);
+   * the edited context is what the request and every later one carry.
+   */
+  clear?: ContextClear;
+  /**
+   * The oldest tool result a later clear batch may replace (its `tool_use_id`): the request gets a
+   * cache breakpoint just before it (`ModelRequest.editFrontier`).
+   */
+  editFrontier?: string;
+  /**
+   * The user message that extends the context: the goal, tool results, steering. Empty to resume a
+   * turn the model paused (`pause_turn`): the request then ends with the paused assistant message,
+   * and the reply continues it (its blocks join that message).
+   */
   tail: TailBlock[];
 }
 
@@ -40,14 +62,20 @@ export interface ModelStepResult extends ModelReply {
   rebuilt: boolean;
 }
 
-/** The activity type name, used when the brain reads steps back from history. */
+/** The activity type names, used when the brain reads steps back from history. */
 export const MODEL_STEP_ACTIVITY = 'modelStep';
 
 /** The brain's activities, as the workflows call them (implemented in `activities/brain/`). */
 export interface BrainActivities {
   /**
-   * One model turn: the context `base` describes plus the new `tail`, sent as one Messages API
-   * request; the reply and its usage (failed attempts included) come back.
+   * One model turn: the context `base` describes (edited by `clear`) plus the new `tail`, sent as
+   * one Messages API request; the reply and its usage (failed attempts included) come back.
    */
   modelStep(input: ModelStepInput): Promise<ModelStepResult>;
+  /**
+   * One compaction: a model call that summarises the context `base` describes (and the pending
+   * tail), then the compacted context — system, goal and summary, the newest turns verbatim —
+   * replaces it in the brain's cache. Fails like a model call (classified, usage in the details).
+   */
+  compactContext(input: CompactContextInput): Promise<CompactContextResult>;
 }

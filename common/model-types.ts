@@ -19,7 +19,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages';
 
 /** Messages API block types the workflows handle (re-exported so workflow code imports only `common/`). */
-export type { ContentBlockParam, TextBlock, ToolResultBlockParam, ToolUseBlock };
+export type { ContentBlockParam, MessageParam, TextBlock, ToolResultBlockParam, ToolUseBlock };
 
 /**
  * Tokens one request consumed, in the API's four billing classes. The prompt of a request is
@@ -28,8 +28,13 @@ export type { ContentBlockParam, TextBlock, ToolResultBlockParam, ToolUseBlock }
 export interface TokenUsage {
   /** Prompt tokens neither read from nor written to the prompt cache (`input_tokens`). */
   input: number;
-  /** Prompt tokens written to the prompt cache (`cache_creation_input_tokens`). */
+  /** Prompt tokens written to the prompt cache (`cache_creation_input_tokens`), both TTLs. */
   cacheWrite: number;
+  /**
+   * The part of `cacheWrite` written with the 1-hour TTL (`cache_creation.ephemeral_1h_input_tokens`,
+   * priced 2× base input instead of 1.25×); the rest was written for 5 minutes. Absent when zero.
+   */
+  cacheWrite1h?: number;
   /** Prompt tokens read from the prompt cache (`cache_read_input_tokens`). */
   cacheRead: number;
   /** Generated tokens, thinking included (`output_tokens`). */
@@ -39,12 +44,20 @@ export interface TokenUsage {
 export const ZERO_USAGE: TokenUsage = Object.freeze({ input: 0, cacheWrite: 0, cacheRead: 0, output: 0 });
 
 export function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
-  return {
+  const sum: TokenUsage = {
     input: a.input + b.input,
     cacheWrite: a.cacheWrite + b.cacheWrite,
     cacheRead: a.cacheRead + b.cacheRead,
     output: a.output + b.output,
   };
+  const oneHour = (a.cacheWrite1h ?? 0) + (b.cacheWrite1h ?? 0);
+  if (oneHour > 0) sum.cacheWrite1h = oneHour;
+  return sum;
+}
+
+/** Prompt tokens of the request(s): uncached + cache write + cache read. */
+export function promptTokens(usage: TokenUsage): number {
+  return usage.input + usage.cacheWrite + usage.cacheRead;
 }
 
 /** All four classes added up: the figure the `AgentTokens` search attribute shows. */
@@ -83,6 +96,11 @@ export interface ModelRequest {
    * any; `{ ttl }` overrides the configured TTL.
    */
   promptCache?: false | { ttl: PromptCacheTtl };
+  /**
+   * The `tool_use_id` of the oldest tool result a later context edit may replace: a fourth
+   * breakpoint goes on the block before it, so the edit rewrites the cache only from there.
+   */
+  editFrontier?: string;
 }
 
 /** The assistant message exactly as the API returned it (usage is normalised into `ModelReply.usage`). */
@@ -138,6 +156,11 @@ export const MODEL_FAILURE_TYPES = {
   notFound: 'ModelNotFound',
   /** 413: the request body is over the API's size limit. */
   requestTooLarge: 'ModelRequestTooLarge',
+  /**
+   * 400 whose prompt does not fit the model's context window ("prompt is too long: N tokens > M
+   * maximum"). Sending it again cannot help; compacting the context can.
+   */
+  promptTooLong: 'ModelPromptTooLong',
   /** Another 4xx the API refused (e.g. 402 billing, 422). */
   requestRejected: 'ModelRequestRejected',
   /** The model settings (environment) are missing or invalid, e.g. no `ANTHROPIC_API_KEY`. */
@@ -148,12 +171,19 @@ export const MODEL_FAILURE_TYPES = {
 
 export type ModelFailureType = (typeof MODEL_FAILURE_TYPES)[keyof typeof MODEL_FAILURE_TYPES];
 
+/** Failures that mean "this context does not fit": the operation compacts once and retries. */
+export const CONTEXT_TOO_LARGE_FAILURE_TYPES: readonly string[] = [
+  MODEL_FAILURE_TYPES.requestTooLarge,
+  MODEL_FAILURE_TYPES.promptTooLong,
+];
+
 export const MODEL_NON_RETRYABLE_FAILURE_TYPES: readonly ModelFailureType[] = [
   MODEL_FAILURE_TYPES.invalidRequest,
   MODEL_FAILURE_TYPES.authenticationFailed,
   MODEL_FAILURE_TYPES.permissionDenied,
   MODEL_FAILURE_TYPES.notFound,
   MODEL_FAILURE_TYPES.requestTooLarge,
+  MODEL_FAILURE_TYPES.promptTooLong,
   MODEL_FAILURE_TYPES.requestRejected,
   MODEL_FAILURE_TYPES.notConfigured,
   MODEL_FAILURE_TYPES.unexpected,
@@ -182,4 +212,33 @@ export interface ModelHeartbeatDetails {
   /** Usage reported so far by this attempt's stream, or null before `message_start`. */
   usage: TokenUsage | null;
   failedAttemptsUsage: TokenUsage | null;
+}
+
+function asUsage(value: unknown): TokenUsage | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const v = value as Record<string, unknown>;
+  const fields = ['input', 'cacheWrite', 'cacheRead', 'output'] as const;
+  if (!fields.every((field) => typeof v[field] === 'number')) return null;
+  const usage: TokenUsage = {
+    input: v.input as number,
+    cacheWrite: v.cacheWrite as number,
+    cacheRead: v.cacheRead as number,
+    output: v.output as number,
+  };
+  if (typeof v.cacheWrite1h === 'number' && v.cacheWrite1h > 0) usage.cacheWrite1h = v.cacheWrite1h;
+  return usage;
+}
+
+/**
+ * The usage billed to a model call that finally failed, read from its failure's details
+ * (`ModelFailureDetails`) or, after a timeout, its last heartbeat (`ModelHeartbeatDetails`): the
+ * failed attempt's own usage plus that of the attempts before it. Null when it carries none.
+ */
+export function usageOfFailedCall(details: unknown): TokenUsage | null {
+  if (typeof details !== 'object' || details === null) return null;
+  const { usage, failedAttemptsUsage } = details as { usage?: unknown; failedAttemptsUsage?: unknown };
+  const own = asUsage(usage);
+  const earlier = asUsage(failedAttemptsUsage);
+  if (own && earlier) return addUsage(own, earlier);
+  return own ?? earlier;
 }

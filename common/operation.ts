@@ -6,7 +6,9 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
+import { contextPolicySchema } from './context';
 import type { TokenUsage, ToolResultBlockParam } from './model-types';
+import type { TokenEconomy } from './token-ledger';
 import { SESSION_ID_PATTERN, SESSION_ID_RULE } from './sandbox-names';
 import { stuckLimitsSchema, type StuckState } from './stuck';
 import { describeZodError, utf8Bytes } from './validation';
@@ -80,6 +82,8 @@ export const operationBudgetSchema = z.strictObject({
   maxTotalTokens: z.int().positive().optional(),
   /** Wall-clock limit from the operation's start, in milliseconds (`budget: deadline`). */
   maxDurationMs: z.int().positive().optional(),
+  /** Cost in US dollars (`common/pricing.ts`, failed attempts and compactions included) before it fails with `budget: cost`. */
+  maxCostUsd: z.number({ error: 'must be a number of US dollars' }).positive('must be positive').optional(),
 });
 
 export const operationInputSchema = z.strictObject({
@@ -121,6 +125,8 @@ export const operationInputSchema = z.strictObject({
   toolTimeoutMs: z.int().positive().max(3_600_000).default(600_000),
   /** When the operation calls itself stuck (`common/stuck.ts`); every limit has a default. */
   stuck: stuckLimitsSchema.prefault({}),
+  /** How the context is kept inside the model's window: compaction, context editing, continuations (`common/context.ts`). */
+  context: contextPolicySchema.prefault({}),
 });
 
 export type OperationInput = z.input<typeof operationInputSchema>;
@@ -147,7 +153,7 @@ export interface OperationStatus {
   /** Steps taken (one model call or one tool call each). */
   steps: number;
   /** What the operation is doing now. */
-  phase: 'starting' | 'model' | 'tools' | 'finishing' | 'done';
+  phase: 'starting' | 'model' | 'compacting' | 'tools' | 'finishing' | 'done';
   lastTool?: { name: string; summary: string; isError?: boolean };
   usage: TokenUsage;
   costUsd: number;
@@ -162,6 +168,22 @@ export interface OperationStatus {
   waitingFor?: string;
   /** The hands host holding the session's workspace, once a tool call chose it. */
   handsHost?: string;
+  /** The context the next request carries, as the operation plans it. */
+  context: ContextStatus;
+  /** The token ledger so far (`common/token-ledger.ts`). */
+  tokens: TokenEconomy;
+}
+
+export interface ContextStatus {
+  windowTokens: number;
+  /** Estimated prompt tokens of the next request. */
+  promptTokens: number;
+  /** `promptTokens` as a percentage of the window. */
+  pct: number;
+  compactions: number;
+  editBatches: number;
+  /** A compaction asked for (`agent compact`) and not yet run. */
+  compactionRequested: boolean;
 }
 
 export interface OperationResult {
@@ -186,8 +208,23 @@ export interface OperationResult {
   details?: string;
   /** The hands host that held the workspace. */
   handsHost?: string;
+  /** The token ledger: cost, cache-hit rate, peak context, compactions and what each technique saved. */
+  tokens: TokenEconomy;
 }
 
 export const steerUpdate = defineUpdate<{ accepted: true; position: number }, [{ text: string }]>('steer');
 export const abortUpdate = defineUpdate<{ accepted: true }, [{ reason?: string }]>('abort');
 export const statusQuery = defineQuery<OperationStatus>('status');
+
+/**
+ * Asks for a compaction at the next checkpoint (after the current model or tool step). Refused once
+ * the operation has ended. The compaction itself is a recorded step like any other.
+ */
+export const compactUpdate = defineUpdate<{ accepted: true }, [{ reason?: string }]>('compact');
+
+/**
+ * An operation's model is fixed for its life (a switch mid-way would rebuild the whole prompt
+ * cache): this Update is always refused, with the way to do it — name the model in the lane's next
+ * operation, which compacts first when the new model's window is smaller than the context.
+ */
+export const switchModelUpdate = defineUpdate<never, [{ model: string }]>('switchModel');

@@ -1,5 +1,5 @@
 /**
- * `npm run scripted-model -- --port N --script <file> [--host H] [--api-key K] [--min-cacheable-tokens N]`
+ * `npm run scripted-model -- --port N --script <file> [--host H] [--api-key K] [--min-cacheable-tokens N] [--context-window-tokens N]`
  *
  * Runs the scripted Messages API server until SIGINT/SIGTERM. The script is a JSON array of turns,
  * or a `.ts`/`.js` module whose default export (or `script` export) is a script, functions allowed.
@@ -18,9 +18,11 @@ export interface ScriptedModelArgs {
   scriptPath: string;
   apiKey?: string;
   minCacheableTokens?: number;
+  contextWindowTokens?: number;
 }
 
-const USAGE = 'usage: scripted-model --port N --script <file> [--host H] [--api-key K] [--min-cacheable-tokens N]';
+const USAGE =
+  'usage: scripted-model --port N --script <file> [--host H] [--api-key K] [--min-cacheable-tokens N] [--context-window-tokens N]';
 
 /** Parses the command line (pure). */
 export function parseScriptedModelArgs(argv: readonly string[]): ScriptedModelArgs {
@@ -28,7 +30,9 @@ export function parseScriptedModelArgs(argv: readonly string[]): ScriptedModelAr
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const [name, inline] = flag.split(/=(.*)/s, 2) as [string, string | undefined];
-    if (!['--port', '--script', '--host', '--api-key', '--min-cacheable-tokens'].includes(name))
+    if (
+      !['--port', '--script', '--host', '--api-key', '--min-cacheable-tokens', '--context-window-tokens'].includes(name)
+    )
       throw new Error(`unknown argument "${flag}"\n${USAGE}`);
     const value = inline ?? argv[++i];
     if (value === undefined) throw new Error(`${name} needs a value\n${USAGE}`);
@@ -51,6 +55,7 @@ export function parseScriptedModelArgs(argv: readonly string[]): ScriptedModelAr
     scriptPath,
     apiKey: values.get('--api-key'),
     minCacheableTokens: integer('--min-cacheable-tokens'),
+    contextWindowTokens: integer('--context-window-tokens'),
   };
 }
 
@@ -74,6 +79,7 @@ if (require.main === module) {
       host: args.host,
       apiKey: args.apiKey,
       minCacheableTokens: args.minCacheableTokens,
+      contextWindowTokens: args.contextWindowTokens,
     });
     console.log(`scripted model listening on ${server.url} (script ${args.scriptPath})`);
     console.log(`use it with: ANTHROPIC_BASE_URL=${server.url} ANTHROPIC_API_KEY=${args.apiKey ?? 'any-key'}`);

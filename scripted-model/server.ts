@@ -29,6 +29,17 @@ export interface ScriptedModelServerOptions extends CacheSimulationOptions {
   chunkChars?: number;
   /** Bodies over this many bytes get 413 `request_too_large`. Default 32 MiB. */
   maxRequestBytes?: number;
+  /**
+   * The model's context window: a prompt over this many tokens gets the API's 400
+   * `invalid_request_error` "prompt is too long: N tokens > M maximum" (no script turn consumed).
+   * Default: no limit.
+   */
+  contextWindowTokens?: number;
+  /**
+   * Keep each request's body in the log (`rawBody`, `body`, `messagesRequest`). Default true; a
+   * long run with megabyte-sized prompts turns it off and keeps the rest of the record (usage, status).
+   */
+  recordBodies?: boolean;
 }
 
 /** One request as received, and how it was answered. */
@@ -128,15 +139,28 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     this.cache = new PromptCacheSimulation(options);
     if (options.script) this.script = options.script;
     this.server = http.createServer((req, res) => {
-      this.handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent) this.sendError(res, null, 'api_error', `scripted model crashed: ${String(error)}`, 500);
-        else res.destroy();
-      });
+      this.handle(req, res)
+        .finally(() => this.forgetBody())
+        .catch((error: unknown) => {
+          if (!res.headersSent) this.sendError(res, null, 'api_error', `scripted model crashed: ${String(error)}`, 500);
+          else res.destroy();
+        });
     });
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
+  }
+
+  /** Drops the bodies of answered requests when `recordBodies` is false. */
+  private forgetBody(): void {
+    if (this.options.recordBodies !== false) return;
+    for (const record of this.requests) {
+      if (record.status === 0 || record.rawBody === '') continue;
+      record.rawBody = '';
+      record.body = null;
+      record.messagesRequest = null;
+    }
   }
 
   get turnsServed(): number {
@@ -245,6 +269,17 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     if (route.endsWith('count_tokens')) {
       const usage = PromptCacheSimulation.uncached(promptBlocks(body));
       return this.sendJson(res, record, 200, { input_tokens: usage.input_tokens });
+    }
+    const window = this.options.contextWindowTokens;
+    if (window !== undefined) {
+      const prompt = PromptCacheSimulation.uncached(promptBlocks(body)).input_tokens;
+      if (prompt > window)
+        return this.fail(
+          res,
+          record,
+          'invalid_request_error',
+          `prompt is too long: ${prompt} tokens > ${window} maximum`,
+        );
     }
     await this.answer(res, record, body);
   }

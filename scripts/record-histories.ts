@@ -5,8 +5,8 @@
  * operation recorded with the old code can still be running; otherwise guard the change with
  * `patched()` (see README, "Changing workflow code") and keep the old fixtures.
  *
- * `npm run fixtures:record -- --only <name>[,<name>…]` records just those fixtures (a new one,
- * without touching the others).
+ * Without arguments it records only the fixtures that are missing; `-- --only <name>[,<name>…]`
+ * records just those (a new one, without touching the others); `-- --replace` re-records them all.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -14,7 +14,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { abortUpdate, statusQuery, steerUpdate } from '../common/operation';
+import { abortUpdate, compactUpdate, statusQuery, steerUpdate } from '../common/operation';
 import { freePort, startDevServer } from '../platform/dev-server';
 import { requireDocker } from '../platform/docker-engine';
 import { PROJECT_ROOT } from '../platform/paths';
@@ -146,6 +146,43 @@ runMain(async (args) => {
       handle = await h.start({ goal: 'run out of turns', budget: { maxTurns: 2 } }, 'fixture-budget');
       await operationResult(handle);
       await record('failed-budget', handle.workflowId);
+    }
+
+    if (wanted('context-managed')) {
+      // Clear batches, a compaction asked for by Update, a reply cut at max_tokens and continued, a paused turn resumed.
+      const { isCompactionRequest } = await import('../test/support/context-scripts');
+      let turn = 0;
+      h.model.setScript((request) => {
+        if (isCompactionRequest(request)) return { text: 'Summary: printed three outputs, waited once; next, answer.' };
+        turn += 1;
+        const print = `printf 'out ${turn} %03000d' 0`;
+        if (turn <= 3) return { toolCalls: [{ name: 'bash', input: { command: print } }] };
+        const wait = 'while [ ! -f /workspace/release ]; do sleep 0.05; done; echo released';
+        if (turn === 4) return { toolCalls: [{ name: 'bash', input: { command: wait } }] };
+        if (turn === 5) return { text: 'The answer starts here, ', stopReason: 'max_tokens' };
+        if (turn === 6) return { text: 'goes on, ', stopReason: 'pause_turn' };
+        return { text: 'and ends.' };
+      });
+      const handle = await h.start(
+        {
+          goal: 'print outputs, then answer',
+          context: {
+            windowTokens: 6_000,
+            compactAtPct: 90,
+            keepTurns: 1,
+            editing: { atPct: 25, keepTurns: 1, minClearTokens: 700 },
+          },
+        },
+        'fixture-context',
+      );
+      await waitFor(async () => {
+        const status = await handle.query(statusQuery);
+        return status.phase === 'tools' && status.turn === 4;
+      }, 'the waiting tool call');
+      await handle.executeUpdate(compactUpdate, { args: [{}] });
+      execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
+      await operationResult(handle);
+      await record('context-managed', handle.workflowId);
     }
 
     if (wanted('stuck-then-recovered')) {

@@ -1,6 +1,7 @@
-/** The operation's budgets — turns, tokens, wall-clock deadline — and the deadline applied to one step. */
+/** The operation's budgets — turns, tokens, cost, wall-clock deadline — and the deadline applied to one step. */
 import { CancellationScope, isCancellation, sleep } from '@temporalio/workflow';
 import { totalTokens } from '../common/model-types';
+import { costUsd } from '../common/pricing';
 import { OperationEnd, type OperationRun } from './operation-state';
 
 /** The end a spent budget calls for, checked before each model turn. */
@@ -10,6 +11,12 @@ export function spentBudget(op: OperationRun): OperationEnd | undefined {
   if (carry.turn >= budget.maxTurns) return new OperationEnd('failed', `budget: turns (${budget.maxTurns} used)`);
   if (budget.maxTotalTokens !== undefined && totalTokens(carry.usage) >= budget.maxTotalTokens) {
     return new OperationEnd('failed', `budget: tokens (${totalTokens(carry.usage)} of ${budget.maxTotalTokens})`);
+  }
+  if (budget.maxCostUsd !== undefined) {
+    const spent = costUsd(carry.usage, op.settings.model ?? carry.context.model);
+    if (spent >= budget.maxCostUsd) {
+      return new OperationEnd('failed', `budget: cost ($${spent.toFixed(4)} of $${budget.maxCostUsd})`);
+    }
   }
   if (budget.maxDurationMs !== undefined && Date.now() - carry.startedAtMs >= budget.maxDurationMs) {
     return deadlineEnd(op);

@@ -8,7 +8,8 @@ import type { BrainActivities, ModelStepResult } from '../common/model-step';
 import { addUsage, ZERO_USAGE, type TextBlock, type ToolUseBlock } from '../common/model-types';
 import { DEFAULT_SYSTEM_PROMPT } from '../common/prompts';
 import { timeLeftMs, withDeadline } from './budget';
-import { heartbeatOverride, type OperationRun } from './operation-state';
+import { editFrontierOf } from './context-window';
+import { contextFingerprint, heartbeatOverride, type OperationRun } from './operation-state';
 import { MODEL_STEP_ACTIVITY_OPTIONS } from './policies';
 import { modelStepWatch } from './step-visibility';
 
@@ -30,7 +31,9 @@ export function requestModelTurn(op: OperationRun): Promise<ModelStepResult | un
         model: settings.model,
         maxTokens: settings.maxTokensPerTurn,
         system: carry.messages === 0 ? (settings.system ?? DEFAULT_SYSTEM_PROMPT) : undefined,
-        base: { messages: carry.messages, lastReplyId: carry.lastReplyId },
+        base: contextFingerprint(op),
+        ...(op.nextClear ? { clear: op.nextClear } : {}),
+        ...editFrontierOf(op),
         tail: carry.tail,
       }),
     ),
@@ -42,7 +45,8 @@ export function recordReply(op: OperationRun, reply: ModelStepResult): void {
   const { carry } = op;
   carry.turn += 1;
   carry.steps += 1;
-  carry.messages += 2;
+  // A resumed paused turn sends no tail: its reply joins the paused message.
+  carry.messages += carry.tail.length === 0 ? 0 : 2;
   carry.lastReplyId = reply.message.id;
   // Attempts that failed after consuming tokens are counted too (cost durability).
   carry.usage = addUsage(addUsage(carry.usage, reply.usage), reply.failedAttemptsUsage ?? ZERO_USAGE);

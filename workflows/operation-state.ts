@@ -4,9 +4,13 @@
  * is rebuilt on each run.
  */
 import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
-import type { TailBlock } from '../common/model-step';
+import type { ContextClear } from '../common/context';
+import type { ToolOutcome } from '../common/hands';
+import type { ContextFingerprint, TailBlock } from '../common/model-step';
 import { ZERO_USAGE, type TokenUsage } from '../common/model-types';
 import type { HandsHost } from '../common/hands-route';
+import { newTokenLedger, type TokenLedger } from '../common/token-ledger';
+import { newContextState, type ContextState } from './context-window';
 import { parseOperationInput, type OperationSettings, type OperationStatus } from '../common/operation';
 import type { StuckState } from '../common/stuck';
 import type { LoopWindow } from './loop-detector';
@@ -34,6 +38,10 @@ export interface OperationCarry {
   handsHost?: HandsHost;
   /** The recent tool calls the loop detector looks at (`loop-detector.ts`). */
   loop?: LoopWindow;
+  /** The context window as planned: size, tool results, compactions, continuations (absent in carries of older runs). */
+  context: ContextState;
+  /** What the context techniques did (`common/token-ledger.ts`); `usage` above is the money. */
+  ledger: TokenLedger;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';
@@ -64,6 +72,10 @@ export interface OperationRun {
   waitingFor?: string;
   /** What the previous model turn did, for the next step's summary (`turn 7 → bash · 12.4k tokens`). */
   lastTurnOutcome?: string;
+  /** The clear batch the next model step carries (planned at the checkpoint). */
+  nextClear?: ContextClear;
+  /** Outcomes of the current tool batch by tool call id (their spill sizes feed the ledger). */
+  toolOutcomes: Map<string, ToolOutcome>;
 }
 
 /** Validates the input (failing the workflow with `InvalidOperationInput`) and sets up the run's state. */
@@ -77,6 +89,9 @@ export function startOperationRun(rawInput: unknown, carry: OperationCarry | und
   const operationId = workflowInfo().workflowId;
   const state = carry ?? newCarry(settings);
   state.runs += 1;
+  // Carries of runs recorded before the context ledger existed.
+  state.context ??= newContextState();
+  state.ledger ??= newTokenLedger();
   return {
     settings,
     operationId,
@@ -84,6 +99,7 @@ export function startOperationRun(rawInput: unknown, carry: OperationCarry | und
     handsQueue: settings.handsTaskQueue ?? DEFAULT_HANDS_QUEUE,
     carry: state,
     phase: 'starting',
+    toolOutcomes: new Map(),
   };
 }
 
@@ -101,6 +117,19 @@ function newCarry(settings: OperationSettings): OperationCarry {
     startedAtMs: Date.now(),
     runs: 0,
     finalText: '',
+    context: newContextState(),
+    ledger: newTokenLedger(),
+  };
+}
+
+/** The context the next step's request starts from, as the brain identifies it. */
+export function contextFingerprint(op: OperationRun): Required<ContextFingerprint> {
+  const { carry } = op;
+  return {
+    messages: carry.messages,
+    lastReplyId: carry.lastReplyId,
+    compactions: carry.context.compactions,
+    edits: carry.context.edits,
   };
 }
 

@@ -19,19 +19,24 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   workflowInfo,
 } from '@temporalio/workflow';
+import { COMPACT_CONTEXT_ACTIVITY } from '../common/context';
 import type { ModelStepResult } from '../common/model-step';
 import type { ToolResultBlockParam } from '../common/model-types';
 import type { OperationResult } from '../common/operation';
 import { costUsd } from '../common/pricing';
 import { volumeNameOf } from '../common/sandbox-names';
 import { deadlineEnd, spentBudget } from './budget';
-import { recordReply, requestModelTurn, toolCallsOf } from './model-turn';
+import { acceptContextUpdates, keepContextInWindow, modelTurnWithinWindow } from './compaction';
+import { modelOf, noteModelReply, operationTokens, trackToolResults } from './context-window';
+import { recordReply, toolCallsOf } from './model-turn';
 import { OperationEnd, startOperationRun, type OperationCarry, type OperationRun } from './operation-state';
 import { provisionSandbox, type OperationSandbox } from './sandbox';
 import { acceptSteeringAndAbort, applySteering } from './steering';
-import { runToolBatch, toolResult } from './tool-calls';
+import { actOnCutToolCalls, actOnStopReason, STOP_REASONS_PATCH } from './stop-reasons';
+import { runToolBatch } from './tool-calls';
 import { checkForLoop } from './loop-detector';
 import { noteTurnOutcome } from './step-visibility';
 import { stuckDetectionOn } from './stuck';
@@ -44,6 +49,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   const loopScope = new CancellationScope();
   answerStatusQuery(op);
   acceptSteeringAndAbort(op, () => loopScope.cancel());
+  acceptContextUpdates(op);
   publishSearchAttributes(op, 'state');
   showDetails(op);
   const sandbox = provisionSandbox(op);
@@ -62,20 +68,23 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
   const { carry } = op;
   for (;;) {
     applySteering(op);
-    if (carry.tail.length === 0) return new OperationEnd('completed', 'end_turn');
+    if (carry.tail.length === 0 && !carry.context.resumePause) return new OperationEnd('completed', 'end_turn');
     const overBudget = spentBudget(op);
     if (overBudget) return overBudget;
     if (workflowInfo().continueAsNewSuggested) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof operation>(rawInput, carry);
     }
+    if (!(await keepContextInWindow(op))) return deadlineEnd(op);
 
     op.phase = 'model';
     showDetails(op);
-    const reply = await requestModelTurn(op);
+    const reply = await modelTurnWithinWindow(op);
     if (reply === undefined) return deadlineEnd(op);
     recordReply(op, reply);
     noteTurnOutcome(op, reply);
+    // The clear batch the answered request carried (a reactive compaction drops the planned one).
+    noteModelReply(op, reply, op.nextClear);
     publishSearchAttributes(op, 'counters');
 
     const end = await actOnReply(op, sandbox, reply);
@@ -91,27 +100,20 @@ async function actOnReply(
   reply: ModelStepResult,
 ): Promise<OperationEnd | undefined> {
   const calls = toolCallsOf(reply);
-  if (calls.length > 0 && reply.stopReason === 'max_tokens') {
-    // A batch cut off by max_tokens is never executed: its JSON may parse while truncated.
-    op.carry.tail = calls.map((call) =>
-      toolResult(
-        call.id,
-        'not executed: your reply was cut off at max_tokens, so this call may be incomplete. Send it again, smaller.',
-        true,
-      ),
-    );
-    return undefined;
-  }
+  const cut =
+    reply.stopReason === 'max_tokens' ||
+    (reply.stopReason === 'model_context_window_exceeded' && patched(STOP_REASONS_PATCH));
+  if (calls.length > 0 && cut) return actOnCutToolCalls(op, reply, calls);
   if (calls.length > 0) {
     op.phase = 'tools';
     showDetails(op);
+    op.toolOutcomes.clear();
     op.carry.tail = await runToolBatch(op, sandbox, calls);
+    trackToolResults(op, op.carry.tail, op.toolOutcomes);
     if (op.abortReason !== undefined) return new OperationEnd('aborted', `aborted: ${op.abortReason}`);
     return stuckDetectionOn() ? checkForLoop(op, calls, op.carry.tail) : undefined;
   }
-  if (reply.stopReason === 'refusal') return new OperationEnd('failed', 'the model refused the request');
-  if (op.carry.pendingSteering.length === 0) return new OperationEnd('completed', reply.stopReason ?? 'end_turn');
-  return undefined;
+  return actOnStopReason(op, reply);
 }
 
 /** How an exception out of the loop ends the operation: an abort, or a model step that finally failed. */
@@ -122,7 +124,8 @@ function endOfFailedLoop(op: OperationRun, err: unknown): OperationEnd {
   if (err instanceof ActivityFailure) {
     const cause = err.cause;
     const type = cause instanceof ApplicationFailure && cause.type ? ` [${cause.type}]` : '';
-    return new OperationEnd('failed', `model step failed${type}: ${cause?.message ?? err.message}`);
+    const step = err.activityType === COMPACT_CONTEXT_ACTIVITY ? 'compaction' : 'model step';
+    return new OperationEnd('failed', `${step} failed${type}: ${cause?.message ?? err.message}`);
   }
   throw err;
 }
@@ -144,12 +147,13 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
     turns: carry.turn,
     steps: carry.steps,
     usage: carry.usage,
-    costUsd: costUsd(carry.usage, op.settings.model),
+    costUsd: costUsd(carry.usage, modelOf(op)),
     finalText: carry.finalText,
     sessionId: op.sessionId,
     workspaceVolume: volumeNameOf(op.sessionId, carry.handsHost?.namePrefix),
     openToolResults: carry.tail.filter((block): block is ToolResultBlockParam => block.type === 'tool_result'),
     ...keepDetails(op),
+    tokens: operationTokens(op),
   };
   if (ended.state === 'failed') {
     throw ApplicationFailure.create({

@@ -5,6 +5,7 @@
  * | activity              | start→close        | heartbeat | attempts | waits            |
  * |-----------------------|--------------------|-----------|----------|------------------|
  * | model call / step     | 10 min (30 min all)| 15 s      | 10       | 2 s ×2 … 60 s    |
+ * | compaction (a model call) | the same       | 15 s      | 10       | 2 s ×2 … 60 s    |
  * | tool call             | tool's time + 2 min| 5 s       | 5        | 1 s ×2 … 30 s    |
  * | sandbox lifecycle     | 10 min             | 10 s      | 5        | 1 s ×2 … 30 s    |
  * | sandbox teardown      | 10 min; 2 min to start | 10 s  | 5        | 1 s ×2 … 30 s    |
@@ -56,6 +57,20 @@ export const MODEL_CALL_ACTIVITY_OPTIONS: ActivityOptions = {
 
 /** The operation's model step: the model-call preset, labelled for the Web UI. */
 export const MODEL_STEP_ACTIVITY_OPTIONS: ActivityOptions = { ...MODEL_CALL_ACTIVITY_OPTIONS, summary: 'model step' };
+
+/**
+ * A compaction step: one model call (the summary), so the model-call preset — retried like any model
+ * step; one that finally fails fails the operation with the reason. An empty summary is retried
+ * (the model may answer differently); a context too small to compact is not.
+ */
+export const COMPACTION_ACTIVITY_OPTIONS: ActivityOptions = {
+  ...MODEL_CALL_ACTIVITY_OPTIONS,
+  retry: {
+    ...MODEL_CALL_ACTIVITY_OPTIONS.retry,
+    nonRetryableErrorTypes: [...MODEL_NON_RETRYABLE_FAILURE_TYPES, 'CompactionNotPossible', 'ContextMismatch'],
+  },
+  summary: 'compaction',
+};
 
 /**
  * One tool call on the hands queue, derived from the tool's catalogue entry.

@@ -82,6 +82,7 @@ async function executeToolCall(
         ? watchActivity(op, { activityId, taskQueue, waitingOn: `tool ${summary}`, host }, run)
         : run();
     });
+    op.toolOutcomes.set(call.id, outcome);
     op.lastTool = { name, summary, isError: outcome.isError };
     return toolResult(call.id, outcome.content, outcome.isError);
   } catch (err) {

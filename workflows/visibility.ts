@@ -7,6 +7,7 @@ import { totalTokens } from '../common/model-types';
 import { statusQuery, type OperationSettings, type OperationStatus } from '../common/operation';
 import { costUsd } from '../common/pricing';
 import { SEARCH_ATTRIBUTES, type AgentStatus } from '../common/search-attributes';
+import { contextStatus, modelOf, operationTokens } from './context-window';
 import type { OperationRun } from './operation-state';
 
 export function operationStatus(op: OperationRun): OperationStatus {
@@ -20,13 +21,15 @@ export function operationStatus(op: OperationRun): OperationStatus {
     phase: op.phase,
     lastTool: op.lastTool,
     usage: s.usage,
-    costUsd: costUsd(s.usage, op.settings.model),
+    costUsd: costUsd(s.usage, modelOf(op)),
     pendingSteering: s.pendingSteering.length,
     startedAt: new Date(s.startedAtMs).toISOString(),
     runs: s.runs,
     ...(op.stuck && !op.ended ? { stuck: op.stuck } : {}),
     ...(op.waitingFor && !op.ended ? { waitingFor: op.waitingFor } : {}),
     ...(s.handsHost ? { handsHost: s.handsHost.host } : {}),
+    context: contextStatus(op),
+    tokens: operationTokens(op),
   };
 }
 
@@ -53,7 +56,7 @@ export function publishSearchAttributes(op: OperationRun, what: 'state' | 'count
       : []),
     { key: SEARCH_ATTRIBUTES.turns, value: carry.turn },
     { key: SEARCH_ATTRIBUTES.tokens, value: totalTokens(carry.usage) },
-    { key: SEARCH_ATTRIBUTES.costUsd, value: roundCost(costUsd(carry.usage, settings.model)) },
+    { key: SEARCH_ATTRIBUTES.costUsd, value: roundCost(costUsd(carry.usage, modelOf(op))) },
   ]);
 }
 
@@ -81,6 +84,7 @@ export function detailsMarkdown(op: OperationRun): string {
     op.lastTurnOutcome ? `last turn: ${op.lastTurnOutcome}` : '',
     st.lastTool ? `last tool: \`${st.lastTool.summary}\`${st.lastTool.isError ? ' (error)' : ''}` : '',
     `tokens: ${totalTokens(usage)} (input ${usage.input}, cache write ${usage.cacheWrite}, cache read ${usage.cacheRead}, output ${usage.output}) · $${st.costUsd.toFixed(4)}`,
+    `context: ${st.context.pct}% of ${st.context.windowTokens} tokens · ${st.context.compactions} compactions · ${st.context.editBatches} clear batches · cache hit ${(100 * st.tokens.cacheHitRate).toFixed(1)}%`,
     op.carry.handsHost ? `hands host: ${op.carry.handsHost.host} (queue ${op.carry.handsHost.taskQueue})` : '',
     op.carry.loop?.noted ? `loop noticed: the model was told (${op.carry.loop.noted})` : '',
     st.pendingSteering ? `steering queued: ${st.pendingSteering}` : '',

@@ -1,18 +1,33 @@
 /**
- * The brain's activities: the operation's model step. Built by a factory that receives its
- * dependencies (the Anthropic client, the Temporal client used to read history, the context cache).
+ * The brain's activities: the operation's model step and compaction step. Built by a factory that
+ * receives its dependencies (the Anthropic client, the Temporal client used to read history, the
+ * context cache).
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { BrainActivities, ModelStepInput, ModelStepResult } from '../../common/model-step';
+import type { CompactContextInput, CompactContextResult } from '../../common/context';
+import type { BrainActivities, ContextFingerprint, ModelStepInput, ModelStepResult } from '../../common/model-step';
 import type { ModelRequest } from '../../common/model-types';
 import { toolDefinitions } from '../../common/tools';
 import { crashPoint } from '../crash-points';
 import { sendWithHeartbeats } from '../model/activity';
 import type { ModelSettings } from '../model/settings';
-import { AssembledContext, ContextCache, contextKey } from './context-cache';
+import { COMPACTION_FAILURE_TYPES, estimatePromptTokens, summaryOf, summaryRequest } from './compaction';
+import {
+  compactedContext,
+  describeFingerprint,
+  emptyContext,
+  fingerprintOf,
+  matchesFingerprint,
+  requestMessages,
+  turnsToKeep,
+  withClearedResults,
+  withReply,
+  type AssembledContext,
+} from './context-assembly';
+import { ContextCache, contextKey } from './context-cache';
 import { rebuildContextFromHistory } from './history-context';
 
 export interface BrainDependencies {
@@ -27,10 +42,15 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
   const tools = toolDefinitions();
 
   /** The context the step's `base` fingerprint describes: from the cache, or rebuilt from history. */
-  async function baseContext(input: ModelStepInput): Promise<{ context: AssembledContext; rebuilt: boolean }> {
+  async function baseContext(input: {
+    operationId: string;
+    lane: string;
+    base: ContextFingerprint;
+    system?: string;
+  }): Promise<{ context: AssembledContext; rebuilt: boolean }> {
     const key = contextKey(input.operationId, input.lane);
     const cached = deps.cache.get(key);
-    if (cached && cached.messages.length === input.base.messages && cached.lastReplyId === input.base.lastReplyId) {
+    if (cached && matchesFingerprint(cached, input.base)) {
       deps.cache.stats.hits += 1;
       return { context: cached, rebuilt: false };
     }
@@ -42,20 +62,20 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
           'ContextMismatch',
         );
       }
-      return { context: { system: input.system, messages: [], lastReplyId: null }, rebuilt: false };
+      return { context: emptyContext(input.system), rebuilt: false };
     }
     const { workflowId, runId } = Context.current().info.workflowExecution ?? {};
     if (!workflowId || !runId)
       throw ApplicationFailure.nonRetryable(
-        'modelStep must run as an activity of an operation workflow',
+        'context steps must run as activities of an operation workflow',
         'ContextMismatch',
       );
     const rebuilt = await rebuildContextFromHistory(deps.temporal, workflowId, runId);
     deps.cache.stats.rebuilds += 1;
-    if (rebuilt.messages.length !== input.base.messages || rebuilt.lastReplyId !== input.base.lastReplyId) {
+    if (!matchesFingerprint(rebuilt, input.base)) {
       throw ApplicationFailure.nonRetryable(
-        `context rebuilt from history has ${rebuilt.messages.length} messages ending at ${rebuilt.lastReplyId}, ` +
-          `but the operation expects ${input.base.messages} ending at ${input.base.lastReplyId}`,
+        `context rebuilt from history has ${describeFingerprint(fingerprintOf(rebuilt))}, ` +
+          `but the operation expects ${describeFingerprint(input.base)}`,
         'ContextMismatch',
       );
     }
@@ -64,28 +84,74 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
 
   return {
     /**
-     * One model turn: the base context plus the new tail, sent as one Messages API request. The
-     * cache is updated only after the reply arrived, so a retried attempt sees the same base.
+     * One model turn: the base context (edited by `clear`) plus the new tail, sent as one Messages
+     * API request. The cache is updated only after the reply arrived, so a retried attempt sees the
+     * same base.
      */
     async modelStep(input: ModelStepInput): Promise<ModelStepResult> {
-      const { context, rebuilt } = await baseContext(input);
-      const messages: Anthropic.MessageParam[] = [...context.messages, { role: 'user', content: input.tail }];
+      const { context: base, rebuilt } = await baseContext(input);
+      const context = withClearedResults(base, input.clear);
       const request: ModelRequest = {
         system: context.system,
         tools,
-        messages,
+        messages: requestMessages(context, input.tail),
         maxTokens: input.maxTokens,
         model: input.model,
+        ...(input.editFrontier !== undefined ? { editFrontier: input.editFrontier } : {}),
       };
       crashPoint(`model: before request (turn ${input.turn})`);
       const reply = await sendWithHeartbeats({ client: deps.anthropic, settings: deps.settings, request });
       crashPoint(`model: after response (turn ${input.turn})`);
-      deps.cache.set(contextKey(input.operationId, input.lane), {
-        system: context.system,
-        messages: [...messages, { role: 'assistant', content: reply.message.content as Anthropic.ContentBlockParam[] }],
-        lastReplyId: reply.message.id,
-      });
+      deps.cache.set(contextKey(input.operationId, input.lane), withReply(context, input.tail, reply));
       return { ...reply, rebuilt };
+    },
+
+    /**
+     * One compaction: the summary call (the context as the model saw it, the pending tail, the
+     * instruction), then the compacted context replaces the cached one. A retried attempt finds
+     * the fingerprint of the context before and compacts it again; only a completed attempt is
+     * recorded, so there is one summary.
+     */
+    async compactContext(input: CompactContextInput): Promise<CompactContextResult> {
+      const { context, rebuilt } = await baseContext(input);
+      const keep = turnsToKeep(context, input.keepTurns);
+      if (!keep) {
+        throw ApplicationFailure.nonRetryable(
+          `nothing to compact: the context has ${context.messages.length} messages, the newest ${input.keepTurns} turns are kept`,
+          COMPACTION_FAILURE_TYPES.nothingToCompact,
+        );
+      }
+      const request = summaryRequest(context, input, tools, keep.replaced);
+      crashPoint(`model: before request (compaction ${input.compaction})`);
+      const reply = await sendWithHeartbeats({ client: deps.anthropic, settings: deps.settings, request });
+      crashPoint(`model: after response (compaction ${input.compaction})`);
+      const { summary, truncated } = summaryOf(reply, input);
+      const partial: CompactContextResult = {
+        summary,
+        truncated,
+        system: context.system,
+        retained: keep.retained,
+        replacedMessages: keep.replaced,
+        context: {
+          messages: 1 + keep.retained.length,
+          lastReplyId: context.lastReplyId,
+          compactions: input.compaction,
+          edits: context.edits,
+        },
+        tokensBefore: estimatePromptTokens(context.system, tools, context.messages),
+        tokensAfter: 0,
+        usage: reply.usage,
+        ...(reply.failedAttemptsUsage ? { failedAttemptsUsage: reply.failedAttemptsUsage } : {}),
+        requestId: reply.requestId,
+        replyId: reply.message.id,
+        model: reply.message.model,
+        stopReason: reply.stopReason,
+        rebuilt,
+      };
+      const compacted = compactedContext(input, partial);
+      const result = { ...partial, tokensAfter: estimatePromptTokens(compacted.system, tools, compacted.messages) };
+      deps.cache.set(contextKey(input.operationId, input.lane), compacted);
+      return result;
     },
   };
 }

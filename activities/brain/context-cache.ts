@@ -2,15 +2,9 @@
  * The brain worker's per-operation cache of assembled model contexts. It only saves work: every
  * entry can be dropped at any time and rebuilt from the operation's history.
  */
-import type Anthropic from '@anthropic-ai/sdk';
+import type { AssembledContext } from './context-assembly';
 
-export interface AssembledContext {
-  system: string;
-  /** Every message the model has seen on this lane, in order, ending with its last reply. */
-  messages: Anthropic.MessageParam[];
-  /** Id of the last assistant message (`null` before the first reply). */
-  lastReplyId: string | null;
-}
+export type { AssembledContext } from './context-assembly';
 
 /** A bounded, least-recently-used map from `<operationId>/<lane>` to its assembled context. */
 export class ContextCache {

@@ -20,7 +20,13 @@ import { sendMessagesRequest } from './messages-request';
 import { Heartbeat } from '../heartbeat';
 import type { ModelSettings } from './settings';
 
-const usageSchema = z.object({ input: z.number(), cacheWrite: z.number(), cacheRead: z.number(), output: z.number() });
+const usageSchema = z.object({
+  input: z.number(),
+  cacheWrite: z.number(),
+  cacheWrite1h: z.number().optional(),
+  cacheRead: z.number(),
+  output: z.number(),
+});
 const heartbeatSchema = z.object({ usage: usageSchema.nullable(), failedAttemptsUsage: usageSchema.nullable() });
 
 /** Usage of all earlier failed attempts, as the last heartbeat of the previous attempt recorded it. */

@@ -8,8 +8,12 @@
  *  2. the last system block: the tools + system prefix shared by every turn of a session;
  *  3. the last cacheable block of the last message: the moving tail. The next request re-sends this
  *     exact prefix and reads it back (the API looks back ~20 blocks from its own tail breakpoint),
- *     then writes the new tail.
- * That is 3 breakpoints, under the limit of 4, leaving one free for the API's future needs.
+ *     then writes the new tail;
+ *  4. with context editing, the block just before the edit frontier (the oldest tool result a later
+ *     clear batch may replace): everything before it stays cached across the batch, so a batch
+ *     rewrites the cache only from the frontier on — without it, no cached prefix would end
+ *     between the stable part and the first cleared result, and a batch would rewrite it all.
+ * That is at most 4 breakpoints, the API's limit.
  */
 import type {
   CacheControlEphemeral,
@@ -46,10 +50,52 @@ function marked<T extends object>(block: T, control: CacheControlEphemeral): T {
   return { ...block, cache_control: control };
 }
 
-/** A copy of `params` with every existing mark removed and the harness's breakpoints placed. */
-export function placeCacheBreakpoints<P extends CacheableParams>(params: P, ttl: PromptCacheTtl): P {
+/**
+ * A copy of `params` with every existing mark removed and the harness's breakpoints placed;
+ * `editFrontier` is the `tool_use_id` of the oldest tool result a later clear batch may replace.
+ */
+export function placeCacheBreakpoints<P extends CacheableParams>(
+  params: P,
+  ttl: PromptCacheTtl,
+  editFrontier?: string,
+): P {
   const stripped = stripCacheBreakpoints(params);
-  return { ...stripped, ...markedParts(stripped, cacheControl(ttl)) };
+  const parts = markedParts(stripped, cacheControl(ttl));
+  if (editFrontier !== undefined && parts.messages) {
+    parts.messages = markBeforeToolResult(parts.messages, editFrontier, cacheControl(ttl));
+  }
+  return { ...stripped, ...parts };
+}
+
+/** Marks the last block that can carry a mark before the `tool_result` answering `toolUseId` (if it is there). */
+function markBeforeToolResult(
+  messages: MessageParam[],
+  toolUseId: string,
+  control: CacheControlEphemeral,
+): MessageParam[] {
+  const isFrontier = (block: ContentBlockParam) => block.type === 'tool_result' && block.tool_use_id === toolUseId;
+  const at = messages.findIndex((message) => typeof message.content !== 'string' && message.content.some(isFrontier));
+  if (at < 0) return messages;
+  for (let m = at; m >= 0; m--) {
+    const message = messages[m]!;
+    const blocks: ContentBlockParam[] =
+      typeof message.content === 'string'
+        ? message.content.length > 0
+          ? [{ type: 'text', text: message.content }]
+          : []
+        : [...message.content];
+    const start = m === at ? blocks.findIndex(isFrontier) - 1 : blocks.length - 1;
+    for (let b = start; b >= 0; b--) {
+      const block = blocks[b]!;
+      if (!canCarryCacheControl(block)) continue;
+      if ((block as { cache_control?: unknown }).cache_control != null) return messages;
+      blocks[b] = marked(block, control);
+      const result = [...messages];
+      result[m] = { ...message, content: blocks } as MessageParam;
+      return result;
+    }
+  }
+  return messages;
 }
 
 /** A copy of `params` without any `cache_control` (for `promptCache: false`). */

@@ -158,6 +158,13 @@ function classifyStatus(
   });
   switch (status) {
     case 400:
+      if (isPromptTooLong(base.apiErrorType, detail)) {
+        return fail(
+          MODEL_FAILURE_TYPES.promptTooLong,
+          false,
+          `the prompt does not fit the model's context window (400): compact the conversation${detail}`,
+        );
+      }
       return fail(
         MODEL_FAILURE_TYPES.invalidRequest,
         false,
@@ -202,6 +209,19 @@ function classifyStatus(
   }
   if (status >= 500) return fail(MODEL_FAILURE_TYPES.serverError, true, `the model API failed with ${status}${detail}`);
   return fail(MODEL_FAILURE_TYPES.requestRejected, false, `the model API refused the request (${status})${detail}`);
+}
+
+/**
+ * The API reports a prompt over the context window only in the message of a 400
+ * `invalid_request_error` ("prompt is too long: 208656 tokens > 200000 maximum", or "input length and
+ * `max_tokens` exceed context limit: …"): no error type or field says so. This is the one decision
+ * made on message text, because the operation's answer to it (compact, then retry) differs from
+ * every other 400's (fail).
+ */
+const PROMPT_TOO_LONG = /^: (prompt is too long|input length and `?max_tokens`? exceed context limit)/i;
+
+function isPromptTooLong(apiErrorType: string | null, detail: string): boolean {
+  return apiErrorType === 'invalid_request_error' && PROMPT_TOO_LONG.test(detail);
 }
 
 /** `retry-after-ms` (milliseconds), else `retry-after` (seconds or an HTTP date); null when absent or unusable. */

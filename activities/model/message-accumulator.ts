@@ -5,6 +5,7 @@
  * end. Unknown event and delta types are ignored (the API may add new ones).
  */
 import type {
+  CacheCreation,
   ContentBlock,
   MessageDeltaUsage,
   RawMessageStreamEvent,
@@ -16,15 +17,18 @@ import type { AssistantMessage, TokenUsage } from '../../common/model-types';
 type UsageFields = Pick<
   Usage,
   'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'
->;
+> & { cache_creation?: Pick<CacheCreation, 'ephemeral_1h_input_tokens'> | null };
 
 export function usageFromApi(usage: UsageFields): TokenUsage {
-  return {
+  const result: TokenUsage = {
     input: usage.input_tokens,
     cacheWrite: usage.cache_creation_input_tokens ?? 0,
     cacheRead: usage.cache_read_input_tokens ?? 0,
     output: usage.output_tokens,
   };
+  const oneHour = Math.min(usage.cache_creation?.ephemeral_1h_input_tokens ?? 0, result.cacheWrite);
+  if (oneHour > 0) result.cacheWrite1h = oneHour;
+  return result;
 }
 
 const TRACKS_TOOL_INPUT = new Set(['tool_use', 'server_tool_use']);
@@ -135,13 +139,19 @@ export class MessageAccumulator {
   }
 }
 
-/** `message_delta` usage figures are cumulative totals; absent ones keep their earlier value. */
+/**
+ * `message_delta` usage figures are cumulative totals; absent ones keep their earlier value. The
+ * 5-minute / 1-hour split of cache writes arrives with `message_start` only and is kept.
+ */
 function mergeDeltaUsage(previous: TokenUsage | null, delta: MessageDeltaUsage): TokenUsage {
   const base = previous ?? { input: 0, cacheWrite: 0, cacheRead: 0, output: 0 };
-  return {
+  const merged: TokenUsage = {
     input: delta.input_tokens ?? base.input,
     cacheWrite: delta.cache_creation_input_tokens ?? base.cacheWrite,
     cacheRead: delta.cache_read_input_tokens ?? base.cacheRead,
     output: delta.output_tokens,
   };
+  const oneHour = Math.min(base.cacheWrite1h ?? 0, merged.cacheWrite);
+  if (oneHour > 0) merged.cacheWrite1h = oneHour;
+  return merged;
 }

@@ -61,7 +61,7 @@ export function buildMessagesParams(
   if (request.thinking !== undefined) params.thinking = request.thinking;
   if (request.stopSequences !== undefined) params.stop_sequences = request.stopSequences;
   if (request.promptCache === false) return stripCacheBreakpoints(params);
-  return placeCacheBreakpoints(params, request.promptCache?.ttl ?? settings.promptCacheTtl);
+  return placeCacheBreakpoints(params, request.promptCache?.ttl ?? settings.promptCacheTtl, request.editFrontier);
 }
 
 export async function sendMessagesRequest(input: SendMessagesRequestInput): Promise<ModelReply> {

@@ -9,7 +9,11 @@ import Docker from 'dockerode';
 import { ContextCache } from '../../activities/brain/context-cache';
 import type { ModelSettings } from '../../activities/model/settings';
 import { OPERATION_WORKFLOW_TYPE, OperationInput } from '../../common/operation';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
+import {
+  startScriptedModelServer,
+  type ScriptedModelServer,
+  type ScriptedModelServerOptions,
+} from '../../scripted-model/server';
 import type { ModelScript } from '../../scripted-model/script';
 import { createBrainWorker, createHandsWorker } from '../../workers/workers';
 import { testPlatform } from './env';
@@ -41,6 +45,8 @@ export function testModelSettings(baseURL: string): ModelSettings {
 }
 
 export interface OperationHarnessOptions {
+  /** Options of the scripted model server beyond its script. */
+  model?: Omit<ScriptedModelServerOptions, 'script'>;
   /** Model settings beyond the test defaults (e.g. a short `streamIdleTimeoutMs`). */
   modelSettings?: Partial<ModelSettings>;
 }
@@ -50,7 +56,7 @@ export async function startOperationHarness(
   options: OperationHarnessOptions = {},
 ): Promise<OperationHarness> {
   const temporal = await connectTestTemporal();
-  const model = await startScriptedModelServer({ script });
+  const model = await startScriptedModelServer({ ...options.model, script });
   const cache = new ContextCache();
   const docker = new Docker();
   const id = randomUUID().slice(0, 8);
