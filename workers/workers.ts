@@ -1,10 +1,12 @@
 /**
  * Worker construction for the three deployments:
  *  - brain: the workflows and the model step (stateless apart from the context cache);
- *  - hands: sandbox tools, on the task queue of the Docker host that owns the containers;
+ *  - hands: sandbox tools and the coding tasks' host-side git, on the task queue of the Docker host
+ *    that owns the containers;
  *  - dev: both in one process.
  * Shutdown is graceful: a running model call or tool call gets `shutdownGraceTime` to finish.
  */
+import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
@@ -14,6 +16,8 @@ import { ContextCache } from '../activities/brain/context-cache';
 import { createHandsActivities } from '../activities/hands/activities';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
 import { createHealthActivities } from '../activities/health';
+import { createRepoActivities } from '../activities/repo/activities';
+import { DATA_DIR } from '../platform/paths';
 import { createAnthropicClient } from '../activities/model/client';
 import type { ModelSettings } from '../activities/model/settings';
 import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
@@ -37,6 +41,8 @@ export interface BrainWorkerOptions extends CommonWorkerOptions {
 export interface HandsWorkerOptions extends CommonWorkerOptions {
   docker: Docker;
   image: string;
+  /** Where coding tasks keep their host-side clones (default `AGENT_TASKS_DIR` or `.data/tasks`). */
+  tasksDir?: string;
 }
 
 const GRACE = '2 minutes';
@@ -80,11 +86,18 @@ export function brainActivities(options: Pick<BrainWorkerOptions, 'client' | 'mo
   };
 }
 
-export function handsActivities(options: Pick<HandsWorkerOptions, 'docker' | 'image'>) {
+export function handsActivities(options: Pick<HandsWorkerOptions, 'docker' | 'image' | 'tasksDir'>) {
+  const manager = new SandboxManager({ docker: options.docker, image: options.image });
   return {
-    ...createHandsActivities({ manager: new SandboxManager({ docker: options.docker, image: options.image }) }),
+    ...createHandsActivities({ manager }),
+    ...createRepoActivities({ manager, tasksDir: options.tasksDir ?? tasksDir() }),
     ...createHealthActivities(),
   };
+}
+
+/** The host folder of coding tasks' clones: `AGENT_TASKS_DIR`, or `tasks` under the data folder. */
+export function tasksDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.AGENT_TASKS_DIR || path.join(DATA_DIR, 'tasks');
 }
 
 export async function createBrainWorker(options: BrainWorkerOptions): Promise<Worker> {
