@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
 import { operationResult } from '../client/operation-result';
+import { requirePollers } from '../client/pollers';
 import { totalTokens } from '../common/model-types';
 import {
   abortUpdate,
@@ -25,7 +26,11 @@ import { localServerSettings, startLocalServer, stopLocalServer } from '../platf
 import { runMain } from '../client/main';
 import { AgentCommand, HELP, parseAgentArgs } from './args';
 import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
+import { CODING_TASK_WORKFLOW_TYPE } from '../common/coding-task';
+import { report } from './report';
 import { sandboxCommand } from './sandbox';
+import { scheduleCommand } from './schedule';
+import { taskStart, taskStatus } from './task';
 
 export async function main(argv: string[]): Promise<number> {
   const command = parseAgentArgs(argv);
@@ -59,6 +64,17 @@ export async function main(argv: string[]): Promise<number> {
       return server(command.action);
     case 'sandbox':
       return sandboxCommand(command.args);
+    case 'task-start':
+      return taskStart(command);
+    case 'report':
+      return report(command.id, command.json);
+    case 'schedule-create':
+    case 'schedule-ls':
+    case 'schedule-pause':
+    case 'schedule-unpause':
+    case 'schedule-trigger':
+    case 'schedule-delete':
+      return scheduleCommand(command);
   }
 }
 
@@ -132,18 +148,6 @@ async function run(command: Extract<AgentCommand, { kind: 'run' }>): Promise<num
   }
 }
 
-async function requirePollers(client: import('@temporalio/client').Client, taskQueue: string): Promise<void> {
-  const description = await client.workflowService.describeTaskQueue({
-    namespace: client.options.namespace,
-    taskQueue: { name: taskQueue },
-  });
-  if ((description.pollers ?? []).length === 0) {
-    throw new Error(
-      `no worker polls task queue ${taskQueue}: start one with \`agent worker dev\` (or pass --with-worker)`,
-    );
-  }
-}
-
 function printResult(result: OperationResult, url: string): void {
   console.log(`\n${result.state.toUpperCase()}: ${result.reason}`);
   console.log(
@@ -159,6 +163,7 @@ async function status(id: string, json: boolean): Promise<number> {
   return withHandle(id, async (handle) => {
     const description = await handle.describe();
     const url = workflowUrl(temporalSettings().namespace, id, description.runId);
+    if (description.type === CODING_TASK_WORKFLOW_TYPE) return taskStatus(handle, description.status.name, json, url);
     if (description.status.name === 'RUNNING') {
       const st = await handle.query(statusQuery);
       if (json) console.log(JSON.stringify(st, null, 2));

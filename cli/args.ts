@@ -1,8 +1,15 @@
 /**
  * Parses `agent` command lines into typed commands. Pure: no I/O, so it is tested directly.
- * Every problem is one line that names the flag or argument.
+ * Every problem is one line that names the flag or argument. Coding tasks and schedules are parsed
+ * in `task-args.ts`.
  */
+import { parseReportCommand, parseScheduleCommand, parseTaskCommand, TASK_HELP, type TaskCommand } from './task-args';
+import { UsageError } from './usage-error';
+
+export { UsageError } from './usage-error';
+
 export type AgentCommand =
+  | TaskCommand
   | { kind: 'help' }
   | {
       kind: 'run';
@@ -23,10 +30,6 @@ export type AgentCommand =
   | { kind: 'worker'; role: 'brain' | 'hands' | 'dev' }
   | { kind: 'server'; action: 'start' | 'stop' | 'status' }
   | { kind: 'sandbox'; args: string[] };
-
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
 
 interface FlagSpec {
   [flag: string]: 'string' | 'number' | 'boolean';
@@ -149,6 +152,12 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
     }
     case 'sandbox':
       return { kind: 'sandbox', args: rest };
+    case 'task':
+      return parseTaskCommand(rest);
+    case 'report':
+      return parseReportCommand(rest);
+    case 'schedule':
+      return parseScheduleCommand(rest);
     default:
       throw new UsageError(`unknown command "${command}": run \`agent help\``);
   }
@@ -166,6 +175,8 @@ export const HELP = `agent — run a durable coding agent on Temporal
   agent worker [brain|hands|dev]    run a worker (dev: both, one process)
   agent server [start|stop|status]  the local Temporal dev server with its Web UI
   agent sandbox ls|rm <id>|gc       list and remove leftover sandboxes
+${TASK_HELP}
 
 Environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (and the temporal CLI's TLS/API-key variables),
-ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, AGENT_MODEL, AGENT_BRAIN_QUEUE, AGENT_HANDS_QUEUE.`;
+ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, AGENT_MODEL, AGENT_BRAIN_QUEUE, AGENT_HANDS_QUEUE,
+AGENT_TASKS_DIR, AGENT_GIT_TOKEN (hands worker: host-side git credentials).`;

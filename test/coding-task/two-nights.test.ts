@@ -1,15 +1,24 @@
 /**
  * An overnight coding task end to end (real Temporal, real Docker, a local bare remote, the
- * scripted agent over the real SDK): a 3-feature spec goes from an empty branch to all passing
- * across two runs — the first with a features-per-run budget of 2, the second resuming from the
- * branch without an initializer.
+ * scripted agent over the real SDK, the real `agent` command): a 3-feature spec goes from an empty
+ * branch to all passing across two runs — the first started with `agent task start` and a
+ * features-per-run budget of 2, the second by `agent schedule trigger`, resuming from the branch
+ * without an initializer.
  */
-import { CODING_TASK_WORKFLOW_TYPE } from '../../common/coding-task';
+import { execFile } from 'node:child_process';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import type { CodingTaskResult } from '../../common/coding-task';
 import { parseFeatureList } from '../../common/feature-list';
 import { totalTokens } from '../../common/model-types';
-import { OPERATION_WORKFLOW_TYPE, type OperationResult } from '../../common/operation';
+import type { OperationResult } from '../../common/operation';
 import { ledgerTotals } from '../../common/task-report';
+import { PROJECT_ROOT } from '../../platform/paths';
+import { testPlatform } from '../support/env';
 import { remoteCommits, remoteFile, startTaskHarness, taskResult, type TaskHarness } from '../support/coding-task';
+
+const run = promisify(execFile);
+const AGENT = path.join(PROJECT_ROOT, 'bin', 'agent');
 
 jest.setTimeout(600_000);
 
@@ -22,10 +31,36 @@ describe('codingTask over two runs', () => {
     await h?.close();
   });
 
+  const agent = (...args: string[]) =>
+    run(AGENT, args, {
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: testPlatform().temporalAddress,
+        TEMPORAL_NAMESPACE: testPlatform().namespace,
+        AGENT_BRAIN_QUEUE: h.brainQueue,
+        AGENT_HANDS_QUEUE: h.handsQueue,
+      },
+    });
+
   it('initializes, implements two features, then resumes and finishes the third', async () => {
     const branch = 'agent/textkit';
-    const input = { branch, specPath: 'SPEC.md', verify: 'npm test', budget: { featuresPerRun: 2 } };
-    const first = await taskResult(await h.start(input, `night-1-${process.pid}`));
+    const taskFlags = [
+      '--git',
+      h.remote.url,
+      '--spec-path',
+      'SPEC.md',
+      '--verify',
+      'npm test',
+      '--features-per-run',
+      '2',
+    ];
+    const night1 = `night-1-${process.pid}`;
+    h.track(night1);
+    const started = await agent('task', 'start', '--id', night1, '--branch', branch, ...taskFlags);
+    expect(started.stdout).toContain(`task ${night1} accepted · branch ${branch}`);
+    expect(started.stdout).toMatch(/feature · 0\/3 pass|feature · slug \(attempt 1\)/); // live progress
+    const first = await taskResult(h.temporal.client.workflow.getHandle(night1));
+    expect(started.stdout).toContain(first.report.split('\n')[0]!);
     expect(first.state).toBe('completed');
     expect(first.reason).toBe('budget: features per run (2)');
     expect(first.initializer).toBe('ran');
@@ -42,7 +77,33 @@ describe('codingTask over two runs', () => {
     expect(first.report).toContain('2 of 3 (2 this run)');
     expect(first.report).toContain('`title` (no initializer: the feature list is on the branch)');
 
-    const second = await taskResult(await h.start(input, `night-2-${process.pid}`));
+    const schedule = `nightly-${process.pid}`;
+    let second: CodingTaskResult | undefined;
+    await agent(
+      'schedule',
+      'create',
+      schedule,
+      '--cron',
+      '0 1 1 1 *',
+      '--timezone',
+      'UTC',
+      '--',
+      ...taskFlags.slice(0, -2),
+      '--branch',
+      branch,
+    );
+    try {
+      expect((await agent('schedule', 'ls')).stdout).toMatch(new RegExp(`${schedule}  active  "0 1 1 1 \\*" UTC`));
+      const triggered = await agent('schedule', 'trigger', schedule);
+      const night2 = /task (\S+) started/.exec(triggered.stdout)?.[1];
+      expect(night2).toMatch(new RegExp(`^task-${schedule}-`));
+      h.track(night2!);
+      second = await taskResult(h.temporal.client.workflow.getHandle(night2!));
+      expect((await agent('report', night2!)).stdout.trim()).toBe(second.report.trim());
+    } finally {
+      await agent('schedule', 'delete', schedule);
+    }
+    if (!second) throw new Error('the scheduled run did not finish');
     expect(second.state).toBe('completed');
     expect(second.reason).toBe('all features pass');
     expect(second.initializer).toBe('not needed');
@@ -65,7 +126,5 @@ describe('codingTask over two runs', () => {
       }
     }
     expect(h.model.scriptErrors).toEqual([]);
-    expect(CODING_TASK_WORKFLOW_TYPE).toBe('codingTask');
-    expect(OPERATION_WORKFLOW_TYPE).toBe('operation');
   });
 });
