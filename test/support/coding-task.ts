@@ -76,7 +76,15 @@ export interface TaskHarness {
   close(): Promise<void>;
 }
 
-export async function startTaskHarness(scenario: CodingTaskScenarioOptions = {}): Promise<TaskHarness> {
+export interface TaskHarnessOptions {
+  /** `none`: no workers in this process (the test runs them, e.g. as `agent worker dev` processes). */
+  workers?: 'in-process' | 'none';
+}
+
+export async function startTaskHarness(
+  scenario: CodingTaskScenarioOptions = {},
+  options: TaskHarnessOptions = {},
+): Promise<TaskHarness> {
   const temporal = await connectTestTemporal();
   const model = await startScriptedModelServer({ script: codingTaskScenario(scenario) });
   const docker = new Docker();
@@ -87,24 +95,27 @@ export async function startTaskHarness(scenario: CodingTaskScenarioOptions = {})
   const brainQueue = `task-brain-${id}`;
   const handsQueue = `task-hands-${id}`;
   const { namespace, workflowBundlePath, sandboxImage } = testPlatform();
-  const workers: Worker[] = [
-    await createBrainWorker({
-      connection: temporal.nativeConnection,
-      namespace,
-      taskQueue: brainQueue,
-      client: temporal.client,
-      modelSettings: testModelSettings(model.url),
-      workflowBundle: { codePath: workflowBundlePath },
-    }),
-    await createHandsWorker({
-      connection: temporal.nativeConnection,
-      namespace,
-      taskQueue: handsQueue,
-      docker,
-      image: sandboxImage,
-      tasksDir,
-    }),
-  ];
+  const workers: Worker[] =
+    options.workers === 'none'
+      ? []
+      : [
+          await createBrainWorker({
+            connection: temporal.nativeConnection,
+            namespace,
+            taskQueue: brainQueue,
+            client: temporal.client,
+            modelSettings: testModelSettings(model.url),
+            workflowBundle: { codePath: workflowBundlePath },
+          }),
+          await createHandsWorker({
+            connection: temporal.nativeConnection,
+            namespace,
+            taskQueue: handsQueue,
+            docker,
+            image: sandboxImage,
+            tasksDir,
+          }),
+        ];
   const running = workers.map((worker) => worker.run());
   const tasks: string[] = [];
   return {
