@@ -108,10 +108,11 @@ export function formatTaskProgress(status: CodingTaskStatus, elapsedMs: number):
 }
 
 /** Polls the task's status until it closes (or Ctrl-C, when allowed), printing each change. */
-async function followTask(
+export async function followTask(
   handle: WorkflowHandle,
-  options: { detachOnSigint: boolean },
+  options: { detachOnSigint: boolean; print?: (line: string) => void },
 ): Promise<'closed' | 'detached'> {
+  const print = options.print ?? ((line: string) => console.log(line));
   let detached = false;
   const onSigint = () => {
     detached = true;
@@ -129,7 +130,7 @@ async function followTask(
         const status = await handle.query(taskStatusQuery);
         const line = formatTaskProgress(status, Date.now() - Date.parse(status.startedAt));
         const key = line.replace(/ · \d\d:\d\d$/, '');
-        if (key !== last) console.log(line);
+        if (key !== last) print(line);
         last = key;
       } catch {
         // No worker has picked the task up yet: keep polling.

@@ -27,7 +27,7 @@ export function renderTaskReport(data: TaskReportData): string {
     `| features passing | ${passing.length} of ${data.features.length} (${passedThisRun.length} this run) |`,
     `| skipped this run | ${skipped.length} |`,
     `| commits pushed | ${data.commits.length}${data.unpushed.length ? ` (${data.unpushed.length} not pushed)` : ''} |`,
-    `| operations | ${data.ledger.length} (${data.ledger.filter((e) => e.kind === 'feature').length} feature attempts; initializer: ${data.initializer}) |`,
+    `| operations | ${data.ledger.length} (${plural(data.ledger.filter((e) => e.kind === 'feature').length, 'feature attempt')}; initializer: ${data.initializer}) |`,
     `| tokens | ${formatUsage(data.usage)} |`,
     `| cost | $${data.costUsd.toFixed(4)} |`,
     `| wall time | ${formatDuration(data.wallMs)} |`,
@@ -162,6 +162,10 @@ export function ledgerTotals(ledger: readonly LedgerEntry[]): { usage: TokenUsag
     costUsd += entry.costUsd;
   }
   return { usage, costUsd };
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 function oneLine(text: string): string {

@@ -68,6 +68,7 @@ export async function attemptFeature(task: TaskRun, feature: Feature): Promise<T
   progress.failures += 1;
   progress.lastError = failure;
   if (progress.failures >= settings.budget.maxAttemptsPerFeature) await skipFeature(task, feature, attempt);
+  task.current = undefined;
   showTaskDetails(task);
   return undefined;
 }
@@ -114,6 +115,7 @@ async function acceptFeature(task: TaskRun, feature: Feature, operationId: strin
   entry.commit = committed.sha;
   if (committed.changedTestFiles.length) entry.changedTestFiles = committed.changedTestFiles;
   carry.corrections = [];
+  task.current = undefined;
   showTaskDetails(task);
   return committed.end;
 }

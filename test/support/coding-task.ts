@@ -9,14 +9,15 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import type { WorkflowHandle } from '@temporalio/client';
-import type { Worker } from '@temporalio/worker';
+import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import Docker from 'dockerode';
 import { CODING_TASK_WORKFLOW_TYPE, type CodingTaskInput } from '../../common/coding-task';
 import { containerNameOf, sessionIdFor, volumeNameOf } from '../../common/sandbox-names';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { codingTaskScenario, type CodingTaskScenarioOptions } from '../../scripted-model/scenarios/coding-task';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
+import { installRuntime } from '../../workers/runtime';
 import { createBrainWorker, createHandsWorker } from '../../workers/workers';
 import { testPlatform } from './env';
 import { testModelSettings } from './operation-harness';
@@ -70,7 +71,7 @@ export interface TaskHarness {
   start(
     input: Omit<CodingTaskInput, 'repo'> & { repo?: CodingTaskInput['repo'] },
     taskId?: string,
-  ): Promise<WorkflowHandle>;
+  ): Promise<WorkflowHandleWithFirstExecutionRunId>;
   /** Marks a task id for cleanup (for tasks started elsewhere, e.g. by a schedule). */
   track(taskId: string): void;
   close(): Promise<void>;
@@ -79,13 +80,30 @@ export interface TaskHarness {
 export interface TaskHarnessOptions {
   /** `none`: no workers in this process (the test runs them, e.g. as `agent worker dev` processes). */
   workers?: 'in-process' | 'none';
+  /** Another Temporal server than the global one (its namespace `default`). */
+  address?: string;
+}
+
+async function connectTo(address: string): Promise<TestTemporal> {
+  installRuntime();
+  const connection = await Connection.connect({ address });
+  const nativeConnection = await NativeConnection.connect({ address });
+  return {
+    client: new Client({ connection, namespace: 'default' }),
+    connection,
+    nativeConnection,
+    async close() {
+      await connection.close();
+      await nativeConnection.close();
+    },
+  };
 }
 
 export async function startTaskHarness(
   scenario: CodingTaskScenarioOptions = {},
   options: TaskHarnessOptions = {},
 ): Promise<TaskHarness> {
-  const temporal = await connectTestTemporal();
+  const temporal = options.address ? await connectTo(options.address) : await connectTestTemporal();
   const model = await startScriptedModelServer({ script: codingTaskScenario(scenario) });
   const docker = new Docker();
   const id = randomUUID().slice(0, 8);
@@ -94,7 +112,8 @@ export async function startTaskHarness(
   const remote = makeTextkitRemote(dir);
   const brainQueue = `task-brain-${id}`;
   const handsQueue = `task-hands-${id}`;
-  const { namespace, workflowBundlePath, sandboxImage } = testPlatform();
+  const { workflowBundlePath, sandboxImage } = testPlatform();
+  const namespace = options.address ? 'default' : testPlatform().namespace;
   const workers: Worker[] =
     options.workers === 'none'
       ? []
