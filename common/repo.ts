@@ -128,8 +128,10 @@ export interface PushBranchInput {
   sessionId: string;
   repo: TaskRepo;
   branch: string;
-  /** The commit the remote branch is expected at (the last pushed commit; the start commit at first). */
+  /** The commit the remote branch is expected at (the last pushed commit; null before the branch exists). */
   expected: string | null;
+  /** The accepted commit before `commit` (the host's clone has it): the bundle carries only what follows. */
+  base: string;
   commit: string;
 }
 

@@ -70,10 +70,11 @@ export async function commitAndPush(
 ): Promise<{ sha: string; changedTestFiles: string[]; end?: TaskEnd }> {
   const { carry } = task;
   task.phase = 'pushing';
+  const parent = carry.accepted;
   const accepted = await taskWorkspace(task).commitAccepted({
     sessionId: task.sessionId,
     branch: task.branch,
-    parent: carry.accepted,
+    parent,
     features: carry.features,
     subject: commit.subject,
     trailers: {
@@ -97,6 +98,7 @@ export async function commitAndPush(
     repo: task.settings.repo,
     branch: task.branch,
     expected: carry.pushed,
+    base: parent,
     commit: accepted.commit,
   });
   if (!pushed.pushed) {

@@ -92,7 +92,11 @@ async function copyCommitsOut(
         `fetching ${input.branch} from ${shown}`,
       );
     }
-    const base = (await has(input.expected)) ? [`^${input.expected}`] : [];
+    const base = (await has(input.base))
+      ? [`^${input.base}`]
+      : (await has(input.expected))
+        ? [`^${input.expected}`]
+        : [];
     const bundle = await workspaceBytes(
       ctx.manager,
       input.sessionId,
