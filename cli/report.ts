@@ -24,7 +24,7 @@ export async function report(id: string, json: boolean): Promise<number> {
       throw err;
     });
     const printer = REPORTS[description.type];
-    if (!printer) throw new Error(`agent report: ${id} is a ${description.type} workflow, which has no report`);
+    if (!printer) throw new Error(`agent report: ${id} is a workflow of type ${description.type}, which has no report`);
     return await printer(handle, { json, running: description.status.name === 'RUNNING' });
   } finally {
     await connection.close();

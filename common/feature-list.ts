@@ -18,13 +18,17 @@ export const FEATURE_LIST_FILE = 'feature_list.json';
 export const HANDOFF_FILE = 'HANDOFF.md';
 export const INIT_SCRIPT_FILE = 'init.sh';
 
-export const FEATURE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-export const FEATURE_ID_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit";
+export const FEATURE_ID_PATTERN = /^[A-Za-z0-9](?:[A-Za-z0-9_-]|\.(?!\.)){0,63}(?<!\.)$/;
+export const FEATURE_ID_RULE =
+  "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..' or a final '.'";
 /** The most features one list may hold. */
 export const MAX_FEATURES = 500;
 
 export const featureSchema = z.strictObject({
-  id: z.string().regex(FEATURE_ID_PATTERN, `must be ${FEATURE_ID_RULE}`),
+  id: z
+    .string()
+    .regex(FEATURE_ID_PATTERN, `must be ${FEATURE_ID_RULE}`)
+    .refine((id) => !id.endsWith('.lock'), `must be ${FEATURE_ID_RULE}, not ending in .lock`),
   category: z.string().trim().min(1, 'must be a non-empty string'),
   description: z.string().trim().min(1, 'must be a non-empty string'),
   steps: z.array(z.string().trim().min(1, 'must be a non-empty string')),

@@ -6,7 +6,7 @@
  *
  * Deterministic: pure functions (used by workflow code).
  */
-import { FEATURE_LIST_FILE, HANDOFF_FILE, INIT_SCRIPT_FILE, type Feature } from './feature-list';
+import { FEATURE_ID_RULE, FEATURE_LIST_FILE, HANDOFF_FILE, INIT_SCRIPT_FILE, type Feature } from './feature-list';
 import type { WorkspaceSnapshot } from './repo';
 
 export const INITIALIZER_HEADING = '# Initialize a long-running coding task';
@@ -44,7 +44,7 @@ export function initializerGoal(input: InitializerGoalInput): string {
     `      "verify": "a shell command that exits 0 only when the feature works", "passes": false }]`,
     '   ```',
     '',
-    "   Ids: 1-64 letters, digits, '.', '_' or '-'. Every `passes` is false: only the harness sets it, after it",
+    `   Ids: ${FEATURE_ID_RULE}. Every \`passes\` is false: only the harness sets it, after it`,
     '   runs the verification itself. After this session the list is fixed: features are never deleted,',
     '   added, reworded or re-ordered.',
     input.verify

@@ -90,6 +90,8 @@ describe('the feature list', () => {
     ['[]', 'the list is empty'],
     ['[{"id":"a","description":"x"}]', 'feature_list.json[0].category: '],
     ['[{"id":"a b","category":"c","description":"d","steps":[],"passes":false}]', 'feature_list.json[0].id: must be'],
+    ['[{"id":"a..b","category":"c","description":"d","steps":[],"passes":false}]', 'feature_list.json[0].id: must be'],
+    ['[{"id":"x.lock","category":"c","description":"d","steps":[],"passes":false}]', 'not ending in .lock'],
     ['[{"id":"a","category":"c","description":"d","steps":"x","passes":false}]', 'feature_list.json[0].steps: '],
     ['[{"id":"a","category":"c","description":"d","steps":[],"passes":false,"notes":1}]', 'unknown field "notes"'],
     [

@@ -5,13 +5,15 @@
  * rejects (commits kept, nothing forced), and a feature skipped after K failed attempts.
  * Real Temporal, Docker, local bare remotes, a local HTTP remote that refuses credentials.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { abortUpdate } from '../../common/operation';
 import { containerNameOf } from '../../common/sandbox-names';
 import { waitFor } from '../support/operation-harness';
 import {
@@ -25,16 +27,14 @@ import {
 
 jest.setTimeout(600_000);
 
-const inContainer = (session: string, script: string): string | undefined => {
-  try {
-    return execFileSync('docker', ['exec', containerNameOf(session), 'bash', '-c', script], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-  } catch {
-    return undefined;
-  }
-};
+const execFileAsync = promisify(execFile);
+
+/** Runs a script in the task's sandbox without blocking this process (its workers share the event loop). */
+const inContainer = async (session: string, script: string): Promise<string | undefined> =>
+  execFileAsync('docker', ['exec', containerNameOf(session), 'bash', '-c', script], { encoding: 'utf8' }).then(
+    ({ stdout }) => stdout,
+    () => undefined,
+  );
 
 describe('coding task input and repository faults', () => {
   let h: TaskHarness;
@@ -138,19 +138,31 @@ describe('coding task run faults', () => {
       const handle = await h.start({ branch, specPath: 'SPEC.md', verify: 'npm test' }, taskId);
       const session = taskSessionId(taskId);
       await waitFor(
-        async () => inContainer(session, 'cat /workspace/.agent/commit-effects.log')?.includes('slug'),
+        async () => (await inContainer(session, 'cat /workspace/.agent/commit-effects.log'))?.includes('slug'),
         'the slug feature to reach its commit',
         300_000,
       );
-      // Someone else pushes to the branch while the agent works.
+      // Someone else pushes to the branch while the agent works (git runs without blocking the workers).
       const other = path.join(h.dir, 'other');
-      git(h.dir, 'clone', '-q', '--branch', branch, h.remote.bare, other);
+      const gitAsync = (cwd: string, ...args: string[]) =>
+        execFileAsync('git', args, { cwd, encoding: 'utf8' }).then(({ stdout }) => stdout.trim());
+      await gitAsync(h.dir, 'clone', '-q', '--branch', branch, h.remote.bare, other);
       fs.writeFileSync(path.join(other, 'NOTES.md'), 'a human was here\n');
-      git(other, 'add', '-A');
-      git(other, '-c', 'user.name=human', '-c', 'user.email=h@example.invalid', 'commit', '-q', '-m', 'human change');
-      git(other, 'push', '-q', 'origin', branch);
-      const theirs = git(other, 'rev-parse', 'HEAD');
-      inContainer(session, 'touch /tmp/release-slug');
+      await gitAsync(other, 'add', '-A');
+      await gitAsync(
+        other,
+        '-c',
+        'user.name=human',
+        '-c',
+        'user.email=h@example.invalid',
+        'commit',
+        '-q',
+        '-m',
+        'human change',
+      );
+      await gitAsync(other, 'push', '-q', 'origin', branch);
+      const theirs = await gitAsync(other, 'rev-parse', 'HEAD');
+      await inContainer(session, 'touch /tmp/release-slug');
 
       const result = await taskResult(handle);
       expect(result.state).toBe('failed');
@@ -164,6 +176,36 @@ describe('coding task run faults', () => {
       expect(result.hostRepository).toBeDefined();
       expect(git(result.hostRepository!, 'rev-parse', `refs/heads/${branch}`)).toBe(result.unpushed[0]!.sha);
       expect(result.report).toContain('Not pushed (kept in the workspace and the host clone)');
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('stops the running operation when the task is aborted, and ends aborted with its report', async () => {
+    const h = await startTaskHarness({ holdBeforeCommit: 'slug' });
+    const taskId = `aborted-${process.pid}`;
+    try {
+      const handle = await h.start({ branch: 'agent/aborted', specPath: 'SPEC.md', verify: 'npm test' }, taskId);
+      await waitFor(
+        async () =>
+          (await inContainer(taskSessionId(taskId), 'cat /workspace/.agent/commit-effects.log'))?.includes('slug'),
+        'the slug feature to reach its commit',
+        300_000,
+      );
+      await handle.executeUpdate(abortUpdate, { args: [{ reason: 'going home' }] });
+      const result = await taskResult(handle);
+      expect(result.state).toBe('aborted');
+      expect(result.reason).toBe('aborted: going home');
+      expect(result.commits.map((c) => c.featureId ?? 'init')).toEqual(['init']);
+      // The aborted operation is in the ledger with the tokens it used.
+      expect(result.ledger.map((e) => [e.operationId.slice(taskId.length + 1), e.state])).toEqual([
+        ['init', 'completed'],
+        ['slug.1', 'aborted'],
+      ]);
+      expect(result.ledger[1]!.usage.output).toBeGreaterThan(0);
+      expect(result.report).toContain('**ABORTED** — aborted: going home');
+      const operation = await h.temporal.client.workflow.getHandle(`${taskId}.slug.1`).describe();
+      expect(operation.status.name).not.toBe('RUNNING');
     } finally {
       await h.close();
     }

@@ -5,7 +5,7 @@
  * features-per-run budget of 2, the second by `agent schedule trigger`, resuming from the branch
  * without an initializer.
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import type { CodingTaskResult } from '../../common/coding-task';
@@ -75,6 +75,24 @@ describe('codingTask over two runs', () => {
       'Feature words: `textkit words <text>` prints the number of words in the text',
     ]);
     expect(first.report).toContain('2 of 3 (2 this run)');
+    // The report is also in the workspace volume (the container is gone, the volume stays).
+    expect(first.reportPath).toBe(`/workspace/.agent/reports/${night1}.md`);
+    const inVolume = execFileSync(
+      'docker',
+      [
+        'run',
+        '--rm',
+        '--network',
+        'none',
+        '-v',
+        `${first.workspaceVolume}:/workspace`,
+        testPlatform().sandboxImage,
+        'cat',
+        first.reportPath!,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(inVolume).toBe(first.report);
     expect(first.report).toContain('`title` (no initializer: the feature list is on the branch)');
 
     const schedule = `nightly-${process.pid}`;

@@ -5,7 +5,8 @@
  * twice), and the task ends with every feature passing, exactly one commit per feature on the
  * remote and every `passes` set.
  */
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseFeatureList } from '../../common/feature-list';
@@ -24,16 +25,14 @@ import {
 
 jest.setTimeout(600_000);
 
-const inContainer = (session: string, script: string): string | undefined => {
-  try {
-    return execFileSync('docker', ['exec', containerNameOf(session), 'bash', '-c', script], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-  } catch {
-    return undefined;
-  }
-};
+const execFileAsync = promisify(execFile);
+
+/** Runs a script in the task's sandbox without blocking this process (its workers share the event loop). */
+const inContainer = async (session: string, script: string): Promise<string | undefined> =>
+  execFileAsync('docker', ['exec', containerNameOf(session), 'bash', '-c', script], { encoding: 'utf8' }).then(
+    ({ stdout }) => stdout,
+    () => undefined,
+  );
 
 describe('codingTask and a killed worker', () => {
   let h: TaskHarness;
@@ -90,14 +89,14 @@ describe('codingTask and a killed worker', () => {
     const first = startWorker(0);
     const handle = await h.start({ branch, specPath: 'SPEC.md', verify: 'npm test' }, taskId);
     await waitFor(
-      async () => inContainer(session, 'cat /workspace/.agent/commit-effects.log')?.includes('words'),
+      async () => (await inContainer(session, 'cat /workspace/.agent/commit-effects.log'))?.includes('words'),
       'the words feature to reach its commit command',
       300_000,
     );
     first.kill('SIGKILL');
     await new Promise((resolve) => first.once('exit', resolve));
     startWorker(1);
-    inContainer(session, 'touch /tmp/release-words');
+    await inContainer(session, 'touch /tmp/release-words');
 
     const result = await taskResult(handle);
     expect(result.state).toBe('completed');
