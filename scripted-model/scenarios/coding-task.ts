@@ -323,3 +323,6 @@ function toolIds(goal: string, step: number): () => string {
   let n = 0;
   return () => `toolu_ct${hash.toString(16).padStart(8, '0')}_${step}_${++n}`;
 }
+
+/** The default script, for `npm run scripted-model -- --port N --script scripted-model/scenarios/coding-task.ts`. */
+export default codingTaskScenario();
