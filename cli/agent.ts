@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { WorkflowHandle, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { operationResult } from '../client/operation-result';
+import { requirePollers } from '../client/pollers';
 import { totalTokens } from '../common/model-types';
 import {
   abortUpdate,
@@ -27,10 +28,13 @@ import { localServerSettings, startLocalServer, stopLocalServer } from '../platf
 import { runMain } from '../client/main';
 import { AgentCommand, HELP, parseAgentArgs, UsageError } from './args';
 import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
+import { CODING_TASK_WORKFLOW_TYPE } from '../common/coding-task';
 import { doctorCommand } from './doctor';
 import { reportCommand } from './report';
 import { sandboxCommand } from './sandbox';
+import { scheduleCommand } from './schedule';
 import { setupCommand } from './setup';
+import { taskStart, taskStatus } from './task';
 
 export async function main(argv: string[]): Promise<number> {
   let command: AgentCommand;
@@ -78,9 +82,6 @@ export async function main(argv: string[]): Promise<number> {
       const { client, connection } = await connectClient();
       try {
         return await reportCommand(client, command.id, command);
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) throw new Error(`no operation with id ${command.id}`);
-        throw err;
       } finally {
         await connection.close();
       }
@@ -97,6 +98,15 @@ export async function main(argv: string[]): Promise<number> {
       return setupCommand();
     case 'doctor':
       return doctorCommand(command.json);
+    case 'task-start':
+      return taskStart(command);
+    case 'schedule-create':
+    case 'schedule-ls':
+    case 'schedule-pause':
+    case 'schedule-unpause':
+    case 'schedule-trigger':
+    case 'schedule-delete':
+      return scheduleCommand(command);
   }
 }
 
@@ -170,18 +180,6 @@ async function run(command: Extract<AgentCommand, { kind: 'run' }>): Promise<num
   }
 }
 
-async function requirePollers(client: import('@temporalio/client').Client, taskQueue: string): Promise<void> {
-  const description = await client.workflowService.describeTaskQueue({
-    namespace: client.options.namespace,
-    taskQueue: { name: taskQueue },
-  });
-  if ((description.pollers ?? []).length === 0) {
-    throw new Error(
-      `no worker polls task queue ${taskQueue}: start one with \`agent worker dev\` (or pass --with-worker)`,
-    );
-  }
-}
-
 function printResult(result: OperationResult, url: string, id: string): void {
   console.log(`\n${result.state.toUpperCase()}: ${result.reason}`);
   console.log(
@@ -204,6 +202,7 @@ async function status(id: string, json: boolean): Promise<number> {
   return withHandle(id, async (handle) => {
     const description = await handle.describe();
     const url = workflowUrl(temporalSettings().namespace, id, description.runId);
+    if (description.type === CODING_TASK_WORKFLOW_TYPE) return taskStatus(handle, description.status.name, json, url);
     if (description.status.name === 'RUNNING') {
       const st = await handle.query(statusQuery);
       if (json) console.log(JSON.stringify(st, null, 2));

@@ -1,8 +1,15 @@
 /**
  * Parses `agent` command lines into typed commands. Pure: no I/O, so it is tested directly.
- * Every problem is one line that names the flag or argument.
+ * Every problem is one line that names the flag or argument. Coding tasks and schedules are parsed
+ * in `task-args.ts`.
  */
+import { parseScheduleCommand, parseTaskCommand, TASK_HELP, type TaskCommand } from './task-args';
+import { UsageError } from './usage-error';
+
+export { UsageError } from './usage-error';
+
 export type AgentCommand =
+  | TaskCommand
   | { kind: 'help' }
   | {
       kind: 'run';
@@ -27,10 +34,6 @@ export type AgentCommand =
   | { kind: 'sandbox'; args: string[] }
   | { kind: 'setup' }
   | { kind: 'doctor'; json: boolean };
-
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
 
 interface FlagSpec {
   [flag: string]: 'string' | 'number' | 'boolean';
@@ -160,7 +163,7 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
       const { positional, flags } = parseFlags(rest, { json: 'boolean', steps: 'boolean' });
       return {
         kind: 'report',
-        id: one(positional, 'operation id', 'report'),
+        id: one(positional, 'task or operation id', 'report'),
         json: flags.json === true,
         steps: flags.steps === true,
       };
@@ -203,6 +206,10 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
       if (positional.length) throw new UsageError(`agent doctor takes no arguments, got "${positional[0]}"`);
       return { kind: 'doctor', json: flags.json === true };
     }
+    case 'task':
+      return parseTaskCommand(rest);
+    case 'schedule':
+      return parseScheduleCommand(rest);
     default:
       throw new UsageError(`unknown command "${command}": run \`agent help\``);
   }
@@ -218,8 +225,9 @@ export const HELP = `agent — run a durable coding agent on Temporal
   agent abort <id> [--reason "..."] stop the operation: running tools are killed, it ends aborted
   agent diff <id>                   git diff of the operation's workspace
   agent report <id> [--json] [--steps]
-                                    what the run cost: tokens by class, cache-hit rate, peak context,
-                                    and what caching, output spill, context editing and compaction saved
+                                    a task's morning report; for an operation, what the run cost: tokens
+                                    by class, cache-hit rate, peak context, and what caching, output
+                                    spill, context editing and compaction saved
   agent compact <id> [--reason ".."] compact the operation's context at its next checkpoint
   agent worker [brain|hands|dev]    run a worker (dev: both, one process)
   agent server [start|stop|status]  the local Temporal dev server with its Web UI
@@ -227,7 +235,9 @@ export const HELP = `agent — run a durable coding agent on Temporal
   agent setup                       register the search attributes on the namespace (any cluster); check the queues
   agent doctor [--json]             what is unhealthy (stuck operations, queues nobody polls, failing
                                     workflow tasks, leaked containers) and the command that fixes each
+${TASK_HELP}
 
 Environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (and the temporal CLI's TLS/API-key variables),
 ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, AGENT_MODEL, AGENT_BRAIN_QUEUE, AGENT_HANDS_QUEUE,
-AGENT_HANDS_HOST, AGENT_SANDBOX_PREFIX.`;
+AGENT_HANDS_HOST, AGENT_SANDBOX_PREFIX, AGENT_TASKS_DIR, AGENT_GIT_TOKEN (hands worker: host-side git
+credentials).`;

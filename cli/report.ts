@@ -1,35 +1,60 @@
 /**
- * `agent report <id> [--json] [--steps]`: what a run cost and what each technique saved. The id
- * may name any workflow the harness starts; the report is chosen by its workflow type (an
- * `operation` gets the token-economy report of `client/token-report.ts`).
+ * `agent report <id> [--json] [--steps]`: the report of a workflow the harness starts, chosen by its
+ * workflow type: a coding task's morning report (while it runs: the report as it would read now),
+ * an operation's token economy — what it cost and what each technique saved
+ * (`client/token-report.ts`).
  */
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { codingTaskResult } from '../client/task-result';
+import { operationTokenReport, type OperationTokenReport, type StepRow } from '../client/token-report';
+import { CODING_TASK_WORKFLOW_TYPE, taskStatusQuery } from '../common/coding-task';
 import type { TokenUsage } from '../common/model-types';
 import { OPERATION_WORKFLOW_TYPE } from '../common/operation';
 import type { TechniqueSaving } from '../common/token-ledger';
-import { operationTokenReport, type OperationTokenReport, type StepRow } from '../client/token-report';
 
 export interface ReportOptions {
   json: boolean;
+  /** The operation report's step table. */
   steps: boolean;
 }
 
-/** Report builders by workflow type: each prints its report and returns the exit code. */
-const REPORTS: Record<string, (client: Client, id: string, options: ReportOptions) => Promise<number>> = {
+/** Prints the report of one workflow; returns the exit code. */
+type ReportPrinter = (client: Client, id: string, options: ReportOptions & { running: boolean }) => Promise<number>;
+
+/** Report printers by workflow type. */
+const REPORTS: Record<string, ReportPrinter> = {
   [OPERATION_WORKFLOW_TYPE]: async (client, id, options) => {
     const report = await operationTokenReport(client, id);
     console.log(options.json ? JSON.stringify(report, null, 2) : renderOperationReport(report, options));
     return 0;
   },
+  [CODING_TASK_WORKFLOW_TYPE]: async (client, id, options) => {
+    const handle = client.workflow.getHandle(id);
+    if (options.running) {
+      const status = await handle.query(taskStatusQuery);
+      if (options.json) console.log(JSON.stringify(status, null, 2));
+      else console.log(`(the task is still running: ${status.phase})\n\n${status.report}`);
+      return 0;
+    }
+    const result = await codingTaskResult(handle);
+    console.log(options.json ? JSON.stringify(result, null, 2) : result.report);
+    return 0;
+  },
 };
 
 export async function reportCommand(client: Client, id: string, options: ReportOptions): Promise<number> {
-  const { type } = await client.workflow.getHandle(id).describe();
-  const report = REPORTS[type];
+  const description = await client.workflow
+    .getHandle(id)
+    .describe()
+    .catch((err: unknown) => {
+      if (err instanceof WorkflowNotFoundError) throw new Error(`no task or operation with id ${id}`);
+      throw err;
+    });
+  const report = REPORTS[description.type];
   if (!report) {
-    throw new Error(`${id} is a ${type} workflow: agent report knows ${Object.keys(REPORTS).join(', ')}`);
+    throw new Error(`${id} is a ${description.type} workflow: agent report knows ${Object.keys(REPORTS).join(', ')}`);
   }
-  return report(client, id, options);
+  return report(client, id, { ...options, running: description.status.name === 'RUNNING' });
 }
 
 const int = (n: number): string => Math.round(n).toLocaleString('en-US');

@@ -1,5 +1,6 @@
 /**
- * The demo: a real operation on `examples/calculator` (a repository with a failing test).
+ * The demo: a real operation on `examples/calculator` (a repository with a failing test); with
+ * `--task`, an overnight coding task on `examples/textkit` over two nights (`demo-task.ts`).
  *
  * Starts (or reuses) the persistent Temporal dev server, makes Docker and the sandbox image
  * available, starts a worker in this process on demo-only task queues, and runs the operation.
@@ -20,6 +21,8 @@ import { startLocalServer } from '../platform/local-server';
 import { ensureTemporalCli } from '../platform/temporal-cli';
 import { startScriptedModelServer } from '../scripted-model/server';
 import { FIX_FAILING_TEST_SCENARIO } from '../scripted-model/scenarios/fix-failing-test';
+import { codingTaskScenario } from '../scripted-model/scenarios/coding-task';
+import { runTaskDemo } from './demo-task';
 import { connectClient, temporalSettings, workflowUrl } from '../client/connection';
 import { startWorkers } from '../workers/run';
 import { workspaceDiff } from '../cli/workspace';
@@ -27,7 +30,10 @@ import { runMain } from '../client/main';
 
 const say = (line: string): void => console.log(`[demo] ${line}`);
 
-runMain(async () => {
+runMain(async (argv) => {
+  const task = argv.includes('--task');
+  const unknown = argv.find((arg) => arg !== '--task');
+  if (unknown) throw new Error(`unknown argument ${unknown} (npm run demo [-- --task])`);
   const started = Date.now();
   await ensureTemporalCli(say);
   const docker = await ensureDockerEngine(say);
@@ -45,7 +51,7 @@ runMain(async () => {
 
   const scripted = process.env.ANTHROPIC_API_KEY
     ? undefined
-    : await startScriptedModelServer({ script: FIX_FAILING_TEST_SCENARIO });
+    : await startScriptedModelServer({ script: task ? codingTaskScenario() : FIX_FAILING_TEST_SCENARIO });
   if (scripted) {
     process.env.ANTHROPIC_API_KEY = 'scripted-demo-key';
     process.env.ANTHROPIC_BASE_URL = scripted.url;
@@ -62,6 +68,21 @@ runMain(async () => {
   const settings = temporalSettings();
   const { client, connection } = await connectClient(settings);
   try {
+    if (task) {
+      const code = await runTaskDemo({
+        client,
+        namespace: settings.namespace,
+        brainQueue: workers.queues.brain!,
+        handsQueue: workers.queues.hands!,
+        say,
+      });
+      say(`${formatElapsed(Date.now() - started)} wall`);
+      if (scripted && scripted.scriptErrors.length)
+        throw new Error(
+          `the scripted agent went off-script: ${scripted.scriptErrors.map((e) => e.message).join('; ')}`,
+        );
+      return code;
+    }
     const repo = path.join(PROJECT_ROOT, 'examples', 'calculator');
     const workflowId = `demo-${suffix}`;
     const input: OperationInput = {

@@ -1,5 +1,5 @@
 /**
- * `npm run fixtures:record`: records the histories of representative operations as replay fixtures
+ * `npm run fixtures:record`: records the histories of representative operations (and a coding task) as replay fixtures
  * (`test/fixtures/histories/*.json`), which `test/replay/replay.test.ts` replays against the current
  * workflow code. Re-record only when a workflow change is *meant* to be incompatible and no
  * operation recorded with the old code can still be running; otherwise guard the change with
@@ -215,9 +215,27 @@ runMain(async (args) => {
       await operationResult(handle);
       await record('loop-stuck', handle.workflowId);
     }
+
+    if (wanted('coding-task')) await recordCodingTask(record);
   } finally {
     await h.close();
     await server.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/** A coding task on `examples/textkit`: initializer and one feature, pushed to a local bare remote. */
+async function recordCodingTask(record: (name: string, workflowId: string) => Promise<void>): Promise<void> {
+  const { startTaskHarness, taskResult } = await import('../test/support/coding-task');
+  const h = await startTaskHarness();
+  try {
+    const handle = await h.start(
+      { branch: 'agent/fixture', specPath: 'SPEC.md', verify: 'npm test', budget: { featuresPerRun: 1 } },
+      'fixture-coding-task',
+    );
+    await taskResult(handle);
+    await record('coding-task', handle.workflowId);
+  } finally {
+    await h.close();
+  }
+}

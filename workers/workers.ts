@@ -1,7 +1,8 @@
 /**
  * Worker construction for the three deployments:
  *  - brain: the workflows and the model step (stateless apart from the context cache);
- *  - hands: sandbox tools, on the task queue of the Docker host that owns the containers;
+ *  - hands: sandbox tools and the coding tasks' host-side git, on the task queue of the Docker host
+ *    that owns the containers;
  *  - dev: both in one process.
  * Shutdown is graceful: a running model call or tool call gets `shutdownGraceTime` to finish.
  */
@@ -18,6 +19,7 @@ import { readHandsSettings, type HandsSettings } from '../activities/hands/setti
 import { createHealthActivities } from '../activities/health';
 import { createOpsActivities } from '../activities/ops/probe';
 import { hostQueueOf } from '../common/hands-route';
+import { createRepoActivities } from '../activities/repo/activities';
 import { createAnthropicClient } from '../activities/model/client';
 import type { ModelSettings } from '../activities/model/settings';
 import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
@@ -56,6 +58,8 @@ export interface HandsWorkerOptions extends CommonWorkerOptions {
    * `activities/hands/settings.ts`).
    */
   settings?: HandsSettings;
+  /** Where coding tasks keep their host-side clones (default `AGENT_TASKS_DIR` or `.data/tasks`). */
+  tasksDir?: string;
 }
 
 const GRACE = '2 minutes';
@@ -105,7 +109,7 @@ export function handsSettingsFromEnv(): HandsSettings {
 }
 
 export function handsActivities(
-  options: Pick<HandsWorkerOptions, 'docker' | 'image' | 'namePrefix' | 'host' | 'taskQueue' | 'settings'>,
+  options: Pick<HandsWorkerOptions, 'docker' | 'image' | 'namePrefix' | 'host' | 'taskQueue' | 'settings' | 'tasksDir'>,
 ) {
   const settings = options.settings ?? handsSettingsFromEnv();
   const manager = new SandboxManager({
@@ -118,8 +122,14 @@ export function handsActivities(
   const host = options.host ? { host: options.host, taskQueue: hostQueueOf(options.taskQueue, options.host) } : {};
   return {
     ...createHandsActivities({ manager, host, allowedRoots: settings.allowedRoots }),
+    ...createRepoActivities({ manager, tasksDir: options.tasksDir ?? tasksDir() }),
     ...createHealthActivities(),
   };
+}
+
+/** The host folder of coding tasks' clones: `AGENT_TASKS_DIR`, or `tasks` under the data folder. */
+export function tasksDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.AGENT_TASKS_DIR || path.join(DATA_DIR, 'tasks');
 }
 
 export async function createBrainWorker(options: BrainWorkerOptions): Promise<Worker> {

@@ -12,6 +12,9 @@
  * | claim a hands host    | 1 min              | –         | 5        | 1 s ×2 … 30 s    |
  * | stuck check (probe)   | 30 s               | –         | 3        | 1 s ×2           |
  * | seed source check     | 30 s               | –         | 5        | 1 s ×2 … 10 s    |
+ * | host git (clone, push)| 30 min             | 20 s      | 6        | 2 s ×2 … 60 s    |
+ * | task workspace steps  | 10 min             | 20 s      | 5        | 1 s ×2 … 30 s    |
+ * | task verification     | checks + 2 min     | 20 s      | 3        | 2 s ×2 … 30 s    |
  * | health echo           | 30 s               | –         | 3        | SDK default      |
  *
  * An operation's `heartbeatTimeoutMs` overrides the heartbeat of its model, tool and sandbox calls.
@@ -19,6 +22,7 @@
 import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
 import { MODEL_NON_RETRYABLE_FAILURE_TYPES } from '../common/model-types';
 import { HANDS_NON_RETRYABLE_FAILURE_TYPES } from '../common/hands';
+import { REPO_NON_RETRYABLE_FAILURE_TYPES } from '../common/repo';
 import { toolRunTimeoutMs, type ToolName } from '../common/tools';
 
 /**
@@ -154,6 +158,62 @@ export const SEED_SOURCE_CHECK_ACTIVITY_OPTIONS: ActivityOptions = {
   },
   summary: 'check the repository to seed',
 };
+
+const REPO_NON_RETRYABLE = [...REPO_NON_RETRYABLE_FAILURE_TYPES, ...HANDS_NON_RETRYABLE_FAILURE_TYPES];
+
+/**
+ * A coding task's host-side git (`prepareRepository`, `pushBranch`): a clone or fetch of a large
+ * repository can take many minutes; the activities heartbeat every 2 s, so a dead hands worker is
+ * noticed within 20 s. Network failures are retried for about two minutes; a missing repository,
+ * refused credentials, an unknown ref or spec path are not (`REPO_NON_RETRYABLE_FAILURE_TYPES`).
+ * A push is made idempotent by the activity (it looks at the remote first), so retrying it is safe.
+ */
+export const HOST_GIT_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '20 seconds',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '60 seconds',
+    maximumAttempts: 6,
+    nonRetryableErrorTypes: REPO_NON_RETRYABLE,
+  },
+};
+
+/**
+ * The harness's own steps in a task's workspace (seed, snapshot, integrity guard, commit, shelve,
+ * report): seconds each, converging when retried (see `common/repo.ts`).
+ */
+export const TASK_WORKSPACE_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '20 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: REPO_NON_RETRYABLE,
+  },
+};
+
+/**
+ * The harness's verification of a feature: up to two commands of `verifyTimeoutMs` each, plus two
+ * minutes. Re-running a verification converges, so a retry (after a lost container or worker) runs
+ * it again; a failing check is a result, not an error.
+ */
+export function verifyActivityOptions(verifyTimeoutMs: number, checks: number): ActivityOptions {
+  return {
+    startToCloseTimeout: verifyTimeoutMs * Math.max(1, checks) + 120_000,
+    heartbeatTimeout: '20 seconds',
+    retry: {
+      initialInterval: '2 seconds',
+      backoffCoefficient: 2,
+      maximumInterval: '30 seconds',
+      maximumAttempts: 3,
+      nonRetryableErrorTypes: REPO_NON_RETRYABLE,
+    },
+  };
+}
 
 /** The health check's echo: quick, a few tries. */
 export const HEALTH_ACTIVITY_OPTIONS: ActivityOptions = {

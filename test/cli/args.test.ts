@@ -49,4 +49,102 @@ describe('agent argument parsing', () => {
     expect(() => parseAgentArgs(argv)).toThrow(UsageError);
     expect(() => parseAgentArgs(argv)).toThrow(message);
   });
+
+  it('parses task start, report and schedule commands', () => {
+    expect(
+      parseAgentArgs([
+        'task',
+        'start',
+        '--repo',
+        './r',
+        '--spec-path',
+        'SPEC.md',
+        '--verify',
+        'npm test',
+        '--features-per-run',
+        '2',
+        '--max-cost',
+        '$1.50',
+        '--max-duration',
+        '8h',
+        '--detach',
+      ]),
+    ).toEqual({
+      kind: 'task-start',
+      task: {
+        repo: { kind: 'local', path: './r' },
+        specPath: 'SPEC.md',
+        verify: 'npm test',
+        budget: { featuresPerRun: 2, maxCostUsd: 1.5, maxDurationMs: 8 * 3_600_000 },
+      },
+      detach: true,
+      withWorker: false,
+    });
+    expect(parseAgentArgs(['task', 'start', '--git', 'file:///r.git', '--ref', 'v1', '--spec', 'do it'])).toMatchObject(
+      {
+        task: { repo: { kind: 'git', url: 'file:///r.git', ref: 'v1' }, spec: 'do it', budget: {} },
+      },
+    );
+    expect(parseAgentArgs(['report', 'night-1', '--json'])).toEqual({
+      kind: 'report',
+      id: 'night-1',
+      json: true,
+      steps: false,
+    });
+    expect(
+      parseAgentArgs([
+        'schedule',
+        'create',
+        'nightly',
+        '--cron',
+        '0 1 * * *',
+        '--timezone',
+        'Europe/Paris',
+        '--',
+        '--repo',
+        '/r',
+        '--spec-path',
+        'SPEC.md',
+      ]),
+    ).toEqual({
+      kind: 'schedule-create',
+      name: 'nightly',
+      cron: '0 1 * * *',
+      timezone: 'Europe/Paris',
+      catchupWindowMs: 3_600_000,
+      pauseOnFailure: true,
+      task: { repo: { kind: 'local', path: '/r' }, specPath: 'SPEC.md', budget: {} },
+    });
+    expect(parseAgentArgs(['schedule', 'ls'])).toEqual({ kind: 'schedule-ls' });
+    expect(parseAgentArgs(['schedule', 'pause', 'nightly', '--note', 'holiday'])).toEqual({
+      kind: 'schedule-pause',
+      name: 'nightly',
+      note: 'holiday',
+    });
+    expect(parseAgentArgs(['schedule', 'unpause', 'nightly'])).toEqual({ kind: 'schedule-unpause', name: 'nightly' });
+    expect(parseAgentArgs(['schedule', 'trigger', 'nightly'])).toEqual({ kind: 'schedule-trigger', name: 'nightly' });
+    expect(parseAgentArgs(['schedule', 'delete', 'nightly'])).toEqual({ kind: 'schedule-delete', name: 'nightly' });
+  });
+
+  it.each([
+    [['task'], 'agent task: expected "start", got nothing'],
+    [['task', 'start', '--spec', 'x'], 'missing the repository: --repo <path> or --git <url>'],
+    [['task', 'start', '--repo', 'r', '--git', 'u'], 'give --repo <path> or --git <url>, not both'],
+    [['task', 'start', '--repo', 'r', '--ref', 'v1'], '--ref needs --git'],
+    [['task', 'start', '--repo', 'r', '--spec', 'a', '--spec-path', 'b'], 'give --spec or --spec-path, not both'],
+    [['task', 'start', '--repo', 'r', '--features-per-run', '0'], '--features-per-run must be a positive whole number'],
+    [['task', 'start', '--repo', 'r', '--max-cost', 'lots'], '--max-cost must be a positive amount of dollars'],
+    [['task', 'start', '--repo', 'r', '--max-duration', 'soon'], '--max-duration must be a duration like 90s, 30m, 8h'],
+    [['task', 'start', '--repo', 'r', 'extra'], 'unexpected argument "extra"'],
+    [['report'], 'agent report: missing task or operation id'],
+    [['schedule'], 'expected create, ls, pause, unpause, trigger or delete, got nothing'],
+    [['schedule', 'create', 'n', '--', '--repo', 'r'], '--cron is required'],
+    [['schedule', 'create', 'n', '--cron', 'every night', '--', '--repo', 'r'], '--cron must have 5 to 7 fields'],
+    [['schedule', 'create', 'n', '--cron', '0 1 * * *'], 'give the task after "--"'],
+    [['schedule', 'create', 'bad name!', '--cron', '@daily', '--', '--repo', 'r'], 'the name "bad name!" must be'],
+    [['schedule', 'trigger'], 'agent schedule trigger: expected one schedule name'],
+  ])('rejects the task command %j naming the problem', (argv, message) => {
+    expect(() => parseAgentArgs(argv)).toThrow(UsageError);
+    expect(() => parseAgentArgs(argv)).toThrow(message);
+  });
 });

@@ -1,0 +1,165 @@
+/**
+ * `agent task start`: submits a coding task and follows it — one line per change (phase, feature,
+ * attempt, features passing, commits, tokens, cost, elapsed) — then prints the morning report.
+ * Ctrl-C detaches without stopping it (`agent report <id>` shows it later; `agent abort <id>` stops it).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { WorkflowHandle } from '@temporalio/client';
+import { connectClient, queueSettings, temporalSettings, workflowUrl } from '../client/connection';
+import { requirePollers } from '../client/pollers';
+import { codingTaskResult } from '../client/task-result';
+import {
+  CODING_TASK_WORKFLOW_TYPE,
+  defaultTaskBranch,
+  parseCodingTaskInput,
+  taskStatusQuery,
+  type CodingTaskInput,
+  type CodingTaskStatus,
+} from '../common/coding-task';
+import { totalTokens } from '../common/model-types';
+import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
+import { startWorkers } from '../workers/run';
+import { formatElapsed, formatTokens } from './follow';
+import type { TaskCommand, TaskSpecArgs } from './task-args';
+
+/** The workflow input the command line describes, validated like the workflow validates it. */
+export function taskInput(task: TaskSpecArgs, env: NodeJS.ProcessEnv = process.env): CodingTaskInput {
+  let repo: CodingTaskInput['repo'] = task.repo;
+  if (task.repo.kind === 'local') {
+    const dir = path.resolve(task.repo.path);
+    if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory())
+      throw new Error(`--repo ${task.repo.path}: no such directory`);
+    repo = { kind: 'local', path: dir };
+  }
+  const input: CodingTaskInput = {
+    repo,
+    ...(task.branch ? { branch: task.branch } : {}),
+    ...(task.spec ? { spec: task.spec } : {}),
+    ...(task.specPath ? { specPath: task.specPath } : {}),
+    ...(task.verify ? { verify: task.verify } : {}),
+    ...(task.verifyTimeoutMs ? { verifyTimeoutMs: task.verifyTimeoutMs } : {}),
+    ...(task.model ? { model: task.model } : {}),
+    ...(Object.keys(task.budget).length ? { budget: task.budget } : {}),
+    // The hands run on the queue this environment names (AGENT_HANDS_QUEUE), like its workers.
+    handsTaskQueue: queueSettings(env).hands,
+  };
+  const checked = parseCodingTaskInput(input);
+  if (!checked.ok) throw new Error(`invalid task: ${checked.error}`);
+  return input;
+}
+
+export function repoLabel(input: CodingTaskInput): string {
+  return input.repo.kind === 'local' ? input.repo.path : input.repo.url;
+}
+
+export async function taskStart(command: Extract<TaskCommand, { kind: 'task-start' }>): Promise<number> {
+  const input = taskInput(command.task);
+  const settings = temporalSettings();
+  const queues = queueSettings();
+  const { client, connection } = await connectClient(settings);
+  const workers = command.withWorker ? await startWorkers('dev') : undefined;
+  const running = workers?.run();
+  try {
+    if (!workers) await requirePollers(client, queues.brain);
+    const taskId =
+      command.id ?? `task-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}-${randomUUID().slice(0, 6)}`;
+    const handle = await client.workflow.start(CODING_TASK_WORKFLOW_TYPE, {
+      taskQueue: queues.brain,
+      workflowId: taskId,
+      args: [input],
+      staticSummary: `coding task on ${repoLabel(input)}`.slice(0, 190),
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.status, value: 'running' },
+        { key: SEARCH_ATTRIBUTES.kind, value: 'coding-task' },
+        { key: SEARCH_ATTRIBUTES.repo, value: repoLabel(input) },
+      ],
+    });
+    const url = workflowUrl(settings.namespace, taskId, handle.firstExecutionRunId);
+    console.log(`task ${taskId} accepted · branch ${input.branch ?? defaultTaskBranch(taskId)}`);
+    console.log(`Web UI: ${url}`);
+    if (command.detach) return 0;
+    const outcome = await followTask(handle, { detachOnSigint: !workers });
+    if (outcome === 'detached') {
+      console.log(`\ndetached; the task keeps running. Its report: agent report ${taskId}`);
+      return 0;
+    }
+    const result = await codingTaskResult(handle);
+    console.log(`\n${result.report}`);
+    return result.state === 'completed' ? 0 : 1;
+  } finally {
+    if (workers) {
+      workers.shutdown();
+      await running;
+      await workers.close();
+    }
+    await connection.close();
+  }
+}
+
+export function formatTaskProgress(status: CodingTaskStatus, elapsedMs: number): string {
+  const current = status.current?.featureId
+    ? ` · ${status.current.featureId} (attempt ${status.current.attempt})`
+    : status.current
+      ? ' · initializer'
+      : '';
+  return `${status.phase}${current} · ${status.passing}/${status.total} pass · ${status.commitsPushed} commits · ${formatTokens(totalTokens(status.usage))} tokens · $${status.costUsd.toFixed(4)} · ${formatElapsed(elapsedMs)}`;
+}
+
+/** Polls the task's status until it closes (or Ctrl-C, when allowed), printing each change. */
+export async function followTask(
+  handle: WorkflowHandle,
+  options: { detachOnSigint: boolean; print?: (line: string) => void },
+): Promise<'closed' | 'detached'> {
+  const print = options.print ?? ((line: string) => console.log(line));
+  let detached = false;
+  const onSigint = () => {
+    detached = true;
+  };
+  if (options.detachOnSigint) process.once('SIGINT', onSigint);
+  let closed = false;
+  const done = handle.result().then(
+    () => void (closed = true),
+    () => void (closed = true),
+  );
+  let last = '';
+  try {
+    while (!closed && !detached) {
+      try {
+        const status = await handle.query(taskStatusQuery);
+        const line = formatTaskProgress(status, Date.now() - Date.parse(status.startedAt));
+        const key = line.replace(/ · \d\d:\d\d$/, '');
+        if (key !== last) print(line);
+        last = key;
+      } catch {
+        // No worker has picked the task up yet: keep polling.
+      }
+      await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 1_000))]);
+    }
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+  }
+  return closed ? 'closed' : 'detached';
+}
+
+/** `agent status <task id>`: the task's progress while it runs, its outcome when it ended. */
+export async function taskStatus(handle: WorkflowHandle, state: string, json: boolean, url: string): Promise<number> {
+  if (state === 'RUNNING') {
+    const status = await handle.query(taskStatusQuery);
+    if (json) console.log(JSON.stringify({ ...status, report: undefined }, null, 2));
+    else
+      console.log(
+        `${handle.workflowId}: running — ${formatTaskProgress(status, Date.now() - Date.parse(status.startedAt))}\nWeb UI: ${url}`,
+      );
+    return 0;
+  }
+  const result = await codingTaskResult(handle);
+  const passing = result.features.filter((f) => f.passes).length;
+  if (json) console.log(JSON.stringify({ ...result, report: undefined }, null, 2));
+  else
+    console.log(
+      `${handle.workflowId}: ${result.state} — ${result.reason} (${passing}/${result.features.length} features pass, ${result.commits.length} commits pushed)\nreport: agent report ${handle.workflowId}\nWeb UI: ${url}`,
+    );
+  return 0;
+}

@@ -1,0 +1,238 @@
+/**
+ * The coding-task contract: an overnight run on a repository branch. A task clones the repository
+ * on the hands host, runs an initializer operation on a branch that has no feature list yet, then
+ * one coding operation per feature (each a fresh context), verifies every feature itself, commits
+ * one commit per accepted feature and pushes the branch from the host. Startable with
+ * `temporal workflow start --type codingTask`, `agent task start` and Temporal Schedules.
+ *
+ * Deterministic (imported by workflow code): zod, Temporal definitions and types only.
+ */
+import { defineQuery } from '@temporalio/workflow';
+import { z } from 'zod';
+import type { FeatureListViolation } from './feature-list';
+import type { TokenUsage } from './model-types';
+import { describeZodError } from './validation';
+
+/** The workflow type name, for `temporal workflow start --type codingTask`. */
+export const CODING_TASK_WORKFLOW_TYPE = 'codingTask';
+
+/** Git's ref-name rules (`git check-ref-format`), the part that matters for branch names. */
+export function isBranchName(name: string): boolean {
+  if (!/^[A-Za-z0-9._/@+-]{1,200}$/.test(name)) return false;
+  if (name.startsWith('-') || name.startsWith('/') || name.endsWith('/') || name.endsWith('.')) return false;
+  if (name.includes('..') || name.includes('//') || name.includes('@{') || name === '@') return false;
+  return name.split('/').every((part) => !part.startsWith('.') && !part.endsWith('.lock'));
+}
+
+/** True when a URL carries credentials (`https://user:token@host/…`, `https://token@host/…`). */
+export function urlHasCredentials(url: string): boolean {
+  const match = /^([a-z][a-z0-9+.-]*):\/\/([^/@\s]*)@/i.exec(url);
+  if (!match) return false;
+  const scheme = match[1]!.toLowerCase();
+  return scheme === 'ssh' || scheme === 'git+ssh' ? match[2]!.includes(':') : true;
+}
+
+const relativeRepoPath = z
+  .string()
+  .min(1, 'must be a non-empty path')
+  .refine(
+    (p) => !p.startsWith('/') && !p.split('/').some((part) => part === '..'),
+    'must be a path inside the repository (relative, no "..")',
+  );
+
+export const taskRepoSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('local'),
+    path: z
+      .string()
+      .min(1, 'must be a non-empty path')
+      .refine((p) => p.startsWith('/'), 'must be an absolute path'),
+  }),
+  z.strictObject({
+    kind: z.literal('git'),
+    url: z
+      .string()
+      .min(1, 'must be a non-empty URL')
+      .refine(
+        (url) => !urlHasCredentials(url),
+        'must not carry credentials: give the hands worker a credential helper or AGENT_GIT_TOKEN instead',
+      ),
+    ref: z.string().min(1).max(200).optional(),
+  }),
+]);
+
+export type TaskRepo = z.output<typeof taskRepoSchema>;
+
+export const codingTaskBudgetSchema = z.strictObject({
+  /** Features this run works on (each until it passes or is skipped); the next run goes on. */
+  featuresPerRun: z.int().positive().max(10_000).optional(),
+  /** Model turns of each operation (the initializer's and every feature attempt's). */
+  maxTurnsPerFeature: z.int().positive().max(10_000).default(50),
+  /** Failed attempts after which a feature is skipped for this run. */
+  maxAttemptsPerFeature: z.int().positive().max(100).default(3),
+  /** Tokens of the whole run (all operations); passed down as each operation's remaining budget. */
+  maxTotalTokens: z.int().positive().optional(),
+  /** Estimated cost of the whole run in US dollars; checked between operations. */
+  maxCostUsd: z.number().positive().optional(),
+  /** Wall-clock limit of the run; passed down as each operation's remaining deadline. */
+  maxDurationMs: z.int().positive().optional(),
+});
+
+export const codingTaskInputSchema = z
+  .strictObject({
+    repo: taskRepoSchema,
+    /** The branch the run works on and pushes; default `agent/<task id>`. */
+    branch: z.string().refine(isBranchName, 'must be a valid git branch name').optional(),
+    /** The specification the initializer expands into a feature list (or `specPath`). */
+    spec: z.string().trim().min(1, 'must be a non-empty string').max(200_000).optional(),
+    /** A file in the repository holding the specification. */
+    specPath: relativeRepoPath.optional(),
+    /** The regression check run in the sandbox after every feature (e.g. `npm test`). */
+    verify: z.string().trim().min(1, 'must be a non-empty shell command').optional(),
+    /** Time limit of one verification command. */
+    verifyTimeoutMs: z.int().min(1_000).max(3_600_000).default(600_000),
+    budget: codingTaskBudgetSchema.default({ maxTurnsPerFeature: 50, maxAttemptsPerFeature: 3 }),
+    /** Model of every operation; defaults to the brain worker's. */
+    model: z.string().min(1).optional(),
+    /** Task queue of the hands worker that owns the Docker host (sandbox and host-side git). */
+    handsTaskQueue: z.string().min(1).optional(),
+  })
+  .refine((input) => !(input.spec !== undefined && input.specPath !== undefined), {
+    message: 'give one of spec or specPath, not both',
+    path: ['specPath'],
+  });
+
+export type CodingTaskInput = z.input<typeof codingTaskInputSchema>;
+export type CodingTaskSettings = z.output<typeof codingTaskInputSchema>;
+
+export function parseCodingTaskInput(
+  raw: unknown,
+): { ok: true; value: CodingTaskSettings } | { ok: false; error: string } {
+  const result = codingTaskInputSchema.safeParse(raw);
+  return result.success ? { ok: true, value: result.data } : { ok: false, error: describeZodError(result.error) };
+}
+
+/** The default branch of a task: `agent/<task id>`, made a valid branch name. */
+export function defaultTaskBranch(taskId: string): string {
+  const cleaned = taskId
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^[-.]+/, '')
+    .replace(/\.+$/, '')
+    .slice(0, 100);
+  return `agent/${cleaned || 'task'}`;
+}
+
+/** The failure `type`s a coding task ends with (a failed task carries its result in the failure's details). */
+export const CODING_TASK_FAILURES = {
+  invalidInput: 'InvalidCodingTaskInput',
+  failed: 'CodingTaskFailed',
+} as const;
+
+export type TaskState = 'running' | 'completed' | 'failed' | 'aborted';
+
+/** How one feature stands at the end of the run. */
+export interface FeatureOutcome {
+  id: string;
+  description: string;
+  passes: boolean;
+  passedThisRun: boolean;
+  /** Attempts this run (operations started for it). */
+  attempts: number;
+  /** Skipped this run after too many failed attempts. */
+  skipped: boolean;
+  lastError?: string;
+  /** The commit that made it pass, when it passed this run. */
+  commit?: string;
+}
+
+export interface TaskCommit {
+  sha: string;
+  subject: string;
+  /** The feature it implements; absent for the initializer's commit. */
+  featureId?: string;
+}
+
+/** An integrity problem the harness found after an operation, and what it did. */
+export interface IntegrityNote {
+  operationId: string;
+  featureId?: string;
+  attempt?: number;
+  violation: FeatureListViolation | { kind: 'history-rewritten'; detail: string };
+  /** What the harness did about it. */
+  action: string;
+}
+
+/** One operation the task ran, as the task's ledger records it. */
+export interface LedgerEntry {
+  operationId: string;
+  kind: 'initializer' | 'feature';
+  featureId?: string;
+  attempt?: number;
+  state: 'completed' | 'failed' | 'aborted';
+  reason: string;
+  turns: number;
+  usage: TokenUsage;
+  costUsd: number;
+  /** For features: whether the harness's verification passed. */
+  verified?: boolean;
+  /** What the verification printed last, when it failed. */
+  verifyError?: string;
+  /** The commit the harness made when it accepted the operation's work. */
+  commit?: string;
+  /** Existing test or verification files the accepted work modified or deleted. */
+  changedTestFiles?: string[];
+}
+
+export interface TaskReportData {
+  taskId: string;
+  state: Exclude<TaskState, 'running'>;
+  reason: string;
+  /** The remote as the report may show it (no credentials). */
+  remote: string;
+  branch: string;
+  /** `ran` this run, `not needed` (the branch had a feature list), `not run` (the run ended first). */
+  initializer: 'ran' | 'not needed' | 'not run';
+  /** The branch's commit when the run started (empty before the repository was prepared). */
+  startCommit: string;
+  /** The last commit the harness accepted (pushed, unless `unpushed` lists it). */
+  endCommit: string;
+  features: FeatureOutcome[];
+  commits: TaskCommit[];
+  /** Commits accepted but not on the remote (a rejected push): kept in the workspace and the host clone. */
+  unpushed: TaskCommit[];
+  integrity: IntegrityNote[];
+  ledger: LedgerEntry[];
+  usage: TokenUsage;
+  costUsd: number;
+  wallMs: number;
+  sessionId: string;
+  workspaceVolume: string;
+  /** Where the host keeps its clone (the record of accepted commits). */
+  hostRepository?: string;
+}
+
+export interface CodingTaskResult extends TaskReportData {
+  /** The morning report (markdown); also written to `.agent/reports/<task id>.md` in the workspace. */
+  report: string;
+  reportPath?: string;
+}
+
+export interface CodingTaskStatus {
+  state: TaskState;
+  phase: 'preparing' | 'initializing' | 'feature' | 'verifying' | 'pushing' | 'finishing' | 'done';
+  branch: string;
+  /** The feature being worked on, its attempt, and the operation doing it. */
+  current?: { featureId?: string; attempt?: number; operationId: string };
+  total: number;
+  passing: number;
+  passedThisRun: number;
+  skipped: number;
+  commitsPushed: number;
+  usage: TokenUsage;
+  costUsd: number;
+  startedAt: string;
+  /** The report as it would read if the run ended now. */
+  report: string;
+}
+
+export const taskStatusQuery = defineQuery<CodingTaskStatus>('taskStatus');

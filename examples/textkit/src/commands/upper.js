@@ -1,0 +1,3 @@
+'use strict';
+/** `textkit upper <text>`: the text in capitals. */
+module.exports = (text) => text.toUpperCase();

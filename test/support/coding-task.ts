@@ -1,0 +1,189 @@
+/**
+ * Coding tasks end to end for tests: a local bare repository as the remote (made from
+ * `examples/textkit`), the scripted Messages API server playing the initializer and the coding
+ * agent, and brain + hands workers on unique task queues (shared workflow bundle, real Temporal,
+ * real Docker). Cleans up the tasks' containers, volumes and host clones.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import Docker from 'dockerode';
+import { CODING_TASK_WORKFLOW_TYPE, type CodingTaskInput } from '../../common/coding-task';
+import { containerNameOf, sessionIdFor, volumeNameOf } from '../../common/sandbox-names';
+import { PROJECT_ROOT } from '../../platform/paths';
+import { codingTaskScenario, type CodingTaskScenarioOptions } from '../../scripted-model/scenarios/coding-task';
+import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
+import { installRuntime } from '../../workers/runtime';
+import { createBrainWorker, createHandsWorker } from '../../workers/workers';
+import { testPlatform } from './env';
+import { testModelSettings } from './operation-harness';
+import { connectTestTemporal, type TestTemporal } from './temporal';
+
+export interface TestRemote {
+  /** The bare repository. */
+  bare: string;
+  url: string;
+  /** The repository's only commit before any run. */
+  root: string;
+}
+
+export const git = (cwd: string, ...args: string[]): string =>
+  execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, LANG: 'C' } }).trim();
+
+/** A bare repository holding `examples/textkit` as one commit on `main`. */
+export function makeTextkitRemote(dir: string): TestRemote {
+  const work = path.join(dir, 'textkit');
+  fs.cpSync(path.join(PROJECT_ROOT, 'examples', 'textkit'), work, { recursive: true });
+  git(work, 'init', '-q', '-b', 'main');
+  git(work, 'add', '-A');
+  git(
+    work,
+    '-c',
+    'user.name=tester',
+    '-c',
+    'user.email=tester@example.invalid',
+    'commit',
+    '-q',
+    '-m',
+    'textkit: upper',
+  );
+  const bare = path.join(dir, 'textkit.git');
+  git(dir, 'clone', '-q', '--bare', work, bare);
+  return { bare, url: `file://${bare}`, root: git(bare, 'rev-parse', 'main') };
+}
+
+export function taskSessionId(taskId: string): string {
+  return sessionIdFor(`task-${taskId}`);
+}
+
+export interface TaskHarness {
+  temporal: TestTemporal;
+  model: ScriptedModelServer;
+  brainQueue: string;
+  handsQueue: string;
+  tasksDir: string;
+  dir: string;
+  remote: TestRemote;
+  start(
+    input: Omit<CodingTaskInput, 'repo'> & { repo?: CodingTaskInput['repo'] },
+    taskId?: string,
+  ): Promise<WorkflowHandleWithFirstExecutionRunId>;
+  /** Marks a task id for cleanup (for tasks started elsewhere, e.g. by a schedule). */
+  track(taskId: string): void;
+  close(): Promise<void>;
+}
+
+export interface TaskHarnessOptions {
+  /** `none`: no workers in this process (the test runs them, e.g. as `agent worker dev` processes). */
+  workers?: 'in-process' | 'none';
+  /** Another Temporal server than the global one (its namespace `default`). */
+  address?: string;
+}
+
+async function connectTo(address: string): Promise<TestTemporal> {
+  installRuntime();
+  const connection = await Connection.connect({ address });
+  const nativeConnection = await NativeConnection.connect({ address });
+  return {
+    client: new Client({ connection, namespace: 'default' }),
+    connection,
+    nativeConnection,
+    async close() {
+      await connection.close();
+      await nativeConnection.close();
+    },
+  };
+}
+
+export async function startTaskHarness(
+  scenario: CodingTaskScenarioOptions = {},
+  options: TaskHarnessOptions = {},
+): Promise<TaskHarness> {
+  const temporal = options.address ? await connectTo(options.address) : await connectTestTemporal();
+  const model = await startScriptedModelServer({ script: codingTaskScenario(scenario) });
+  const docker = new Docker();
+  const id = randomUUID().slice(0, 8);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coding-task-'));
+  const tasksDir = path.join(dir, 'host-tasks');
+  const remote = makeTextkitRemote(dir);
+  const brainQueue = `task-brain-${id}`;
+  const handsQueue = `task-hands-${id}`;
+  const { workflowBundlePath, sandboxImage } = testPlatform();
+  const namespace = options.address ? 'default' : testPlatform().namespace;
+  const workers: Worker[] =
+    options.workers === 'none'
+      ? []
+      : [
+          await createBrainWorker({
+            connection: temporal.nativeConnection,
+            namespace,
+            taskQueue: brainQueue,
+            client: temporal.client,
+            modelSettings: testModelSettings(model.url),
+            workflowBundle: { codePath: workflowBundlePath },
+          }),
+          await createHandsWorker({
+            connection: temporal.nativeConnection,
+            namespace,
+            taskQueue: handsQueue,
+            docker,
+            image: sandboxImage,
+            tasksDir,
+          }),
+        ];
+  const running = workers.map((worker) => worker.run());
+  const tasks: string[] = [];
+  return {
+    temporal,
+    model,
+    brainQueue,
+    handsQueue,
+    tasksDir,
+    dir,
+    remote,
+    track: (taskId) => void tasks.push(taskId),
+    async start(input, taskId = `task-test-${randomUUID().slice(0, 8)}`) {
+      tasks.push(taskId);
+      return temporal.client.workflow.start(CODING_TASK_WORKFLOW_TYPE, {
+        taskQueue: brainQueue,
+        workflowId: taskId,
+        args: [{ repo: { kind: 'git', url: remote.url }, handsTaskQueue: handsQueue, ...input }],
+      });
+    },
+    async close() {
+      for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+      await Promise.all(running);
+      await model.stop();
+      for (const taskId of tasks) {
+        const session = taskSessionId(taskId);
+        await docker
+          .getContainer(containerNameOf(session))
+          .remove({ force: true })
+          .catch(() => undefined);
+        await docker
+          .getVolume(volumeNameOf(session))
+          .remove()
+          .catch(() => undefined);
+      }
+      await temporal.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export { codingTaskResult as taskResult } from '../../client/task-result';
+
+/** The remote branch's commits, oldest first: `<sha> <subject>`. */
+export function remoteCommits(remote: TestRemote, branch: string): string[] {
+  return git(remote.bare, 'log', '--reverse', '--format=%H %s', `${remote.root}..refs/heads/${branch}`)
+    .split('\n')
+    .filter(Boolean);
+}
+
+export function remoteFile(remote: TestRemote, branch: string, file: string): string {
+  return git(remote.bare, 'show', `refs/heads/${branch}:${file}`);
+}
