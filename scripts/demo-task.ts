@@ -7,7 +7,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
@@ -23,6 +22,8 @@ export interface TaskDemoContext {
   namespace: string;
   brainQueue: string;
   handsQueue: string;
+  /** An empty directory inside the hands worker's allowed roots, for the repository and its remote. */
+  dir: string;
   say: (line: string) => void;
 }
 
@@ -31,7 +32,7 @@ const git = (cwd: string, ...args: string[]): string =>
 
 /** Runs the two nights; returns the process exit code. */
 export async function runTaskDemo(ctx: TaskDemoContext): Promise<number> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-task-demo-'));
+  const dir = ctx.dir;
   const work = path.join(dir, 'textkit');
   fs.cpSync(path.join(PROJECT_ROOT, 'examples', 'textkit'), work, { recursive: true });
   git(work, 'init', '-q', '-b', 'main');

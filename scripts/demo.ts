@@ -7,7 +7,10 @@
  * With `ANTHROPIC_API_KEY` set the real model works on it; without it the scripted Messages API
  * server plays an agent that reads the failing test, fixes the code and runs the tests.
  */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
+import { defaultAllowedRoots } from '../activities/hands/deps';
 import { randomUUID } from 'node:crypto';
 import { operationResult } from '../client/operation-result';
 import { followOperation, formatElapsed, formatTokens } from '../cli/follow';
@@ -63,6 +66,10 @@ runMain(async (argv) => {
   const suffix = randomUUID().slice(0, 8);
   process.env.AGENT_BRAIN_QUEUE = `demo-brain-${suffix}`;
   process.env.AGENT_HANDS_QUEUE = `demo-hands-${suffix}`;
+  // The task's repository is made under a fresh temporary directory: this demo's own hands worker
+  // (on demo-only queues) may read it, besides what it may read anyway.
+  const taskDir = task ? fs.mkdtempSync(path.join(os.tmpdir(), 'agent-task-demo-')) : undefined;
+  if (taskDir) process.env.AGENT_ALLOWED_ROOTS = [taskDir, ...defaultAllowedRoots()].join(':');
   const workers = await startWorkers('dev');
   const running = workers.run();
   const settings = temporalSettings();
@@ -70,6 +77,7 @@ runMain(async (argv) => {
   try {
     if (task) {
       const code = await runTaskDemo({
+        dir: taskDir!,
         client,
         namespace: settings.namespace,
         brainQueue: workers.queues.brain!,

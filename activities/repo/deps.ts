@@ -1,12 +1,18 @@
 /** What the repo activities are built from: the sandbox manager, the host's state folder and git settings. */
 import * as path from 'node:path';
 import { isSessionId, SESSION_ID_RULE } from '../../common/sandbox-names';
+import { defaultAllowedRoots } from '../hands/deps';
 import { SandboxError, type SandboxManager } from '../hands/sandbox-manager';
 
 export interface RepoActivitiesDeps {
   manager: SandboxManager;
   /** Where the host keeps one bare clone per task run (`<tasksDir>/<session id>/repo.git`). */
   tasksDir: string;
+  /**
+   * Directories a task's local repository (or `file://` remote) may lie in, as for an operation's
+   * seed source (default: `defaultAllowedRoots()`, i.e. `AGENT_ALLOWED_ROOTS` or home and examples/).
+   */
+  allowedRoots?: readonly string[];
   /**
    * The host's environment for git: its credential helpers and ssh keys apply, and `AGENT_GIT_TOKEN`
    * (with `AGENT_GIT_USERNAME`, default `x-access-token`) is offered to https remotes. Default `process.env`.
@@ -20,6 +26,7 @@ export interface RepoActivitiesDeps {
 export interface RepoContext {
   manager: SandboxManager;
   tasksDir: string;
+  allowedRoots: readonly string[];
   env: NodeJS.ProcessEnv;
   author: { name: string; email: string };
   heartbeatEveryMs: number;
@@ -30,6 +37,7 @@ export function repoContext(deps: RepoActivitiesDeps): RepoContext {
   return {
     manager: deps.manager,
     tasksDir: deps.tasksDir,
+    allowedRoots: deps.allowedRoots ?? defaultAllowedRoots(env),
     env,
     author: deps.author ?? parseAuthor(env.AGENT_GIT_AUTHOR),
     heartbeatEveryMs: deps.heartbeatIntervalMs ?? 2_000,

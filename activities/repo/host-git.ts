@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { REPO_FAILURE_TYPES, type RepoFailureType } from '../../common/repo';
 import type { TaskRepo } from '../../common/coding-task';
 import { repoFailure } from './failures';
+import { checkSeedSource } from '../hands/seed-source';
 
 export interface GitResult {
   stdout: string;
@@ -101,11 +102,18 @@ export function classifyGitFailure(env: NodeJS.ProcessEnv, what: string, stderr:
 
 /**
  * The git remote a task's repository stands for: the URL, or for a local repository its directory.
- * The one place a local path from a task's input is checked before the host reads it.
+ * The one place a repository from a task's input is checked before the host reads it: like an
+ * operation's seed source (`checkSeedSource`), a local path or `file://` URL must lie inside the
+ * allowed roots, and a URL must be of a form git may be given (`InvalidSeedSource` otherwise).
  */
-export function remoteOf(repo: TaskRepo): string {
-  if (repo.kind === 'git') return repo.url;
-  return resolveLocalRepository(repo.path);
+export function remoteOf(repo: TaskRepo, allowedRoots: readonly string[]): string {
+  const checked = checkSeedSource(
+    repo.kind === 'git'
+      ? { kind: 'git', url: repo.url, ...(repo.ref ? { ref: repo.ref } : {}) }
+      : { kind: 'local', path: repo.path },
+    allowedRoots,
+  );
+  return checked.kind === 'git' ? checked.url : resolveLocalRepository(checked.path);
 }
 
 export function resolveLocalRepository(repoPath: string): string {

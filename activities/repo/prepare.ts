@@ -21,7 +21,7 @@ export async function prepareRepository(
   input: PrepareRepositoryInput,
 ): Promise<PrepareRepositoryResult> {
   try {
-    const remote = remoteOf(input.repo);
+    const remote = remoteOf(input.repo, ctx.allowedRoots);
     const shown = describeRemote(ctx.env, input.repo);
     const dir = await ensureBareRepository(ctx, input.sessionId);
     const refs = await listRemoteRefs(ctx, remote, shown);

@@ -20,7 +20,7 @@ import { workspaceBytes } from './workspace-git';
 
 export async function pushBranch(ctx: RepoContext, input: PushBranchInput): Promise<PushBranchResult> {
   try {
-    const remote = remoteOf(input.repo);
+    const remote = remoteOf(input.repo, ctx.allowedRoots);
     const shown = describeRemote(ctx.env, input.repo);
     const dir = await ensureBareRepository(ctx, input.sessionId);
     await copyCommitsOut(ctx, dir, input, remote, shown);

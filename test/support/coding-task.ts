@@ -23,6 +23,13 @@ import { testPlatform } from './env';
 import { testModelSettings } from './operation-harness';
 import { connectTestTemporal, type TestTemporal } from './temporal';
 
+/**
+ * The repositories of these tests live under the OS temp dir: the hands workers they start (in this
+ * process or as child processes, which inherit it) allow it, as a deployment would with
+ * `AGENT_ALLOWED_ROOTS`.
+ */
+process.env.AGENT_ALLOWED_ROOTS = [os.tmpdir(), path.join(PROJECT_ROOT, 'examples')].join(':');
+
 export interface TestRemote {
   /** The bare repository. */
   bare: string;
