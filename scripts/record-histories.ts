@@ -8,6 +8,7 @@
  * Without arguments it records only the fixtures that are missing; `-- --only <name>[,<name>…]`
  * records just those (a new one, without touching the others); `-- --replace` re-records them all.
  */
+import { AGENT_USER } from '../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -124,7 +125,14 @@ runMain(async (args) => {
       handle = await h.start({ goal: 'steer me' }, 'fixture-steered');
       await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
       await handle.executeUpdate(steerUpdate, { args: [{ text: 'also mention the weather' }] });
-      execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
+      execFileSync('docker', [
+        'exec',
+        '-u',
+        AGENT_USER,
+        containerNameOf(handle.workflowId),
+        'touch',
+        '/workspace/release',
+      ]);
       await operationResult(handle);
       await record('steered', handle.workflowId);
     }

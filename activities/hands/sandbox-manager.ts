@@ -47,7 +47,8 @@ export { SandboxError, classifyDockerError, type SandboxErrorKind } from './dock
 
 export const WORKSPACE_DIR = '/workspace';
 export const AGENT_UID = 1000;
-const AGENT_USER = `${AGENT_UID}:${AGENT_UID}`;
+/** The agent's user in the sandbox (uid:gid): what its commands, and anything acting for it, run as. */
+export const AGENT_USER = `${AGENT_UID}:${AGENT_UID}`;
 /**
  * What the harness's own processes in the sandbox may do beyond an unprivileged user: start a
  * command as `agent` and signal it. The agent's processes have none of these (a uid change to

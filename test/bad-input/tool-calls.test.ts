@@ -185,7 +185,14 @@ describe('bad tool calls', () => {
 
   beforeAll(async () => {
     h = await startOperationHarness(script);
-    const handle = await h.start({ goal: 'try every bad call', maxTokensPerTurn: 128_000, keepContainer: true });
+    // One refused call per turn, every one an error: far more error turns in a row than the loop
+    // detector allows by default (it would rightly end such a run as stuck), so this run allows them.
+    const handle = await h.start({
+      goal: 'try every bad call',
+      maxTokensPerTurn: 128_000,
+      keepContainer: true,
+      stuck: { errorTurns: 100 },
+    });
     sessionId = handle.workflowId;
     result = await operationResult(handle);
     for (const request of h.model.requests) {

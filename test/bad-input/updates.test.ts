@@ -4,6 +4,7 @@
  * running operation. Each is refused with one error that says why; an ended operation's result is
  * unchanged and a running one queues nothing and completes as if nothing had been sent.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { operationResult } from '../../client/operation-result';
 import { abortUpdate, statusQuery, steerUpdate, type OperationResult } from '../../common/operation';
@@ -164,11 +165,13 @@ describe('bad Updates', () => {
   it('the running operation then completes as if nothing had been sent', async () => {
     const released = await runCommand('docker', [
       'exec',
+      '-u',
+      AGENT_USER,
       containerNameOf(running.workflowId),
       'touch',
       '/workspace/release',
     ]);
-    expect(released.code).toBe(0);
+    expect({ code: released.code, stderr: released.stderr }).toEqual({ code: 0, stderr: '' });
     const result = await operationResult(running);
     expect(result.state).toBe('completed');
     expect(result.finalText).toBe('no steering'); // no steering reached the context

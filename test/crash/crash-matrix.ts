@@ -3,6 +3,7 @@
  * child process (the real `agent worker dev`) in crash test mode, and a supervisor that restarts
  * the worker each time it dies, until the operation ends.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -192,7 +193,9 @@ export class CrashMatrix {
       );
       await handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }] });
       await until(async () => {
-        execFileSync('docker', ['exec', containerNameOf(id), 'touch', '/workspace/release'], { stdio: 'ignore' });
+        execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(id), 'touch', '/workspace/release'], {
+          stdio: 'ignore',
+        });
         return true;
       });
       const result = await operationResult(handle);

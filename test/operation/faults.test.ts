@@ -3,6 +3,7 @@
  * SIGKILL and restarted on the same SQLite file, and the sandbox container killed while a `never`
  * tool runs.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -22,7 +23,7 @@ import { removeSandboxes } from '../support/hands';
 
 const docker = new Docker();
 const exec = (container: string, script: string): string =>
-  execFileSync('docker', ['exec', container, 'bash', '-c', script], { encoding: 'utf8' });
+  execFileSync('docker', ['exec', '-u', AGENT_USER, container, 'bash', '-c', script], { encoding: 'utf8' });
 const tryExec = (container: string, script: string): string | undefined => {
   try {
     return exec(container, script);

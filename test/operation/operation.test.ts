@@ -1,3 +1,4 @@
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -15,7 +16,7 @@ import { containerNameOf } from '../../common/sandbox-names';
 const CALCULATOR = path.join(PROJECT_ROOT, 'examples', 'calculator');
 
 function dockerExec(container: string, script: string): string {
-  return execFileSync('docker', ['exec', container, 'bash', '-c', script], { encoding: 'utf8' });
+  return execFileSync('docker', ['exec', '-u', AGENT_USER, container, 'bash', '-c', script], { encoding: 'utf8' });
 }
 
 interface Body {

@@ -4,6 +4,7 @@
  * makes the operation stuck on that host's queue until someone decides to give it up
  * (`replaceHandsHost`), after which the next call starts a new workspace on the other host.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -149,7 +150,7 @@ describe('hands routing across two hosts (real Temporal, Docker and scripted mod
     }, 'the first call to run on host-a');
     // Host A goes away (its workers stop polling) once the running call is released.
     const stopping = hostA.stop();
-    execFileSync('docker', ['exec', container, 'touch', '/workspace/release']);
+    execFileSync('docker', ['exec', '-u', AGENT_USER, container, 'touch', '/workspace/release']);
     await stopping;
 
     const stuck = await waitFor(async () => (await handle.query(statusQuery)).stuck, 'the operation to be stuck');
