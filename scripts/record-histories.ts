@@ -188,7 +188,14 @@ runMain(async (args) => {
         return status.phase === 'tools' && status.turn === 4;
       }, 'the waiting tool call');
       await handle.executeUpdate(compactUpdate, { args: [{}] });
-      execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
+      execFileSync('docker', [
+        'exec',
+        '-u',
+        AGENT_USER,
+        containerNameOf(handle.workflowId),
+        'touch',
+        '/workspace/release',
+      ]);
       await operationResult(handle);
       await record('context-managed', handle.workflowId);
     }

@@ -5,6 +5,7 @@
  * rejects (commits kept, nothing forced), and a feature skipped after K failed attempts.
  * Real Temporal, Docker, local bare remotes, a local HTTP remote that refuses credentials.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as fs from 'node:fs';
@@ -31,7 +32,9 @@ const execFileAsync = promisify(execFile);
 
 /** Runs a script in the task's sandbox without blocking this process (its workers share the event loop). */
 const inContainer = async (session: string, script: string): Promise<string | undefined> =>
-  execFileAsync('docker', ['exec', containerNameOf(session), 'bash', '-c', script], { encoding: 'utf8' }).then(
+  execFileAsync('docker', ['exec', '-u', AGENT_USER, containerNameOf(session), 'bash', '-c', script], {
+    encoding: 'utf8',
+  }).then(
     ({ stdout }) => stdout,
     () => undefined,
   );

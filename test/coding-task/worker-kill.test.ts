@@ -5,6 +5,7 @@
  * twice), and the task ends with every feature passing, exactly one commit per feature on the
  * remote and every `passes` set.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as fs from 'node:fs';
@@ -29,7 +30,9 @@ const execFileAsync = promisify(execFile);
 
 /** Runs a script in the task's sandbox without blocking this process (its workers share the event loop). */
 const inContainer = async (session: string, script: string): Promise<string | undefined> =>
-  execFileAsync('docker', ['exec', containerNameOf(session), 'bash', '-c', script], { encoding: 'utf8' }).then(
+  execFileAsync('docker', ['exec', '-u', AGENT_USER, containerNameOf(session), 'bash', '-c', script], {
+    encoding: 'utf8',
+  }).then(
     ({ stdout }) => stdout,
     () => undefined,
   );

@@ -1,3 +1,4 @@
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { operationResult } from '../../client/operation-result';
 import { COMPACTION_REQUEST_MARKER } from '../../common/context';
 import { statusQuery } from '../../common/operation';
@@ -101,7 +102,7 @@ describe('compaction (real Temporal, Docker and scripted model)', () => {
       }, 'the waiting tool call of turn 7');
       expect((await handle.query(statusQuery)).context.compactions).toBeGreaterThanOrEqual(1);
       duringTools();
-      execFileSync('docker', ['exec', containerNameOf(sessionId), 'touch', '/workspace/release']);
+      execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(sessionId), 'touch', '/workspace/release']);
       const result = await operationResult(handle);
       expect(result.state).toBe('completed');
       expect(result.tokens.compactions).toBeGreaterThanOrEqual(1);

@@ -3,6 +3,7 @@
  * compaction on a refused request, compactions that fail, and the inputs and Updates around them.
  * Prompt-cache writes use the 1-hour TTL here, so the 5 min / 1 h split is checked too.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFile, execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -277,7 +278,14 @@ describe('the token ledger and agent report (real Temporal, Docker and scripted 
     expect((switched as { cause?: Error }).cause?.message).toMatch(
       /^model: an operation's model is fixed for its life/,
     );
-    execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
+    execFileSync('docker', [
+      'exec',
+      '-u',
+      AGENT_USER,
+      containerNameOf(handle.workflowId),
+      'touch',
+      '/workspace/release',
+    ]);
     const result = await operationResult(handle);
     expect(result.state).toBe('completed');
     const steps = await recordedStepsOf(handle);
