@@ -6,7 +6,8 @@
  * cached copy of that context, or rebuilds the context from the operation's own history (the chain
  * of `modelStep` inputs and results) when its cache is cold or the fingerprint does not match.
  * So the history holds each assistant message once (a step's result) and each user message once (a
- * step's tail): it grows by a bounded amount per step.
+ * step's tail): it grows by a bounded amount per step. A lane's next operation continues the
+ * context of the previous one (`continues`), so a lane's context spans a chain of operations.
  *
  * Deterministic: type-only imports.
  */
@@ -33,6 +34,12 @@ export interface ModelStepInput {
   base: ContextFingerprint;
   /** The user message that extends the context: the goal, tool results, steering. */
   tail: TailBlock[];
+  /**
+   * The operation whose context this operation's context extends (the previous operation of its
+   * lane), sent with the operation's first step only: `base` then describes that operation's
+   * context, and a rebuild walks back through it (see `activities/brain/lane-chain.ts`).
+   */
+  continues?: string;
 }
 
 export interface ModelStepResult extends ModelReply {

@@ -6,14 +6,28 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
+import {
+  APPROVAL_TIMEOUT_DEFAULT_MS,
+  APPROVAL_TIMEOUT_MAX_MS,
+  approvalRulesSchema,
+  type WaitingApproval,
+} from './approvals';
+import {
+  laneContinuationSchema,
+  laneNameSchema,
+  lineageSchema,
+  sessionLinkSchema,
+  subagentLimitsSchema,
+} from './lanes';
 import type { TokenUsage, ToolResultBlockParam } from './model-types';
 import { SESSION_ID_PATTERN, SESSION_ID_RULE } from './sandbox-names';
+import { MODEL_TOOL_NAMES } from './tools';
 import { describeZodError } from './validation';
 
 /** The workflow type name, for `temporal workflow start --type operation`. */
 export const OPERATION_WORKFLOW_TYPE = 'operation';
 
-const repoSource = z.discriminatedUnion('kind', [
+export const repoSource = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('local'), path: z.string().min(1, 'must be a non-empty path') }),
   z.strictObject({
     kind: z.literal('git'),
@@ -36,7 +50,7 @@ export const operationInputSchema = z.strictObject({
   goal: z.string().trim().min(1, 'must be a non-empty string'),
   /** Session the operation belongs to; its sandbox and workspace volume are named after it. Defaults to the workflow id. */
   sessionId: z.string().regex(SESSION_ID_PATTERN, `must be ${SESSION_ID_RULE}`).optional(),
-  lane: z.string().min(1).default('main'),
+  lane: laneNameSchema.default('main'),
   /** Repository copied into the workspace before the first tool call. */
   repo: repoSource.optional(),
   /** Overrides the default system prompt. */
@@ -60,6 +74,23 @@ export const operationInputSchema = z.strictObject({
   heartbeatTimeoutMs: z.int().min(1_000).max(600_000).optional(),
   /** Default timeout of one tool call in milliseconds. */
   toolTimeoutMs: z.int().positive().max(3_600_000).default(600_000),
+  /**
+   * Tool-call policies (`common/approvals.ts`): a map from a tool name or `"<tool>:/<regex>/"` to
+   * `auto | ask | deny`, e.g. `{"bash:/git push/": "ask"}`. Default: every call `auto`.
+   */
+  approvals: approvalRulesSchema(MODEL_TOOL_NAMES).optional(),
+  /** How long an `ask` call waits for `agent approve` before it is denied. */
+  approvalTimeoutMs: z.int().min(1_000).max(APPROVAL_TIMEOUT_MAX_MS).default(APPROVAL_TIMEOUT_DEFAULT_MS),
+  /** Limits on the `task` tool (subagents): nesting depth and calls per operation. */
+  subagents: subagentLimitsSchema.default({ maxDepth: 2, maxPerOperation: 10 }),
+  /** Continue a lane's conversation from this point instead of a fresh context (set by the session). */
+  continues: laneContinuationSchema.optional(),
+  /** Text that enters the first message before the goal (session facts, notes the lane has not seen). */
+  notes: z.array(z.string().min(1)).max(100).optional(),
+  /** The session workflow that runs this operation and owns its sandbox (set by the session). */
+  session: sessionLinkSchema.optional(),
+  /** Set on subagent operations (by the `task` tool). */
+  lineage: lineageSchema.optional(),
 });
 
 export type OperationInput = z.input<typeof operationInputSchema>;
@@ -73,7 +104,8 @@ export function parseOperationInput(
   return result.success ? { ok: true, value: result.data } : { ok: false, error: describeZodError(result.error) };
 }
 
-export type OperationState = 'running' | 'completed' | 'failed' | 'aborted';
+export type OperationState = 'running' | 'waiting-approval' | 'completed' | 'failed' | 'aborted';
+export type OperationEndState = Exclude<OperationState, 'running' | 'waiting-approval'>;
 
 export interface OperationStatus {
   state: OperationState;
@@ -95,10 +127,13 @@ export interface OperationStatus {
   startedAt: string;
   /** Workflow runs so far (continue-as-new). */
   runs: number;
+  lane?: string;
+  /** The tool call waiting for `agent approve` (state `waiting-approval`). */
+  waitingApproval?: WaitingApproval;
 }
 
 export interface OperationResult {
-  state: Exclude<OperationState, 'running'>;
+  state: OperationEndState;
   reason: string;
   turns: number;
   steps: number;
@@ -115,6 +150,11 @@ export interface OperationResult {
    * each of that turn's `tool_use` blocks would have been answered with.
    */
   openToolResults: ToolResultBlockParam[];
+  lane?: string;
+  /** The context the operation ended with (where its lane's next operation continues). */
+  context?: { messages: number; lastReplyId: string | null };
+  /** Steering and session facts accepted but not yet in the context (the lane's next operation gets them). */
+  pendingNotes?: string[];
 }
 
 export const steerUpdate = defineUpdate<{ accepted: true; position: number }, [{ text: string }]>('steer');

@@ -1,3 +1,4 @@
 /** The workflow types this project registers. Worker bundles are built from this file. */
 export { healthCheck } from './health';
 export { operation } from './operation';
+export { session } from './session';

@@ -25,6 +25,9 @@ export function requestModelTurn(op: OperationRun): Promise<ModelStepResult | un
       system: carry.messages === 0 ? (settings.system ?? DEFAULT_SYSTEM_PROMPT) : undefined,
       base: { messages: carry.messages, lastReplyId: carry.lastReplyId },
       tail: carry.tail,
+      ...(carry.turn === 0 && settings.continues && carry.messages > 0
+        ? { continues: settings.continues.operationId }
+        : {}),
     }),
   );
 }

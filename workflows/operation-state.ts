@@ -4,6 +4,7 @@
  * is rebuilt on each run.
  */
 import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
+import type { ApprovalDecisionInput, WaitingApproval } from '../common/approvals';
 import type { TailBlock } from '../common/model-step';
 import { ZERO_USAGE, type TokenUsage } from '../common/model-types';
 import { parseOperationInput, type OperationSettings, type OperationStatus } from '../common/operation';
@@ -26,6 +27,12 @@ export interface OperationCarry {
   startedAtMs: number;
   runs: number;
   finalText: string;
+  /** Session facts received but not yet in the context (absent in runs recorded before sessions). */
+  pendingFacts?: string[];
+  /** `task` calls started so far (subagents). */
+  subagents?: number;
+  /** The latest approval decisions (at most 100), so a repeated decision is refused by name. */
+  approvalsDecided?: Array<{ toolCallId: string; decision: 'approved' | 'denied' }>;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';
@@ -50,6 +57,11 @@ export interface OperationRun {
   /** Set when an abort was accepted; the loop stops at the next opportunity. */
   abortReason?: string;
   ended?: OperationEnd;
+  /** The tool call waiting for a person, and the decision once it came. */
+  waitingApproval?: WaitingApproval;
+  approvalDecision?: ApprovalDecisionInput;
+  /** Tool call ids of this run's replies (so an approval for a call that is not waiting is told apart from an unknown one). */
+  readonly seenToolCalls: Set<string>;
 }
 
 /** Validates the input (failing the workflow with `InvalidOperationInput`) and sets up the run's state. */
@@ -69,17 +81,25 @@ export function startOperationRun(rawInput: unknown, carry: OperationCarry | und
     handsQueue: settings.handsTaskQueue ?? DEFAULT_HANDS_QUEUE,
     carry: state,
     phase: 'starting',
+    seenToolCalls: new Set(),
   };
 }
 
 function newCarry(settings: OperationSettings): OperationCarry {
+  const { continues, notes } = settings;
   return {
     turn: 0,
     steps: 0,
     usage: { ...ZERO_USAGE },
-    messages: 0,
-    lastReplyId: null,
-    tail: [{ type: 'text', text: settings.goal }],
+    // A lane's next operation starts from the context its previous one ended with: the answers to
+    // any tool calls that reply left open come first, then notes, then the goal.
+    messages: continues?.messages ?? 0,
+    lastReplyId: continues?.lastReplyId ?? null,
+    tail: [
+      ...((continues?.openToolResults ?? []) as TailBlock[]),
+      ...(notes ?? []).map((text): TailBlock => ({ type: 'text', text })),
+      { type: 'text', text: settings.goal },
+    ],
     pendingSteering: [],
     sandboxUsed: false,
     seeded: false,

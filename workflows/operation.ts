@@ -10,6 +10,13 @@
  * (`model-turn.ts`); tool calls run on the hands queue, one activity per call (`tool-calls.ts`).
  * Steering is accepted durably by an Update and enters the context at the next checkpoint, at its
  * tail (`steering.ts`). The state every step works on is one `OperationRun` (`operation-state.ts`).
+ *
+ * Run by a session (`session.ts`), an operation is one step of a lane: it may continue the lane's
+ * conversation (`continues`), uses the session's sandbox under its lease, hears changed facts, and
+ * its result says where the lane's next operation continues (`context`, `openToolResults`,
+ * `pendingNotes`). Started alone (`temporal workflow start --type operation`) it is a session of one
+ * operation that owns its sandbox. Tool calls may wait for approval (`approvals.ts`); the `task`
+ * tool runs subagent operations as children (`subagents.ts`).
  */
 import {
   ActivityFailure,
@@ -22,15 +29,17 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ModelStepResult } from '../common/model-step';
-import type { ToolResultBlockParam } from '../common/model-types';
+import type { TextBlockParam, ToolResultBlockParam } from '../common/model-types';
 import type { OperationResult } from '../common/operation';
 import { costUsd } from '../common/pricing';
 import { volumeNameOf } from '../common/sandbox-names';
+import { acceptApprovals } from './approvals';
 import { deadlineEnd, spentBudget } from './budget';
 import { recordReply, requestModelTurn, toolCallsOf } from './model-turn';
 import { OperationEnd, startOperationRun, type OperationCarry, type OperationRun } from './operation-state';
 import { provisionSandbox, type OperationSandbox } from './sandbox';
-import { acceptSteeringAndAbort, applySteering } from './steering';
+import { listenToSession, reportAbortToSession } from './operation-session';
+import { acceptSteeringAndAbort, applySteering, steeringNote } from './steering';
 import { runToolBatch, toolResult } from './tool-calls';
 import { answerStatusQuery, publishSearchAttributes, showDetails } from './visibility';
 
@@ -40,7 +49,12 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   const op = startOperationRun(rawInput, carry);
   const loopScope = new CancellationScope();
   answerStatusQuery(op);
-  acceptSteeringAndAbort(op, () => loopScope.cancel());
+  acceptSteeringAndAbort(op, () => {
+    loopScope.cancel();
+    reportAbortToSession(op);
+  });
+  acceptApprovals(op);
+  listenToSession(op);
   publishSearchAttributes(op, 'state');
   showDetails(op);
   const sandbox = provisionSandbox(op);
@@ -142,6 +156,13 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
     sessionId: op.sessionId,
     workspaceVolume: volumeNameOf(op.sessionId),
     openToolResults: carry.tail.filter((block): block is ToolResultBlockParam => block.type === 'tool_result'),
+    lane: op.settings.lane,
+    context: { messages: carry.messages, lastReplyId: carry.lastReplyId },
+    pendingNotes: [
+      ...carry.tail.filter((block): block is TextBlockParam => block.type === 'text').map((block) => block.text),
+      ...(carry.pendingFacts ?? []),
+      ...carry.pendingSteering.map(steeringNote),
+    ],
   };
   if (ended.state === 'failed') {
     throw ApplicationFailure.create({

@@ -9,10 +9,15 @@ import { costUsd } from '../common/pricing';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import type { OperationRun } from './operation-state';
 
+/** The operation's state: its terminal state once ended, else `waiting-approval` or `running`. */
+export function currentState(op: OperationRun): OperationStatus['state'] {
+  return op.ended?.state ?? (op.waitingApproval ? 'waiting-approval' : 'running');
+}
+
 export function operationStatus(op: OperationRun): OperationStatus {
   const s = op.carry;
   return {
-    state: op.ended?.state ?? 'running',
+    state: currentState(op),
     sessionId: op.sessionId,
     reason: op.ended?.reason,
     turn: s.turn,
@@ -24,6 +29,8 @@ export function operationStatus(op: OperationRun): OperationStatus {
     pendingSteering: s.pendingSteering.length,
     startedAt: new Date(s.startedAtMs).toISOString(),
     runs: s.runs,
+    lane: op.settings.lane,
+    ...(op.waitingApproval ? { waitingApproval: op.waitingApproval } : {}),
   };
 }
 
@@ -37,7 +44,7 @@ export function publishSearchAttributes(op: OperationRun, what: 'state' | 'count
   upsertSearchAttributes([
     ...(what === 'state'
       ? [
-          { key: SEARCH_ATTRIBUTES.status, value: op.ended?.state ?? 'running' },
+          { key: SEARCH_ATTRIBUTES.status, value: currentState(op) },
           { key: SEARCH_ATTRIBUTES.lane, value: settings.lane },
           { key: SEARCH_ATTRIBUTES.kind, value: 'run' },
           ...(settings.repo ? [{ key: SEARCH_ATTRIBUTES.repo, value: repoLabel(settings.repo) }] : []),
@@ -59,6 +66,9 @@ export function showDetails(op: OperationRun): void {
       `tokens: ${totalTokens(usage)} (input ${usage.input}, cache write ${usage.cacheWrite}, cache read ${usage.cacheRead}, output ${usage.output}) · $${st.costUsd.toFixed(4)}`,
       st.lastTool ? `last tool: \`${st.lastTool.summary}\`${st.lastTool.isError ? ' (error)' : ''}` : '',
       st.pendingSteering ? `steering queued: ${st.pendingSteering}` : '',
+      st.waitingApproval
+        ? `**waiting for approval:** \`${st.waitingApproval.summary}\` (${st.waitingApproval.toolCallId}${st.waitingApproval.rule ? `, rule \`${st.waitingApproval.rule}\`` : ''}); denied at ${st.waitingApproval.timeoutAt} unless decided — \`agent approve ${op.operationId} ${st.waitingApproval.toolCallId}\` or \`--deny "why"\``
+        : '',
     ]
       .filter(Boolean)
       .join('\n\n'),

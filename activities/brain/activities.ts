@@ -29,7 +29,9 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
   /** The context the step's `base` fingerprint describes: from the cache, or rebuilt from history. */
   async function baseContext(input: ModelStepInput): Promise<{ context: AssembledContext; rebuilt: boolean }> {
     const key = contextKey(input.operationId, input.lane);
-    const cached = deps.cache.get(key);
+    // A lane's next operation starts from the previous one's context: its cached copy, if this worker has it.
+    const cached =
+      deps.cache.get(key) ?? (input.continues ? deps.cache.get(contextKey(input.continues, input.lane)) : undefined);
     if (cached && cached.messages.length === input.base.messages && cached.lastReplyId === input.base.lastReplyId) {
       deps.cache.stats.hits += 1;
       return { context: cached, rebuilt: false };
@@ -50,7 +52,10 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
         'modelStep must run as an activity of an operation workflow',
         'ContextMismatch',
       );
-    const rebuilt = await rebuildContextFromHistory(deps.temporal, workflowId, runId);
+    const rebuilt = await rebuildContextFromHistory(deps.temporal, workflowId, runId, {
+      continues: input.continues,
+      base: input.base,
+    });
     deps.cache.stats.rebuilds += 1;
     if (rebuilt.messages.length !== input.base.messages || rebuilt.lastReplyId !== input.base.lastReplyId) {
       throw ApplicationFailure.nonRetryable(

@@ -1,7 +1,9 @@
 /**
- * Rebuilds an operation's model context from its Temporal history alone: the conversation is the
- * sequence of completed `modelStep` activities — each step's input tail (a user message) followed
- * by its result (the assistant message). Follows continue-as-new back to the first run.
+ * Rebuilds a lane's model context from Temporal history alone: an operation's conversation is the
+ * sequence of its completed `modelStep` activities — each step's input tail (a user message) followed
+ * by its result (the assistant message) — following continue-as-new back to the first run; when the
+ * operation continues its lane's conversation, the operations before it come first
+ * (`lane-chain.ts`).
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Client } from '@temporalio/client';
@@ -9,26 +11,16 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { MODEL_STEP_ACTIVITY, type ModelStepInput, type ModelStepResult } from '../../common/model-step';
 import type { AssembledContext } from './context-cache';
-
-interface RecordedStep {
-  input: ModelStepInput;
-  result: ModelStepResult;
-}
+import { laneChainSteps, type ChainHead, type RecordedStep } from './lane-chain';
 
 export async function rebuildContextFromHistory(
   client: Client,
   workflowId: string,
   runId: string,
+  head: ChainHead = {},
 ): Promise<AssembledContext> {
-  const runs: RecordedStep[][] = [];
-  let next: string | undefined = runId;
-  while (next) {
-    const history = await client.workflow.getHandle(workflowId, next).fetchHistory();
-    const { steps, previousRunId } = completedModelSteps(history.events ?? []);
-    runs.unshift(steps);
-    next = previousRunId;
-  }
-  const steps = runs.flat();
+  const own = await readOperationSteps(client, workflowId, runId);
+  const steps = await laneChainSteps((operationId) => readOperationSteps(client, operationId), own, head);
   const context: AssembledContext = { system: '', messages: [], lastReplyId: null };
   for (const step of steps) {
     if (step.input.system !== undefined && context.messages.length === 0) context.system = step.input.system;
@@ -37,6 +29,21 @@ export async function rebuildContextFromHistory(
     context.lastReplyId = step.result.message.id;
   }
   return context;
+}
+
+/** The completed model steps of one operation, over all its runs (from `runId`, or the latest, back to the first). */
+export async function readOperationSteps(client: Client, workflowId: string, runId?: string): Promise<RecordedStep[]> {
+  const runs: RecordedStep[][] = [];
+  let next: string | undefined = runId;
+  let first = true;
+  while (next || first) {
+    first = false;
+    const history = await client.workflow.getHandle(workflowId, next).fetchHistory();
+    const { steps, previousRunId } = completedModelSteps(history.events ?? []);
+    runs.unshift(steps);
+    next = previousRunId;
+  }
+  return runs.flat();
 }
 
 function completedModelSteps(events: temporal.api.history.v1.IHistoryEvent[]): {

@@ -25,6 +25,8 @@ export interface OperationHarness {
   handsQueue: string;
   /** Starts an operation on the harness's queues. */
   start(input: OperationInput, workflowId?: string): Promise<WorkflowHandle>;
+  /** Removes this session's container and volume when the harness closes. */
+  removeOnClose(sessionId: string): void;
   close(): Promise<void>;
 }
 
@@ -84,6 +86,9 @@ export async function startOperationHarness(script: ModelScript = []): Promise<O
         workflowId,
         args: [{ handsTaskQueue: handsQueue, ...input }],
       });
+    },
+    removeOnClose(sessionId) {
+      sessions.push(sessionId);
     },
     async close() {
       for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
