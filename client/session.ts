@@ -18,6 +18,7 @@ import {
   sessionIdOfWorkflow,
   sessionStatusQuery,
   sessionWorkflowId,
+  setFactUpdate,
   type PromptAccepted,
   type PromptInput,
   type SessionInput,
@@ -114,4 +115,19 @@ export async function sessionOfOperation(client: Client, operationId: string): P
   if (fromParent) return fromParent;
   const root = description.raw.workflowExecutionInfo?.rootExecution?.workflowId;
   return root ? sessionIdOfWorkflow(root) : undefined;
+}
+
+/** Sets a global fact of an existing session (last write wins); the session's answer. */
+export async function setFact(
+  client: Client,
+  sessionId: string,
+  key: string,
+  value: string,
+): Promise<{ key: string; seq: number; previous?: string }> {
+  try {
+    return await sessionHandle(client, sessionId).executeUpdate(setFactUpdate, { args: [{ key, value }] });
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw new Refused('UnknownSession', `no running session ${sessionId}`);
+    throw refusalOf(err);
+  }
 }

@@ -584,10 +584,17 @@ export class SandboxManager {
    * `volumes`, workspace volumes older than that whose container is gone. A removed container is
    * replaced on its volume if the sandbox is used again; a removed volume is gone for good.
    */
-  async gc(options: { olderThanMs: number; volumes?: boolean; now?: number }): Promise<GcResult> {
+  async gc(options: {
+    olderThanMs: number;
+    volumes?: boolean;
+    now?: number;
+    /** Only sandboxes this accepts are candidates (default: every sandbox of the harness). */
+    only?: (sandbox: SandboxInfo) => boolean;
+  }): Promise<GcResult> {
     const cutoff = (options.now ?? Date.now()) - options.olderThanMs;
     const result: GcResult = { removedContainers: [], removedVolumes: [] };
     for (const sandbox of await this.list()) {
+      if (options.only && !options.only(sandbox)) continue;
       let containerGone = !sandbox.container;
       if (sandbox.container && sandbox.container.createdAt.getTime() <= cutoff) {
         await dockerCall(

@@ -4,7 +4,7 @@ import Docker from 'dockerode';
 import { ApplicationFailure } from '@temporalio/common';
 import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
-import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { SandboxManager, type SandboxInfo } from '../../activities/hands/sandbox-manager';
 import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 import { sandboxCommand } from '../../cli/sandbox';
 import { handsFixture } from '../support/hands';
@@ -102,13 +102,15 @@ describe('sandbox lifecycle (real Docker)', () => {
     await fx.manager.ensure(sessionId);
     const future = Date.now() + 10 * 60_000;
     // Nothing is older than ten minutes yet.
-    const none = await fx.manager.gc({ olderThanMs: 60 * 60_000, volumes: true });
+    // Scoped to this test's sandbox: other sandboxes on the engine (a concurrent run's) are not ours to remove.
+    const only = (sandbox: SandboxInfo) => sandbox.sessionId === sessionId;
+    const none = await fx.manager.gc({ olderThanMs: 60 * 60_000, volumes: true, only });
     expect(none.removedContainers).not.toContain(containerNameOf(sessionId));
     // Seen from ten minutes on, it is: the container goes, the volume only with `volumes`.
-    const containersOnly = await fx.manager.gc({ olderThanMs: 60_000, now: future });
+    const containersOnly = await fx.manager.gc({ olderThanMs: 60_000, now: future, only });
     expect(containersOnly.removedContainers).toContain(containerNameOf(sessionId));
     expect(containersOnly.removedVolumes).toEqual([]);
-    const withVolumes = await fx.manager.gc({ olderThanMs: 60_000, volumes: true, now: future });
+    const withVolumes = await fx.manager.gc({ olderThanMs: 60_000, volumes: true, now: future, only });
     expect(withVolumes.removedVolumes).toContain(volumeNameOf(sessionId));
     expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
   });
