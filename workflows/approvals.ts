@@ -64,6 +64,12 @@ export async function awaitApproval(
   upsertMemo({ approval: { ...op.waitingApproval, state: 'waiting' } });
   publishSearchAttributes(op, 'state');
   showDetails(op);
+  op.live.publish(op.carry.turn, {
+    kind: 'approval.requested',
+    toolCallId: call.id,
+    summary: prepared.summary,
+    timeoutAt: op.waitingApproval.timeoutAt,
+  });
   crashPoints.reached('workflow: approval requested');
   let decided: boolean;
   try {
@@ -115,6 +121,7 @@ function closeApproval(op: OperationRun, decision: ApprovalDecisionInput, by: 'p
     ...(op.carry.approvalsDecided ?? []),
     { toolCallId: waiting.toolCallId, decision: outcome },
   ].slice(-DECIDED_KEPT);
+  op.live.publish(op.carry.turn, { kind: 'approval.decided', toolCallId: waiting.toolCallId, decision: outcome, by });
   op.waitingApproval = undefined;
   op.approvalDecision = undefined;
   publishSearchAttributes(op, 'state');

@@ -44,6 +44,12 @@ export function recordReply(op: OperationRun, reply: ModelStepResult): void {
   carry.tail = [];
   const text = replyText(reply);
   if (text) carry.finalText = text;
+  op.live.publish(carry.turn, {
+    kind: 'model.reply',
+    text,
+    toolCalls: toolCallsOf(reply).length,
+    usage: reply.usage,
+  });
 }
 
 export function toolCallsOf(reply: ModelStepResult): ToolUseBlock[] {

@@ -4,12 +4,14 @@
  * is rebuilt on each run.
  */
 import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
+import type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
 import type { ApprovalDecisionInput, WaitingApproval } from '../common/approvals';
 import type { TailBlock } from '../common/model-step';
 import { ZERO_USAGE, type TokenUsage } from '../common/model-types';
 import { parseOperationInput, type OperationSettings, type OperationStatus } from '../common/operation';
 import { sessionIdFor } from '../common/sandbox-names';
 import { DEFAULT_HANDS_QUEUE } from '../common/task-queues';
+import { openLiveEvents, type LiveEvents } from './live';
 
 /** State carried across continue-as-new (its field names are part of recorded histories: keep them). */
 export interface OperationCarry {
@@ -33,6 +35,8 @@ export interface OperationCarry {
   subagents?: number;
   /** The latest approval decisions (at most 100), so a repeated decision is refused by name. */
   approvalsDecided?: Array<{ toolCallId: string; decision: 'approved' | 'denied' }>;
+  /** The live event stream's state (`live.ts`), set just before continue-as-new. */
+  live?: WorkflowStreamState;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';
@@ -62,6 +66,8 @@ export interface OperationRun {
   approvalDecision?: ApprovalDecisionInput;
   /** Tool call ids of this run's replies (so an approval for a call that is not waiting is told apart from an unknown one). */
   readonly seenToolCalls: Set<string>;
+  /** What followers see live (`live.ts`). */
+  readonly live: LiveEvents;
 }
 
 /** Validates the input (failing the workflow with `InvalidOperationInput`) and sets up the run's state. */
@@ -82,6 +88,7 @@ export function startOperationRun(rawInput: unknown, carry: OperationCarry | und
     carry: state,
     phase: 'starting',
     seenToolCalls: new Set(),
+    live: openLiveEvents(operationId, state.live),
   };
 }
 

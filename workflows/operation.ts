@@ -75,11 +75,14 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
     const overBudget = spentBudget(op);
     if (overBudget) return overBudget;
     if (workflowInfo().continueAsNewSuggested) {
+      op.live.detach();
       await condition(allHandlersFinished);
+      carry.live = op.live.state();
       await continueAsNew<typeof operation>(rawInput, carry);
     }
 
     op.phase = 'model';
+    op.live.turnStarted();
     showDetails(op);
     const reply = await requestModelTurn(op);
     if (reply === undefined) return deadlineEnd(op);
@@ -143,6 +146,8 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
   op.phase = 'done';
   publishSearchAttributes(op, 'state');
   showDetails(op);
+  op.live.publish(op.carry.turn, { kind: 'operation.ended', state: ended.state, reason: ended.reason });
+  op.live.detach();
 
   const { carry } = op;
   const result: OperationResult = {

@@ -10,6 +10,7 @@
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { ApprovalDecision } from '../common/approvals';
 import type { HandsActivities } from '../common/hands';
+import { LIVE_EXCERPT_CHARS } from '../common/live';
 import type { TailBlock } from '../common/model-step';
 import type { ToolResultBlockParam, ToolUseBlock } from '../common/model-types';
 import {
@@ -56,13 +57,43 @@ async function runToolCall(
   sandbox: OperationSandbox,
   call: ToolUseBlock,
 ): Promise<ToolResultBlockParam> {
+  const result = await prepareAndRun(op, sandbox, call);
+  op.live.publish(op.carry.turn, {
+    kind: 'tool.finished',
+    toolCallId: call.id,
+    name: call.name,
+    isError: result.is_error === true,
+    excerpt: excerptOf(result),
+  });
+  return result;
+}
+
+async function prepareAndRun(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  call: ToolUseBlock,
+): Promise<ToolResultBlockParam> {
   const prepared = prepareToolCall(op, call);
   if (!prepared.ok) return prepared.result;
   const refusal = prepared.approval.policy === 'ask' ? await awaitApproval(op, call, prepared) : undefined;
   if (refusal) return refusal;
+  op.live.publish(op.carry.turn, {
+    kind: 'tool.started',
+    toolCallId: call.id,
+    name: call.name,
+    summary: prepared.summary,
+  });
   return prepared.kind === 'task'
     ? runSubagent(op, call, prepared.input)
     : executeToolCall(op, sandbox, call, prepared);
+}
+
+function excerptOf(result: ToolResultBlockParam): string {
+  const text =
+    typeof result.content === 'string'
+      ? result.content
+      : (result.content ?? []).map((part) => (part.type === 'text' ? part.text : `[${part.type}]`)).join('\n');
+  return text.length <= LIVE_EXCERPT_CHARS ? text : `${text.slice(0, LIVE_EXCERPT_CHARS)}…`;
 }
 
 function prepareToolCall(op: OperationRun, call: ToolUseBlock): PreparedCall {

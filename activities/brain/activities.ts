@@ -14,6 +14,7 @@ import { sendWithHeartbeats } from '../model/activity';
 import type { ModelSettings } from '../model/settings';
 import { AssembledContext, ContextCache, contextKey } from './context-cache';
 import { rebuildContextFromHistory } from './history-context';
+import { LiveText } from './live-text';
 
 export interface BrainDependencies {
   anthropic: Anthropic;
@@ -83,7 +84,17 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
         model: input.model,
       };
       crashPoint(`model: before request (turn ${input.turn})`);
-      const reply = await sendWithHeartbeats({ client: deps.anthropic, settings: deps.settings, request });
+      const live = new LiveText({
+        operationId: input.operationId,
+        turn: input.turn,
+        attempt: Context.current().info.attempt,
+      });
+      const reply = await sendWithHeartbeats({
+        client: deps.anthropic,
+        settings: deps.settings,
+        request,
+        onStreamEvent: live.onStreamEvent,
+      }).finally(() => live.close());
       crashPoint(`model: after response (turn ${input.turn})`);
       deps.cache.set(contextKey(input.operationId, input.lane), {
         system: context.system,
