@@ -42,8 +42,11 @@ export function testModelSettings(baseURL: string): ModelSettings {
   };
 }
 
-export async function startOperationHarness(script: ModelScript = []): Promise<OperationHarness> {
-  const temporal = await connectTestTemporal();
+export async function startOperationHarness(
+  script: ModelScript = [],
+  options: { temporalAddress?: string } = {},
+): Promise<OperationHarness> {
+  const temporal = await connectTestTemporal(options.temporalAddress);
   const model = await startScriptedModelServer({ script });
   const cache = new ContextCache();
   const docker = new Docker();

@@ -24,8 +24,11 @@ export interface SessionHarness {
   close(): Promise<void>;
 }
 
-export async function startSessionHarness(script: ModelScript = []): Promise<SessionHarness> {
-  const h = await startOperationHarness(script);
+export async function startSessionHarness(
+  script: ModelScript = [],
+  options: { temporalAddress?: string } = {},
+): Promise<SessionHarness> {
+  const h = await startOperationHarness(script, options);
   const sessions: string[] = [];
   const harness: SessionHarness = {
     h,
