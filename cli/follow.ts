@@ -69,6 +69,8 @@ export async function followOperation(
     ]);
   }
   if (tty && last) out.write('\n');
+  // The live stream ends by itself once the operation has closed; give it a moment to deliver the rest.
+  if (live && closed) await Promise.race([live, new Promise((resolve) => setTimeout(resolve, 5_000))]);
   abort.abort();
   await live;
   return closed ? 'closed' : 'detached';

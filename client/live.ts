@@ -7,6 +7,7 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowStreamClient } from '@temporalio/workflow-streams/client';
 import { LIVE_TOPIC, type LiveEvent } from '../common/live';
+import { ZERO_USAGE } from '../common/model-types';
 import { operationResult } from './operation-result';
 
 /**
@@ -27,26 +28,49 @@ export async function* liveEvents(
   });
   let ended = false;
   let turn = 0;
+  let repliedTurn = 0;
   try {
     for (;;) {
       const next = await Promise.race([items.next(), aborted]);
       if (next === 'aborted') return;
       if (next.done) break;
-      ended ||= next.value.data.kind === 'operation.ended';
-      turn = next.value.data.turn;
-      yield next.value.data;
+      const event = next.value.data;
+      ended ||= event.kind === 'operation.ended';
+      turn = event.turn;
+      if (event.kind === 'model.reply') repliedTurn = event.turn;
+      yield event;
     }
-    if (!ended) {
-      const end = await operationResult(client.workflow.getHandle(operationId)).then(
-        (result) => ({ state: result.state, reason: result.reason, turn: result.turns }),
-        (err: Error) => ({ state: 'failed', reason: err.message, turn }),
-      );
-      yield { kind: 'operation.ended', operationId, ...end };
-    }
+    // Events published as the workflow closed reach only a poll parked at that moment: the rest
+    // comes from the result.
+    if (!ended) yield* endFromResult(client, operationId, turn, repliedTurn);
   } finally {
     // A parked poll ends with the workflow or its next answer; do not wait for it.
     void items.return(undefined).catch(() => undefined);
   }
+}
+
+async function* endFromResult(
+  client: Client,
+  operationId: string,
+  turn: number,
+  repliedTurn: number,
+): AsyncGenerator<LiveEvent> {
+  const result = await operationResult(client.workflow.getHandle(operationId)).catch((err: Error) => err);
+  if (result instanceof Error) {
+    yield { kind: 'operation.ended', operationId, turn, state: 'failed', reason: result.message };
+    return;
+  }
+  if (result.turns > repliedTurn && result.finalText) {
+    yield {
+      kind: 'model.reply',
+      operationId,
+      turn: result.turns,
+      text: result.finalText,
+      toolCalls: 0,
+      usage: ZERO_USAGE,
+    };
+  }
+  yield { kind: 'operation.ended', operationId, turn: result.turns, state: result.state, reason: result.reason };
 }
 
 /** What a follower prints: text to append to the current line, or whole lines. */

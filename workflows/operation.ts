@@ -147,7 +147,9 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
   publishSearchAttributes(op, 'state');
   showDetails(op);
   op.live.publish(op.carry.turn, { kind: 'operation.ended', state: ended.state, reason: ended.reason });
+  // Parked followers get the last events before the workflow closes.
   op.live.detach();
+  await condition(allHandlersFinished);
 
   const { carry } = op;
   const result: OperationResult = {
