@@ -8,7 +8,7 @@ import { HistoryReader } from '../client/histories';
 import { LiveTranscript, liveEvents } from '../client/live';
 import { connectClient } from '../client/connection';
 import { eventSourceOf, getEvents } from '../client/session-events';
-import { unknownEventType, type EventFilter, type SessionEvent } from '../common/events';
+import { matchesFilter, unknownEventType, type EventFilter, type SessionEvent } from '../common/events';
 import type { AgentCommand } from './args';
 
 type EventsCommand = Extract<AgentCommand, { kind: 'events' }>;
@@ -31,8 +31,14 @@ export async function eventsCommand(command: EventsCommand): Promise<number> {
       ...(command.lane ? { lane: command.lane } : {}),
     };
     if (!command.follow) {
-      const { events } = await getEvents(client, source, filter, reader);
-      for (const event of events) console.log(command.json ? JSON.stringify(event) : formatEvent(event));
+      const { events } = await getEvents(client, source, {}, reader);
+      if (command.lane && !events.some((event) => event.lane === command.lane)) {
+        const lanes = [...new Set(events.map((event) => event.lane).filter(Boolean))].join(', ');
+        throw new Error(`--lane: ${command.id} has no lane ${command.lane} (lanes: ${lanes || 'none'})`);
+      }
+      for (const event of events.filter((e) => matchesFilter(e, filter))) {
+        console.log(command.json ? JSON.stringify(event) : formatEvent(event));
+      }
       return 0;
     }
     await follow(client, command, source, filter, reader);

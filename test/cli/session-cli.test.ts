@@ -172,5 +172,11 @@ describe('session commands (real processes)', () => {
     expect(events).toContain('approval.requested');
     expect(events).toContain('toolu_cli_ask denied by person: not from the CLI test');
     expect(events).toContain('fact.set');
+    const noLane = await failing('events', sessionId, '--lane', 'nope');
+    expect(noLane.stderr.trim()).toBe(`error: --lane: ${sessionId} has no lane nope (lanes: main)`);
+    const noType = await failing('events', sessionId, '--type', 'tools.started');
+    expect(noType.stderr.trim()).toMatch(
+      /^error: --type: unknown event type "tools.started" \(types: prompt.accepted, /,
+    );
   });
 });
