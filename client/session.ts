@@ -10,7 +10,7 @@ import {
   type Client,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type Duration } from '@temporalio/common';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import {
   promptUpdate,
@@ -53,6 +53,8 @@ export interface SubmitPromptOptions {
   taskQueue: string;
   /** Update id: a client that retries with the same id gets the same answer (the prompt is accepted once). */
   updateId?: string;
+  /** The session workflow's task timeout (how soon a task lost with its worker is retried; default 10 s). */
+  workflowTaskTimeout?: Duration;
 }
 
 /**
@@ -65,6 +67,7 @@ export async function submitPrompt(client: Client, options: SubmitPromptOptions)
     taskQueue: options.taskQueue,
     args: [{ ...options.session, sessionId: options.sessionId }],
     workflowIdConflictPolicy: 'USE_EXISTING',
+    ...(options.workflowTaskTimeout ? { workflowTaskTimeout: options.workflowTaskTimeout } : {}),
     staticSummary: `session ${options.sessionId}`,
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.kind, value: 'session' },
