@@ -21,7 +21,15 @@ import { containerNameOf } from '../common/sandbox-names';
 
 const FIXTURES = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 
-runMain(async () => {
+/** The groups of fixtures; `npm run fixtures:record -- sessions` records only the named ones (adding fixtures, keeping the others). */
+const GROUPS = ['completed-with-tools', 'steered', 'aborted', 'failed-budget', 'sessions'];
+
+runMain(async (args) => {
+  const unknown = args.filter((arg) => !GROUPS.includes(arg));
+  if (unknown.length > 0) {
+    throw new Error(`unknown fixture group ${unknown.join(', ')}: the groups are ${GROUPS.join(', ')}`);
+  }
+  const wanted = (name: string): boolean => args.length === 0 || args.includes(name);
   await requireDocker();
   const cli = await ensureTemporalCli();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-record-'));
@@ -57,64 +65,76 @@ runMain(async () => {
     console.log(`recorded ${name} (${history.events.length} events)`);
   };
   try {
-    h.model.setScript([
-      { toolCalls: [{ name: 'list_files', input: {} }] },
-      {
-        toolCalls: [
-          { name: 'read_file', input: { path: 'src/math.js' } },
-          {
-            name: 'edit_file',
-            input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 },
-          },
-        ],
-      },
-      {
-        toolCalls: [
-          {
-            name: 'edit_file',
-            input: {
-              path: 'src/math.js',
-              old_text: 'sum(values) / (values.length - 1)',
-              new_text: 'sum(values) / values.length',
+    if (wanted('completed-with-tools')) {
+      h.model.setScript([
+        { toolCalls: [{ name: 'list_files', input: {} }] },
+        {
+          toolCalls: [
+            { name: 'read_file', input: { path: 'src/math.js' } },
+            {
+              name: 'edit_file',
+              input: { path: 'src/math.js', old_text: 'values.length - 1', new_text: 'values.length', extra: 1 },
             },
-          },
-        ],
-      },
-      { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | tail -n 3' } }] },
-      { text: 'Fixed.' },
-    ]);
-    let handle = await h.start(
-      { goal: 'fix the failing test', repo: { kind: 'local', path: calculator } },
-      'fixture-completed',
-    );
-    await operationResult(handle);
-    await record('completed-with-tools', handle.workflowId);
+          ],
+        },
+        {
+          toolCalls: [
+            {
+              name: 'edit_file',
+              input: {
+                path: 'src/math.js',
+                old_text: 'sum(values) / (values.length - 1)',
+                new_text: 'sum(values) / values.length',
+              },
+            },
+          ],
+        },
+        { toolCalls: [{ name: 'bash', input: { command: 'npm test 2>&1 | tail -n 3' } }] },
+        { text: 'Fixed.' },
+      ]);
+      const handle = await h.start(
+        { goal: 'fix the failing test', repo: { kind: 'local', path: calculator } },
+        'fixture-completed',
+      );
+      await operationResult(handle);
+      await record('completed-with-tools', handle.workflowId);
+    }
 
-    h.model.setScript([
-      { toolCalls: [{ name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done' } }] },
-      { text: 'ok' },
-    ]);
-    handle = await h.start({ goal: 'steer me' }, 'fixture-steered');
-    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
-    await handle.executeUpdate(steerUpdate, { args: [{ text: 'also mention the weather' }] });
-    execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
-    await operationResult(handle);
-    await record('steered', handle.workflowId);
+    if (wanted('steered')) {
+      h.model.setScript([
+        { toolCalls: [{ name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done' } }] },
+        { text: 'ok' },
+      ]);
+      const handle = await h.start({ goal: 'steer me' }, 'fixture-steered');
+      await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
+      await handle.executeUpdate(steerUpdate, { args: [{ text: 'also mention the weather' }] });
+      execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
+      await operationResult(handle);
+      await record('steered', handle.workflowId);
+    }
 
-    h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'sleep 600' } }] }]);
-    handle = await h.start({ goal: 'abort me' }, 'fixture-aborted');
-    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
-    await handle.executeUpdate(abortUpdate, { args: [{ reason: 'fixture' }] });
-    await operationResult(handle);
-    await record('aborted', handle.workflowId);
+    if (wanted('aborted')) {
+      h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'sleep 600' } }] }]);
+      const handle = await h.start({ goal: 'abort me' }, 'fixture-aborted');
+      await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'tools');
+      await handle.executeUpdate(abortUpdate, { args: [{ reason: 'fixture' }] });
+      await operationResult(handle);
+      await record('aborted', handle.workflowId);
+    }
 
-    h.model.setScript([
-      { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
-      { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
-    ]);
-    handle = await h.start({ goal: 'run out of turns', budget: { maxTurns: 2 } }, 'fixture-budget');
-    await operationResult(handle);
-    await record('failed-budget', handle.workflowId);
+    if (wanted('failed-budget')) {
+      h.model.setScript([
+        { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
+        { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
+      ]);
+      const handle = await h.start({ goal: 'run out of turns', budget: { maxTurns: 2 } }, 'fixture-budget');
+      await operationResult(handle);
+      await record('failed-budget', handle.workflowId);
+    }
+    if (wanted('sessions')) {
+      const { recordSessionHistories } = await import('./record-session-histories');
+      await recordSessionHistories(h, record);
+    }
   } finally {
     await h.close();
     await server.stop();

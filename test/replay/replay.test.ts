@@ -21,6 +21,12 @@ describe('recorded histories replay without non-determinism', () => {
   it.each(files)('%s', async (file) => {
     const history = historyFromJSON(JSON.parse(fs.readFileSync(path.join(FIXTURES, file), 'utf8')));
     expect(history.events?.length).toBeGreaterThan(0);
-    await Worker.runReplayHistory({ workflowBundle: { codePath: testPlatform().workflowBundlePath } }, history, file);
+    // The recorded workflow id: a workflow names its children after its own id (a subagent's operation).
+    const workflowId = history.events?.[0].workflowExecutionStartedEventAttributes?.workflowId || file;
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: testPlatform().workflowBundlePath } },
+      history,
+      workflowId,
+    );
   });
 });

@@ -28,7 +28,11 @@ export async function startSessionHarness(
   script: ModelScript = [],
   options: { temporalAddress?: string } = {},
 ): Promise<SessionHarness> {
-  const h = await startOperationHarness(script, options);
+  return startSessionHarnessOn(await startOperationHarness(script, options), { closeHarness: true });
+}
+
+/** Sessions on an operation harness that is already running (closing them leaves it running unless asked). */
+export function startSessionHarnessOn(h: OperationHarness, options: { closeHarness?: boolean } = {}): SessionHarness {
   const sessions: string[] = [];
   const harness: SessionHarness = {
     h,
@@ -67,7 +71,7 @@ export async function startSessionHarness(
           .terminate('test finished')
           .catch(() => undefined);
       }
-      await h.close();
+      if (options.closeHarness) await h.close();
     },
   };
   return harness;
