@@ -68,7 +68,10 @@ async function status(id: string, json: boolean): Promise<number> {
     if (description.status.name === 'RUNNING') {
       const st = await handle.query(statusQuery);
       if (json) console.log(JSON.stringify(st, null, 2));
-      else console.log(`${id}: running — ${formatProgress(st, Date.now() - Date.parse(st.startedAt))}\nWeb UI: ${url}`);
+      else
+        console.log(
+          `${id}: ${st.state} — ${formatProgress(st, Date.now() - Date.parse(st.startedAt))}\nWeb UI: ${url}`,
+        );
       return 0;
     }
     const result = await operationResult(handle).catch((err: Error) => ({ error: err.message }));

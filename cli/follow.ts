@@ -14,7 +14,10 @@ export function formatProgress(status: OperationStatus, elapsedMs: number): stri
   const tokens = totalTokens(status.usage);
   const tool = status.lastTool ? ` · ${status.lastTool.summary}${status.lastTool.isError ? ' ✗' : ''}` : '';
   const steering = status.pendingSteering ? ` · ${status.pendingSteering} steering queued` : '';
-  return `turn ${status.turn} · ${status.phase}${tool} · ${formatTokens(tokens)} tokens · $${status.costUsd.toFixed(4)} · ${formatElapsed(elapsedMs)}${steering}`;
+  const waiting = status.waitingApproval
+    ? ` · waiting for approval: ${status.waitingApproval.summary} (${status.waitingApproval.toolCallId})`
+    : '';
+  return `turn ${status.turn} · ${status.phase}${tool} · ${formatTokens(tokens)} tokens · $${status.costUsd.toFixed(4)} · ${formatElapsed(elapsedMs)}${steering}${waiting}`;
 }
 
 export const formatTokens = (n: number): string =>

@@ -150,6 +150,9 @@ describe('session commands (real processes)', () => {
     expect(state).toBe('running');
     const handle = temporal.client.workflow.getHandle(operationId);
     await waitFor(async () => (await handle.query(statusQuery)).waitingApproval, 'the approval');
+    const waiting = (await agent('status', operationId)).stdout;
+    expect(waiting).toContain(`${operationId}: waiting-approval — turn 1`);
+    expect(waiting).toMatch(/ · waiting for approval: .+ \(toolu_cli_ask\)/);
     const unknown = await failing('approve', operationId, 'toolu_nope');
     expect(unknown.stderr.trim()).toMatch(
       /^error: this operation has no tool call toolu_nope \(waiting now: toolu_cli_ask/,

@@ -4,7 +4,8 @@
  * continuing its conversation as an exact prefix (from the cache and rebuilt from history), fresh
  * contexts, two lanes at once under the sandbox lease, racing prompts, aborts, and refused input.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Refused } from '../../client/session';
 import { operationAbortingSignal } from '../../common/lanes';
 import { abortUpdate, statusQuery } from '../../common/operation';
@@ -13,6 +14,7 @@ import { sessionWorkflowId } from '../../common/session';
 import { assertRequestsExtendPrefix } from '../../scripted-model/prefix';
 import type { RecordedRequest } from '../../scripted-model/server';
 import { conversations, type RequestBody } from '../support/conversations';
+import { testPlatform } from '../support/env';
 import { waitFor } from '../support/operation-harness';
 import { startSessionHarness, type SessionHarness } from '../support/session-harness';
 
@@ -244,6 +246,62 @@ describe('sessions and lanes', () => {
     const tail = bodyOf(answered(s.h.model.requests.slice(first))[0]).messages.at(-1)!;
     expect(tail.content.map((b) => b.type)).toEqual(['tool_result', 'text']);
     expect(tail.content[0].is_error).toBe(true);
+  });
+
+  it('takes prompts from the temporal CLI (Update-with-Start), and still runs an operation started alone', async () => {
+    s.h.model.setScript(
+      conversations({
+        'from the temporal cli': [{ text: 'cli session answer' }],
+        'a lone operation': [
+          { toolCalls: [{ name: 'bash', input: { command: 'echo alone' } }] },
+          { text: 'alone done' },
+        ],
+      }),
+    );
+    const sessionId = s.newSession('tcli');
+    const { temporalCli, temporalAddress, namespace } = testPlatform();
+    // Asynchronous: the workers answering the CLI run in this process.
+    const cli = (...args: string[]) =>
+      promisify(execFile)(temporalCli, [...args, '--address', temporalAddress, '--namespace', namespace, '-o', 'json']);
+    await cli(
+      'workflow',
+      'execute-update-with-start',
+      '--workflow-id',
+      sessionWorkflowId(sessionId),
+      '--type',
+      'session',
+      '--task-queue',
+      s.h.brainQueue,
+      '--id-conflict-policy',
+      'UseExisting',
+      '--input',
+      JSON.stringify({ handsTaskQueue: s.h.handsQueue }),
+      '--update-name',
+      'prompt',
+      '--update-input',
+      JSON.stringify({ prompt: 'from the temporal cli', lane: 'main' }),
+    );
+    const [entry] = (await s.status(sessionId)).operations;
+    expect(entry).toMatchObject({ operationId: `op-${sessionId}.1`, lane: 'main' });
+    expect(await s.result(entry.operationId)).toMatchObject({ state: 'completed', finalText: 'cli session answer' });
+
+    // A session of one operation: started alone, it owns its sandbox and removes the container at the end.
+    const alone = `alone-${sessionId}`;
+    s.h.removeOnClose(alone);
+    await cli(
+      'workflow',
+      'start',
+      '--type',
+      'operation',
+      '--task-queue',
+      s.h.brainQueue,
+      '--workflow-id',
+      alone,
+      '--input',
+      JSON.stringify({ goal: 'a lone operation', handsTaskQueue: s.h.handsQueue }),
+    );
+    expect(await s.result(alone)).toMatchObject({ state: 'completed', finalText: 'alone done', sessionId: alone });
+    await expect(s.h.docker.getContainer(containerNameOf(alone)).inspect()).rejects.toThrow();
   });
 
   it('refuses bad prompts with a message naming the field, leaving nothing behind', async () => {
