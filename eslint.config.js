@@ -48,10 +48,12 @@ function layerRule(folder, depth) {
       ]
     : [];
   if (folder === 'workflows') {
-    // Deterministic code: its own modules, the contracts, and the workflow SDK. Nothing else, not even types.
+    // Deterministic code: its own modules, the contracts, and the workflow SDK (with its streams'
+    // workflow side). Nothing else, not even types.
     patterns.push({
-      regex: `^(?!\\./|${up}common/|@temporalio/workflow$)`,
-      message: 'workflows/ import only ./, ../common/ and @temporalio/workflow: workflow code must stay deterministic',
+      regex: `^(?!\\./|${up}common/|@temporalio/workflow$|@temporalio/workflow-streams/workflow$)`,
+      message:
+        'workflows/ import only ./, ../common/, @temporalio/workflow and @temporalio/workflow-streams/workflow: workflow code must stay deterministic',
     });
   }
   const files = [`${folder}/${'*/'.repeat(depth - 1)}*.ts`];

@@ -7,7 +7,9 @@
  * worker counts the boundaries it passes, appends each to `AGENT_CRASH_LOG` (one line:
  * `<n>\t<name>`), and at the N-th kills itself with SIGKILL: no cleanup, no completion reported,
  * exactly like a power cut. The suite derives the crash points from the log of an uninterrupted
- * run, so nobody picks them by hand.
+ * run, so nobody picks them by hand. `AGENT_CRASH_AT_POINT=<name>#<k>` kills it at the k-th time it
+ * reaches the boundary called `<name>` instead (for runs whose boundaries interleave differently
+ * from one run to the next, like a session's concurrent workflows).
  */
 import * as fs from 'node:fs';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
@@ -15,17 +17,23 @@ import type { InjectedSinks } from '@temporalio/worker';
 import type { CrashPointSinks } from '../common/crash-points';
 
 const crashAt = Number(process.env.AGENT_CRASH_AT ?? 0);
+const namedPoint = /^(.+)#(\d+)$/s.exec(process.env.AGENT_CRASH_AT_POINT ?? '');
 const logFile = process.env.AGENT_CRASH_LOG;
 let passed = 0;
+const reached = new Map<string, number>();
 
 /** True when this process runs in crash test mode (counting or crashing). */
-export const crashTestMode = crashAt > 0 || Boolean(logFile);
+export const crashTestMode = crashAt > 0 || Boolean(namedPoint) || Boolean(logFile);
 
 export function crashPoint(name: string): void {
   if (!crashTestMode) return;
   passed += 1;
+  const times = (reached.get(name) ?? 0) + 1;
+  reached.set(name, times);
   if (logFile) fs.appendFileSync(logFile, `${passed}\t${name}\n`);
-  if (passed === crashAt) process.kill(process.pid, 'SIGKILL');
+  if (passed === crashAt || (namedPoint && namedPoint[1] === name && Number(namedPoint[2]) === times)) {
+    process.kill(process.pid, 'SIGKILL');
+  }
 }
 
 /** Marks the end of every activity: the result exists but the server has not recorded it yet. */

@@ -2,37 +2,26 @@
  * The `agent` command. Parses with `cli/args.ts`, talks to Temporal through the environment's
  * connection settings, and prints errors as one line.
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { WorkflowHandle, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { operationResult } from '../client/operation-result';
-import { requirePollers } from '../client/pollers';
 import { totalTokens } from '../common/model-types';
-import {
-  abortUpdate,
-  compactUpdate,
-  OPERATION_WORKFLOW_TYPE,
-  OperationInput,
-  OperationResult,
-  parseOperationInput,
-  statusQuery,
-  steerUpdate,
-} from '../common/operation';
-import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
-import { connectClient, queueSettings, temporalSettings, workflowUrl } from '../client/connection';
+import { abortUpdate, compactUpdate, statusQuery, steerUpdate } from '../common/operation';
+import { connectClient, temporalSettings, workflowUrl } from '../client/connection';
 import { startWorkers } from '../workers/run';
 import { handsHostSettings } from '../workers/hands-host';
 import { isTemporalServing } from '../platform/dev-server';
 import { localServerSettings, startLocalServer, stopLocalServer } from '../platform/local-server';
 import { runMain } from '../client/main';
 import { AgentCommand, HELP, parseAgentArgs, UsageError } from './args';
-import { followOperation, formatElapsed, formatProgress, formatTokens } from './follow';
+import { formatElapsed, formatProgress, formatTokens } from './follow';
 import { CODING_TASK_WORKFLOW_TYPE } from '../common/coding-task';
 import { doctorCommand } from './doctor';
+import { eventsCommand } from './events';
 import { reportCommand } from './report';
+import { run } from './run';
 import { sandboxCommand } from './sandbox';
 import { scheduleCommand } from './schedule';
+import { approveCommand, factCommand, sessionCommand } from './sessions';
 import { setupCommand } from './setup';
 import { taskStart, taskStatus } from './task';
 
@@ -107,95 +96,15 @@ export async function main(argv: string[]): Promise<number> {
     case 'schedule-trigger':
     case 'schedule-delete':
       return scheduleCommand(command);
+    case 'session':
+      return sessionCommand(command);
+    case 'events':
+      return eventsCommand(command);
+    case 'approve':
+      return approveCommand(command);
+    case 'fact':
+      return factCommand(command);
   }
-}
-
-async function run(command: Extract<AgentCommand, { kind: 'run' }>): Promise<number> {
-  const input: OperationInput = {
-    goal: command.goal,
-    eagerSandbox: command.eagerSandbox,
-    keepContainer: command.keepContainer,
-  };
-  if (command.repo) {
-    const repoPath = path.resolve(command.repo);
-    if (!fs.existsSync(repoPath) || !fs.statSync(repoPath).isDirectory())
-      throw new Error(`--repo ${command.repo}: no such directory`);
-    input.repo = { kind: 'local', path: repoPath };
-  }
-  if (command.model) input.model = command.model;
-  if (command.maxTurns) input.budget = { maxTurns: command.maxTurns };
-  const checked = parseOperationInput(input);
-  if (!checked.ok) throw new Error(`invalid operation: ${checked.error}`);
-
-  const settings = temporalSettings();
-  const queues = queueSettings();
-  // The tools run on the hands queue this environment names (AGENT_HANDS_QUEUE), like its workers.
-  input.handsTaskQueue = queues.hands;
-  const { client, connection } = await connectClient(settings);
-  const workers = command.withWorker ? await startWorkers('dev') : undefined;
-  const running = workers?.run();
-  try {
-    if (!workers) await requirePollers(client, queues.brain);
-    const workflowId =
-      command.id ?? `op-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}-${randomUUID().slice(0, 6)}`;
-    const handle = await client.workflow.start(OPERATION_WORKFLOW_TYPE, {
-      taskQueue: queues.brain,
-      workflowId,
-      args: [input],
-      staticSummary: truncateBytes(command.goal, 200),
-      staticDetails: `repo: ${input.repo && input.repo.kind === 'local' ? input.repo.path : '(none)'}`,
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.status, value: 'running' },
-        { key: SEARCH_ATTRIBUTES.kind, value: 'run' },
-        ...(input.repo && input.repo.kind === 'local' ? [{ key: SEARCH_ATTRIBUTES.repo, value: input.repo.path }] : []),
-      ],
-    });
-    const url = workflowUrl(settings.namespace, workflowId, handle.firstExecutionRunId);
-    console.log(`operation ${workflowId} accepted`);
-    console.log(`Web UI: ${url}`);
-    if (command.detach) return 0;
-
-    let detach: () => void = () => undefined;
-    const stop = new Promise<void>((resolve) => {
-      detach = resolve;
-    });
-    const onSigint = () => detach();
-    if (!workers) process.once('SIGINT', onSigint);
-    const outcome = await followOperation(handle, { stop });
-    process.removeListener('SIGINT', onSigint);
-    if (outcome === 'detached') {
-      console.log(`\ndetached; the operation keeps running. Follow it with: agent status ${workflowId}`);
-      return 0;
-    }
-    const result = await operationResult(handle);
-    printResult(result, url, workflowId);
-    return result.state === 'completed' ? 0 : 1;
-  } finally {
-    if (workers) {
-      workers.shutdown();
-      await running;
-      await workers.close();
-    }
-    await connection.close();
-  }
-}
-
-function printResult(result: OperationResult, url: string, id: string): void {
-  console.log(`\n${result.state.toUpperCase()}: ${result.reason}`);
-  console.log(
-    `${result.turns} turns, ${result.steps} steps, ${formatTokens(totalTokens(result.usage))} tokens ` +
-      `(input ${result.usage.input}, cache write ${result.usage.cacheWrite}, cache read ${result.usage.cacheRead}, output ${result.usage.output}), $${result.costUsd.toFixed(4)}`,
-  );
-  if (result.tokens) {
-    const t = result.tokens;
-    console.log(
-      `context: peak ${t.peakContextPct.toFixed(1)}% of the window, ${t.compactions} compactions, ${t.editBatches} clear batches, ` +
-        `cache hit ${(100 * t.cacheHitRate).toFixed(1)}% (what each technique saved: agent report ${id})`,
-    );
-  }
-  if (result.finalText) console.log(`\n${result.finalText}\n`);
-  console.log(`workspace volume: ${result.workspaceVolume}`);
-  console.log(`Web UI: ${url}`);
 }
 
 async function status(id: string, json: boolean): Promise<number> {
@@ -206,7 +115,10 @@ async function status(id: string, json: boolean): Promise<number> {
     if (description.status.name === 'RUNNING') {
       const st = await handle.query(statusQuery);
       if (json) console.log(JSON.stringify(st, null, 2));
-      else console.log(`${id}: running — ${formatProgress(st, Date.now() - Date.parse(st.startedAt))}\nWeb UI: ${url}`);
+      else
+        console.log(
+          `${id}: ${st.state} — ${formatProgress(st, Date.now() - Date.parse(st.startedAt))}\nWeb UI: ${url}`,
+        );
       return 0;
     }
     const result = await operationResult(handle).catch((err: Error) => ({ error: err.message }));
@@ -315,14 +227,6 @@ async function server(action: 'start' | 'stop' | 'status'): Promise<number> {
   const up = await isTemporalServing(`${settings.ip}:${settings.port}`, settings.namespace);
   console.log(up ? `Temporal serving on ${settings.ip}:${settings.port}` : 'no Temporal server answers');
   return up ? 0 : 1;
-}
-
-function truncateBytes(text: string, max: number): string {
-  const oneLine = text.replace(/\s+/g, ' ').trim();
-  if (Buffer.byteLength(oneLine) <= max) return oneLine;
-  let out = oneLine;
-  while (Buffer.byteLength(`${out}…`) > max) out = out.slice(0, -1);
-  return `${out}…`;
 }
 
 if (require.main === module) runMain(main);

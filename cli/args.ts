@@ -3,6 +3,7 @@
  * Every problem is one line that names the flag or argument. Coding tasks and schedules are parsed
  * in `task-args.ts`.
  */
+import { parseDuration } from './duration';
 import { parseScheduleCommand, parseTaskCommand, TASK_HELP, type TaskCommand } from './task-args';
 import { UsageError } from './usage-error';
 
@@ -22,6 +23,16 @@ export type AgentCommand =
       withWorker: boolean;
       eagerSandbox: boolean;
       keepContainer: boolean;
+      /** The session (default: a new one; `--id` alone names both the session and the operation). */
+      session?: string;
+      lane?: string;
+      /** `--new`: a fresh context in the lane. */
+      newContext?: boolean;
+      /** `--json`: one JSON line at the end, everything else on stderr. */
+      json?: boolean;
+      /** `--approvals '<json map>'` (validated with the operation input). */
+      approvals?: string;
+      approvalTimeoutMs?: number;
     }
   | { kind: 'status'; id: string; json: boolean }
   | { kind: 'abort'; id: string; reason?: string }
@@ -33,7 +44,23 @@ export type AgentCommand =
   | { kind: 'server'; action: 'start' | 'stop' | 'status' }
   | { kind: 'sandbox'; args: string[] }
   | { kind: 'setup' }
-  | { kind: 'doctor'; json: boolean };
+  | { kind: 'doctor'; json: boolean }
+  | { kind: 'session'; action: 'ls'; json: boolean }
+  | { kind: 'session'; action: 'show'; sessionId: string; json: boolean }
+  | {
+      kind: 'events';
+      id: string;
+      lane?: string;
+      types?: string[];
+      from?: number;
+      to?: number;
+      follow: boolean;
+      json: boolean;
+    }
+  | { kind: 'approve'; operationId: string; toolCallId: string; deny?: string }
+  | { kind: 'fact'; action: 'set'; sessionId: string; key: string; value: string }
+  | { kind: 'fact'; action: 'get'; sessionId: string; key: string }
+  | { kind: 'fact'; action: 'ls'; sessionId: string; json: boolean };
 
 interface FlagSpec {
   [flag: string]: 'string' | 'number' | 'boolean';
@@ -118,6 +145,12 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
         'with-worker': 'boolean',
         'eager-sandbox': 'boolean',
         'keep-container': 'boolean',
+        session: 'string',
+        lane: 'string',
+        new: 'boolean',
+        json: 'boolean',
+        approvals: 'string',
+        'approval-timeout': 'string',
       });
       const maxTurns = flags['max-turns'] as number | undefined;
       if (maxTurns !== undefined && maxTurns > MAX_TURNS_LIMIT)
@@ -128,6 +161,7 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
           `--id must be at most 200 characters without spaces or control characters, got ${JSON.stringify(id)}`,
         );
       return {
+        ...runSessionFlags(flags),
         kind: 'run',
         goal: one(positional, 'goal', 'run'),
         repo: flags.repo as string | undefined,
@@ -210,16 +244,136 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
       return parseTaskCommand(rest);
     case 'schedule':
       return parseScheduleCommand(rest);
+    case 'session':
+      return parseSessionCommand(rest);
+    case 'events':
+      return parseEventsCommand(rest);
+    case 'approve': {
+      const { positional, flags } = parseFlags(rest, { deny: 'string' });
+      if (positional.length !== 2) throw new UsageError('agent approve: expected an operation id and a tool call id');
+      const deny = flags.deny as string | undefined;
+      return {
+        kind: 'approve',
+        operationId: positional[0],
+        toolCallId: positional[1],
+        ...(deny !== undefined ? { deny } : {}),
+      };
+    }
+    case 'fact':
+      return parseFactCommand(rest);
     default:
       throw new UsageError(`unknown command "${command}": run \`agent help\``);
   }
 }
 
+type Flags = Record<string, string | number | boolean>;
+
+function runSessionFlags(flags: Flags): Partial<Extract<AgentCommand, { kind: 'run' }>> {
+  const out: Partial<Extract<AgentCommand, { kind: 'run' }>> = {};
+  if (flags.session !== undefined) out.session = flags.session as string;
+  if (flags.lane !== undefined) out.lane = flags.lane as string;
+  if (flags.new === true) out.newContext = true;
+  if (flags.json === true) out.json = true;
+  if (flags.approvals !== undefined) {
+    try {
+      JSON.parse(flags.approvals as string);
+    } catch {
+      throw new UsageError(`--approvals must be a JSON object, e.g. '{"bash:/git push/": "ask"}'`);
+    }
+    out.approvals = flags.approvals as string;
+  }
+  if (flags['approval-timeout'] !== undefined) out.approvalTimeoutMs = durationFlag('approval-timeout', flags);
+  return out;
+}
+
+function durationFlag(name: string, flags: Flags): number {
+  try {
+    return parseDuration(String(flags[name]));
+  } catch (err) {
+    throw new UsageError(`--${name}: ${(err as Error).message}`);
+  }
+}
+
+function parseSessionCommand(rest: string[]): AgentCommand {
+  const [action, ...args] = rest;
+  const { positional, flags } = parseFlags(args, { json: 'boolean' });
+  const json = flags.json === true;
+  if (action === 'ls') {
+    if (positional.length) throw new UsageError('agent session ls: takes no arguments');
+    return { kind: 'session', action: 'ls', json };
+  }
+  if (action === 'show')
+    return { kind: 'session', action: 'show', sessionId: one(positional, 'session id', 'session show'), json };
+  throw new UsageError(`agent session: expected ls or show, got ${action === undefined ? 'nothing' : `"${action}"`}`);
+}
+
+function parseEventsCommand(rest: string[]): AgentCommand {
+  const { positional, flags } = parseFlags(rest, {
+    lane: 'string',
+    type: 'string',
+    from: 'number',
+    to: 'number',
+    follow: 'boolean',
+    json: 'boolean',
+  });
+  const types =
+    flags.type === undefined
+      ? undefined
+      : String(flags.type)
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean);
+  if (types && types.length === 0) throw new UsageError('--type needs at least one event type');
+  const from = flags.from as number | undefined;
+  const to = flags.to as number | undefined;
+  if (from !== undefined && to !== undefined && to < from) throw new UsageError(`--to ${to} is before --from ${from}`);
+  return {
+    kind: 'events',
+    id: one(positional, 'session or operation id', 'events'),
+    ...(flags.lane !== undefined ? { lane: flags.lane as string } : {}),
+    ...(types ? { types } : {}),
+    ...(from !== undefined ? { from } : {}),
+    ...(to !== undefined ? { to } : {}),
+    follow: flags.follow === true,
+    json: flags.json === true,
+  };
+}
+
+function parseFactCommand(rest: string[]): AgentCommand {
+  const [action, ...args] = rest;
+  const { positional, flags } = parseFlags(args, { json: 'boolean' });
+  const expect = (count: number, what: string): void => {
+    if (positional.length !== count) throw new UsageError(`agent fact ${action}: expected ${what}`);
+  };
+  switch (action) {
+    case 'set':
+      expect(3, 'a session id, a key and a value (quote the value)');
+      return { kind: 'fact', action: 'set', sessionId: positional[0], key: positional[1], value: positional[2] };
+    case 'get':
+      expect(2, 'a session id and a key');
+      return { kind: 'fact', action: 'get', sessionId: positional[0], key: positional[1] };
+    case 'ls':
+      expect(1, 'a session id');
+      return { kind: 'fact', action: 'ls', sessionId: positional[0], json: flags.json === true };
+    default:
+      throw new UsageError(
+        `agent fact: expected set, get or ls, got ${action === undefined ? 'nothing' : `"${action}"`}`,
+      );
+  }
+}
+
 export const HELP = `agent — run a durable coding agent on Temporal
 
-  agent run --repo <path> "<goal>"   submit an operation and follow it live (Ctrl-C detaches)
-        [--id <id>] [--model <name>] [--max-turns N] [--detach] [--with-worker]
-        [--eager-sandbox] [--keep-container]
+  agent run [--repo <path>] "<prompt>"   submit a prompt and follow it live (Ctrl-C detaches)
+        [--session S] [--lane L] [--new] [--detach] [--json] [--with-worker]
+        [--id <operation id>] [--model <name>] [--max-turns N] [--eager-sandbox] [--keep-container]
+        [--approvals '{"bash:/git push/": "ask"}'] [--approval-timeout 30m]
+                                    without --session: a new session; a busy lane queues the prompt
+  agent session ls|show <S> [--json] the sessions, or one session's lanes, operations and facts
+  agent events <S|operation> [--lane L] [--type T[,T]] [--from N] [--to N] [--follow] [--json]
+                                    the typed session log (--follow keeps printing, text live)
+  agent approve <operation> <toolCallId> [--deny "why"]   decide a call waiting for approval
+  agent fact set <S> <key> <value> · agent fact get <S> <key> · agent fact ls <S> [--json]
   agent status <id> [--json]        live status, or the final result
   agent steer <id> "<text>"         add a message; it enters the context at the next checkpoint
   agent abort <id> [--reason "..."] stop the operation: running tools are killed, it ends aborted

@@ -1,8 +1,12 @@
 /**
  * Follows a running operation: polls its status query and prints progress (turn, tool, tokens,
- * elapsed) — one rewritten line on a terminal, one line per change otherwise.
+ * elapsed) — one rewritten line on a terminal, one line per change otherwise. With `live`, it also
+ * prints the operation's live events as they happen (the model's text as it streams, each tool call
+ * as it starts and ends; `client/live.ts`), and progress goes on its own lines. An operation queued
+ * as a follow-up is waited for until it starts.
  */
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { LiveTranscript, liveEvents } from '../client/live';
 import { totalTokens } from '../common/model-types';
 import { OperationStatus, statusQuery } from '../common/operation';
 
@@ -15,7 +19,10 @@ export function formatProgress(status: OperationStatus, elapsedMs: number): stri
   const context = status.context
     ? ` · context ${status.context.pct}%${status.context.compactions ? ` (${status.context.compactions} compactions)` : ''}`
     : '';
-  return `turn ${status.turn} · ${status.phase}${tool} · ${formatTokens(tokens)} tokens · $${status.costUsd.toFixed(4)}${context} · ${formatElapsed(elapsedMs)}${steering}${stuck}`;
+  const waiting = status.waitingApproval
+    ? ` · waiting for approval: ${status.waitingApproval.summary} (${status.waitingApproval.toolCallId})`
+    : '';
+  return `turn ${status.turn} · ${status.phase}${tool} · ${formatTokens(tokens)} tokens · $${status.costUsd.toFixed(4)}${context} · ${formatElapsed(elapsedMs)}${steering}${waiting}${stuck}`;
 }
 
 export const formatTokens = (n: number): string =>
@@ -29,7 +36,7 @@ export function formatElapsed(ms: number): string {
 /** Polls until the workflow closes or `stop` resolves. */
 export async function followOperation(
   handle: WorkflowHandle,
-  options: { stop: Promise<void>; out?: NodeJS.WriteStream; intervalMs?: number },
+  options: { stop: Promise<void>; out?: NodeJS.WriteStream; intervalMs?: number; live?: { client: Client } },
 ): Promise<'closed' | 'detached'> {
   const out = options.out ?? process.stdout;
   const started = Date.now();
@@ -37,6 +44,10 @@ export async function followOperation(
   void options.stop.then(() => {
     stopped = true;
   });
+  if (!(await waitForStart(handle, options.stop, out))) return 'detached';
+  const abort = new AbortController();
+  const live = options.live ? printLive(options.live.client, handle.workflowId, out, abort.signal) : undefined;
+  const tty = out.isTTY && !live;
   let last = '';
   const result = handle.result().then(
     () => undefined,
@@ -53,7 +64,7 @@ export async function followOperation(
         status,
         Date.parse(status.startedAt) ? Date.now() - Date.parse(status.startedAt) : Date.now() - started,
       );
-      if (out.isTTY) out.write(`\r\x1b[2K${line}`);
+      if (tty) out.write(`\r\x1b[2K${line}`);
       else if (line.replace(/ · \d\d:\d\d/, '') !== last.replace(/ · \d\d:\d\d/, '')) out.write(`${line}\n`);
       last = line;
     } catch {
@@ -65,6 +76,45 @@ export async function followOperation(
       new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 500)),
     ]);
   }
-  if (out.isTTY && last) out.write('\n');
+  if (tty && last) out.write('\n');
+  // The live stream ends by itself once the operation has closed; give it a moment to deliver the rest.
+  if (live && closed) await Promise.race([live, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+  abort.abort();
+  await live;
   return closed ? 'closed' : 'detached';
+}
+
+/** Waits until the operation exists (a queued follow-up starts when its lane is free); false when stopped first. */
+async function waitForStart(handle: WorkflowHandle, stop: Promise<void>, out: NodeJS.WriteStream): Promise<boolean> {
+  let stopped = false;
+  void stop.then(() => (stopped = true));
+  let told = false;
+  while (!stopped) {
+    const exists = await handle.describe().then(
+      () => true,
+      () => false,
+    );
+    if (exists) return true;
+    if (!told) out.write(`waiting for ${handle.workflowId} to start (queued behind its lane's operation)…\n`);
+    told = true;
+    await Promise.race([stop, new Promise((resolve) => setTimeout(resolve, 500))]);
+  }
+  return false;
+}
+
+/** Prints the operation's live events until it ends or `signal` aborts; never fails the follower. */
+async function printLive(
+  client: Client,
+  operationId: string,
+  out: NodeJS.WriteStream,
+  signal: AbortSignal,
+): Promise<void> {
+  const transcript = new LiveTranscript();
+  try {
+    for await (const event of liveEvents(client, operationId, { signal })) {
+      for (const piece of transcript.accept(event)) out.write('text' in piece ? piece.text : `${piece.line}\n`);
+    }
+  } catch {
+    // Live text is a convenience; the progress lines and the result still come.
+  }
 }

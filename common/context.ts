@@ -86,7 +86,7 @@ export interface CompactContextInput {
   lane: string;
   /** Model turns taken before this compaction. */
   turn: number;
-  /** 1-based number of this compaction in the operation (the context's `compactions` after it). */
+  /** 1-based number of this compaction in the lane's context (the context's `compactions` after it). */
   compaction: number;
   reason: CompactionReason;
   model?: string;
@@ -110,6 +110,8 @@ export interface CompactContextInput {
   reduced: boolean;
   /** What a reduced summary request must stay under (estimated prompt tokens). */
   fitTokens: number;
+  /** As `ModelStepInput.continues`: set while `base` is the context taken over from the lane's previous operation. */
+  continues?: string;
 }
 
 export interface CompactContextResult {

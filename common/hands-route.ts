@@ -11,7 +11,9 @@
  * Deterministic (imported by workflow code).
  */
 import { defineUpdate } from '@temporalio/workflow';
+import { z } from 'zod';
 import type { SessionRef } from './hands';
+import { NAME_PREFIX_PATTERN, NAME_PREFIX_RULE } from './sandbox-names';
 
 /** The host holding a session's workspace, as its hands worker describes itself. */
 export interface HandsHost {
@@ -37,6 +39,13 @@ export function hostQueueOf(sharedQueue: string, host: string): string {
 
 /** Host names: letters, digits, '.', '_' or '-' (they become part of a task queue name). */
 export const HOST_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+
+/** A `HandsHost` handed to an operation by its session or parent operation. */
+export const handsHostSchema = z.strictObject({
+  host: z.string().regex(HOST_NAME_PATTERN, "must be 1-63 letters, digits, '.', '_' or '-'"),
+  taskQueue: z.string().min(1).max(300),
+  namePrefix: z.string().regex(NAME_PREFIX_PATTERN, `must be ${NAME_PREFIX_RULE}`),
+});
 
 export interface ReplaceHandsHostRequest {
   /** Why the old workspace is given up (recorded in the history and the operation's details). */

@@ -8,7 +8,8 @@
  * of recorded steps: each model step's input tail and result, each compaction's summary and kept
  * turns, each batch of cleared tool results) when its cache is cold or the fingerprint does not
  * match. So the history holds each assistant message once (a step's result) and each user message
- * once (a step's tail): it grows by a bounded amount per step.
+ * once (a step's tail): it grows by a bounded amount per step. A lane's next operation continues the
+ * context of the previous one (`continues`), so a lane's context spans a chain of operations.
  *
  * Deterministic: type-only imports.
  */
@@ -55,6 +56,13 @@ export interface ModelStepInput {
    * and the reply continues it (its blocks join that message).
    */
   tail: TailBlock[];
+  /**
+   * The operation whose context this operation's context extends (the previous operation of its
+   * lane), sent while the operation's own steps have not moved the context yet (its first steps):
+   * `base` then describes that operation's context — after its compactions and clear batches — and
+   * a rebuild walks back through it (see `activities/brain/lane-chain.ts`).
+   */
+  continues?: string;
 }
 
 export interface ModelStepResult extends ModelReply {

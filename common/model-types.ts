@@ -19,7 +19,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages';
 
 /** Messages API block types the workflows handle (re-exported so workflow code imports only `common/`). */
-export type { ContentBlockParam, MessageParam, TextBlock, ToolResultBlockParam, ToolUseBlock };
+export type { ContentBlockParam, MessageParam, TextBlock, TextBlockParam, ToolResultBlockParam, ToolUseBlock };
 
 /**
  * Tokens one request consumed, in the API's four billing classes. The prompt of a request is

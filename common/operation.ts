@@ -7,10 +7,26 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { contextPolicySchema } from './context';
+import {
+  APPROVAL_TIMEOUT_DEFAULT_MS,
+  APPROVAL_TIMEOUT_MAX_MS,
+  approvalRulesSchema,
+  type WaitingApproval,
+} from './approvals';
+import { handsHostSchema } from './hands-route';
+import {
+  laneContinuationSchema,
+  laneNameSchema,
+  lineageSchema,
+  sessionLinkSchema,
+  subagentLimitsSchema,
+  type LaneContext,
+} from './lanes';
 import type { TokenUsage, ToolResultBlockParam } from './model-types';
 import type { TokenEconomy } from './token-ledger';
 import { SESSION_ID_PATTERN, SESSION_ID_RULE } from './sandbox-names';
 import { stuckLimitsSchema, type StuckState } from './stuck';
+import { MODEL_TOOL_NAMES } from './tools';
 import { describeZodError, utf8Bytes } from './validation';
 
 /** The workflow type name, for `temporal workflow start --type operation`. */
@@ -41,7 +57,7 @@ function withinBytes(max: number): [(text: string) => boolean, { error: (issue: 
  * again that it exists, is a directory and lies inside its allowed roots (`AGENT_ALLOWED_ROOTS`)
  * before the first model call. Nothing here may start with `-` (it would reach `git` as an option).
  */
-const repoSource = z.discriminatedUnion(
+export const repoSource = z.discriminatedUnion(
   'kind',
   [
     z.strictObject({
@@ -95,7 +111,7 @@ export const operationInputSchema = z.strictObject({
     .refine(...withinBytes(TEXT_INPUT_MAX_BYTES)),
   /** Session the operation belongs to; its sandbox and workspace volume are named after it. Defaults to the workflow id. */
   sessionId: z.string().regex(SESSION_ID_PATTERN, `must be ${SESSION_ID_RULE}`).optional(),
-  lane: z.string().min(1).max(NAME_MAX_CHARS).default('main'),
+  lane: laneNameSchema.default('main'),
   /** Repository copied into the workspace before the first tool call. */
   repo: repoSource.optional(),
   /** Overrides the default system prompt. */
@@ -127,6 +143,28 @@ export const operationInputSchema = z.strictObject({
   stuck: stuckLimitsSchema.prefault({}),
   /** How the context is kept inside the model's window: compaction, context editing, continuations (`common/context.ts`). */
   context: contextPolicySchema.prefault({}),
+  /**
+   * Tool-call policies (`common/approvals.ts`): a map from a tool name or `"<tool>:/<regex>/"` to
+   * `auto | ask | deny`, e.g. `{"bash:/git push/": "ask"}`. Default: every call `auto`.
+   */
+  approvals: approvalRulesSchema(MODEL_TOOL_NAMES).optional(),
+  /** How long an `ask` call waits for `agent approve` before it is denied. */
+  approvalTimeoutMs: z.int().min(1_000).max(APPROVAL_TIMEOUT_MAX_MS).default(APPROVAL_TIMEOUT_DEFAULT_MS),
+  /** Limits on the `task` tool (subagents): nesting depth and calls per operation. */
+  subagents: subagentLimitsSchema.default({ maxDepth: 2, maxPerOperation: 10 }),
+  /** Continue a lane's conversation from this point instead of a fresh context (set by the session). */
+  continues: laneContinuationSchema.optional(),
+  /** Text that enters the first message before the goal (session facts, notes the lane has not seen). */
+  notes: z.array(z.string().min(1)).max(100).optional(),
+  /** The session workflow that runs this operation and owns its sandbox (set by the session). */
+  session: sessionLinkSchema.optional(),
+  /** Set on subagent operations (by the `task` tool). */
+  lineage: lineageSchema.optional(),
+  /**
+   * The hands host holding the session's workspace, when the session or the parent operation knows
+   * it (set by them): the operation's hands calls go there instead of claiming a host.
+   */
+  handsHost: handsHostSchema.optional(),
 });
 
 export type OperationInput = z.input<typeof operationInputSchema>;
@@ -140,7 +178,8 @@ export function parseOperationInput(
   return result.success ? { ok: true, value: result.data } : { ok: false, error: describeZodError(result.error, raw) };
 }
 
-export type OperationState = 'running' | 'completed' | 'failed' | 'aborted';
+export type OperationState = 'running' | 'waiting-approval' | 'completed' | 'failed' | 'aborted';
+export type OperationEndState = Exclude<OperationState, 'running' | 'waiting-approval'>;
 
 export interface OperationStatus {
   state: OperationState;
@@ -172,6 +211,9 @@ export interface OperationStatus {
   context: ContextStatus;
   /** The token ledger so far (`common/token-ledger.ts`). */
   tokens: TokenEconomy;
+  lane?: string;
+  /** The tool call waiting for `agent approve` (state `waiting-approval`). */
+  waitingApproval?: WaitingApproval;
 }
 
 export interface ContextStatus {
@@ -187,7 +229,7 @@ export interface ContextStatus {
 }
 
 export interface OperationResult {
-  state: Exclude<OperationState, 'running'>;
+  state: OperationEndState;
   reason: string;
   turns: number;
   steps: number;
@@ -210,6 +252,11 @@ export interface OperationResult {
   handsHost?: string;
   /** The token ledger: cost, cache-hit rate, peak context, compactions and what each technique saved. */
   tokens: TokenEconomy;
+  lane?: string;
+  /** The context the operation ended with (where its lane's next operation continues, `common/lanes.ts`). */
+  context?: LaneContext;
+  /** Steering and session facts accepted but not yet in the context (the lane's next operation gets them). */
+  pendingNotes?: string[];
 }
 
 export const steerUpdate = defineUpdate<{ accepted: true; position: number }, [{ text: string }]>('steer');

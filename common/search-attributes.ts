@@ -7,13 +7,13 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 export const SEARCH_ATTRIBUTES = {
-  /** Operation state: one of `AGENT_STATUSES`. */
+  /** Operation state: one of `AGENT_STATUSES` (a session: running). */
   status: defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD),
   /** The repository the operation works on (path or URL). */
   repo: defineSearchAttributeKey('AgentRepo', SearchAttributeType.KEYWORD),
   /** The lane of the session the operation runs on (`main`, `subagent:<id>`, ...). */
   lane: defineSearchAttributeKey('AgentLane', SearchAttributeType.KEYWORD),
-  /** Kind of operation: run | compaction | coding-task. */
+  /** Kind of workflow: run | compaction | coding-task | session. */
   kind: defineSearchAttributeKey('AgentKind', SearchAttributeType.KEYWORD),
   /** Total tokens (input + cache write + cache read + output) consumed so far. */
   tokens: defineSearchAttributeKey('AgentTokens', SearchAttributeType.INT),

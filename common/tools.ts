@@ -12,6 +12,10 @@
  *  - `never`      arbitrary effects (bash): a call the workspace journal shows as started is never run a
  *                 second time; see `activities/hands/journal.ts`.
  * A tool that declares no policy gets `never`.
+ *
+ * Besides the sandbox tools (run by the hands), the model has one tool the workflow runs itself:
+ * `task`, which forks a subagent lane (`workflows/subagents.ts`). `toolDefinitions()` and
+ * `validateModelToolCall()` cover both; `validateToolCall()` and `ToolName` cover the sandbox tools.
  */
 import { z } from 'zod';
 import type { Tool } from '@anthropic-ai/sdk/resources/messages';
@@ -181,12 +185,28 @@ const grepInput = z.strictObject({
     .describe(`At most this many matching lines. Default ${GREP_DEFAULT_MAX_RESULTS}.`),
 });
 
+const taskInput = z.strictObject({
+  description: z
+    .string()
+    .min(1)
+    .max(200)
+    .describe('A short (3-10 words) description of the task, shown to the user, e.g. "find the config loader".'),
+  prompt: z
+    .string()
+    .min(1)
+    .describe(
+      'The complete task for the subagent: what to find or change, and what to report back. It does not see your conversation, only this prompt and a short handoff.',
+    ),
+});
+
 interface ToolSpec<S extends z.ZodObject> {
   schema: S;
   replayPolicy?: ReplayPolicy;
   description: string;
   /** The argument shown next to the tool name in the Web UI. */
   subject(input: z.infer<S>): string;
+  /** The argument approval patterns are matched against (`common/approvals.ts`); default: the subject. */
+  mainArgument?(input: z.infer<S>): string;
 }
 
 function spec<S extends z.ZodObject>(s: ToolSpec<S>): ToolSpec<S> {
@@ -215,6 +235,7 @@ const TOOLS = {
       'Use offset and limit to read a part of a large file, such as a saved command output.',
     ].join(' '),
     subject: (input) => (input.offset ? `${input.path}:${input.offset}` : input.path),
+    mainArgument: (input) => input.path,
   }),
   write_file: spec({
     schema: writeFileInput,
@@ -239,6 +260,7 @@ const TOOLS = {
     description:
       'List files (recursively, sorted by path), skipping what .gitignore excludes and the .git directory. Optionally filter by a glob pattern.',
     subject: (input) => [input.path ?? '.', input.pattern].filter(Boolean).join(' '),
+    mainArgument: (input) => input.path ?? '.',
   }),
   grep: spec({
     schema: grepInput,
@@ -246,6 +268,21 @@ const TOOLS = {
     description:
       'Search file contents with ripgrep. Returns matching lines as `path:line:text`, skipping what .gitignore excludes. Optionally restrict to a path or a glob.',
     subject: (input) => [input.pattern, input.path, input.glob].filter(Boolean).join(' '),
+    mainArgument: (input) => input.pattern,
+  }),
+};
+
+/** Tools the workflow runs itself instead of the hands. */
+const WORKFLOW_TOOLS = {
+  task: spec({
+    schema: taskInput,
+    description: [
+      'Delegate a self-contained task to a subagent: a fresh agent with the same tools, working in the same workspace, that sees only your prompt and a short handoff (not this conversation).',
+      "Its final answer comes back as this tool's result. Use it for searches, investigations or side tasks whose details would fill your context;",
+      'say exactly what to report back. Subagents run one at a time and share the workspace with you.',
+    ].join(' '),
+    subject: (input) => input.description,
+    mainArgument: (input) => input.prompt,
   }),
 };
 
@@ -259,8 +296,26 @@ export type EditFileInput = ToolInput<'edit_file'>;
 export type ListFilesInput = ToolInput<'list_files'>;
 export type GrepInput = ToolInput<'grep'>;
 
+export type TaskInput = z.infer<typeof taskInput>;
+/** Every tool the model may call: the sandbox tools and the workflow's own. */
+export type ModelToolName = ToolName | keyof typeof WORKFLOW_TOOLS;
+export const MODEL_TOOL_NAMES: ModelToolName[] = [...TOOL_NAMES, ...(Object.keys(WORKFLOW_TOOLS) as ModelToolName[])];
+/** The subagent tool's name. */
+export const TASK_TOOL = 'task';
+
 export function isToolName(name: string): name is ToolName {
   return Object.prototype.hasOwnProperty.call(TOOLS, name);
+}
+
+function isModelToolName(name: string): name is ModelToolName {
+  return isToolName(name) || Object.prototype.hasOwnProperty.call(WORKFLOW_TOOLS, name);
+}
+
+/** Any tool's catalogue entry (the specs are typed per tool; callers parse before using `subject`). */
+function specOf(name: ModelToolName): ToolSpec<z.ZodObject> {
+  return (isToolName(name)
+    ? TOOLS[name]
+    : WORKFLOW_TOOLS[name as keyof typeof WORKFLOW_TOOLS]) as unknown as ToolSpec<z.ZodObject>;
 }
 
 /** The replay policy of a tool; `never` for a tool that declares none, or an unknown one. */
@@ -298,11 +353,12 @@ function stripUnsupported(value: unknown): unknown {
 
 /** The tools as the Messages API takes them: strict JSON schemas that forbid extra fields. */
 export function toolDefinitions(): Tool[] {
-  return TOOL_NAMES.map((name) => {
-    const schema = stripUnsupported(z.toJSONSchema(TOOLS[name].schema)) as Tool.InputSchema;
+  return MODEL_TOOL_NAMES.map((name) => {
+    const entry = specOf(name);
+    const schema = stripUnsupported(z.toJSONSchema(entry.schema)) as Tool.InputSchema;
     return {
       name,
-      description: TOOLS[name].description,
+      description: entry.description,
       input_schema: { ...schema, type: 'object', additionalProperties: false },
       strict: true,
     };
@@ -319,7 +375,31 @@ export function validateToolCall(name: string, input: unknown): ToolCallCheck {
   if (!isToolName(name)) {
     return { ok: false, error: `Unknown tool "${name}". Available tools: ${TOOL_NAMES.join(', ')}.` };
   }
-  const schema = TOOLS[name].schema;
+  return checkArguments(name, TOOLS[name].schema, input) as ToolCallCheck;
+}
+
+export type ModelToolCallCheck =
+  | { ok: true; kind: 'sandbox'; name: ToolName; input: ToolInput<ToolName> }
+  | { ok: true; kind: 'task'; name: typeof TASK_TOOL; input: TaskInput }
+  | { ok: false; error: string };
+
+/** Validates a call to any tool the model has (sandbox or workflow tool), like `validateToolCall`. */
+export function validateModelToolCall(name: string, input: unknown): ModelToolCallCheck {
+  if (!isModelToolName(name)) {
+    return { ok: false, error: `Unknown tool "${name}". Available tools: ${MODEL_TOOL_NAMES.join(', ')}.` };
+  }
+  const checked = checkArguments(name, specOf(name).schema, input);
+  if (!checked.ok) return checked;
+  return isToolName(name)
+    ? { ok: true, kind: 'sandbox', name, input: checked.input as ToolInput<ToolName> }
+    : { ok: true, kind: 'task', name: TASK_TOOL, input: checked.input as TaskInput };
+}
+
+function checkArguments(
+  name: string,
+  schema: z.ZodObject,
+  input: unknown,
+): { ok: true; input: unknown } | { ok: false; error: string } {
   const parsed = schema.safeParse(input);
   if (parsed.success) return { ok: true, input: parsed.data };
   const allowed = Object.keys(schema.shape);
@@ -328,6 +408,15 @@ export function validateToolCall(name: string, input: unknown): ToolCallCheck {
     ok: false,
     error: `Invalid arguments for ${name}: ${problems.join('; ')}. Nothing was run. Call ${name} again with only these fields: ${describeFields(schema)}.`,
   };
+}
+
+/** The argument approval patterns are matched against: bash's command, a file tool's path, grep's pattern, a task's prompt. */
+export function toolMainArgument(name: string, input: unknown): string {
+  if (!isModelToolName(name)) return '';
+  const entry = specOf(name);
+  const parsed = entry.schema.safeParse(input);
+  if (!parsed.success) return '';
+  return (entry.mainArgument ?? entry.subject)(parsed.data);
 }
 
 function describeIssue(issue: z.core.$ZodIssue, allowed: string[], input: unknown): string {
@@ -378,10 +467,11 @@ function typeName(value: unknown): string {
 /** One line for the Web UI: `bash: npm test`, `edit_file: src/x.ts` (≤ 100 characters). */
 export function toolSummary(name: string, input: unknown): string {
   let subject = '';
-  if (isToolName(name)) {
-    const parsed = TOOLS[name].schema.safeParse(input);
+  if (isModelToolName(name)) {
+    const entry = specOf(name);
+    const parsed = entry.schema.safeParse(input);
     // The subject functions are typed per tool; the parse above guarantees the shape.
-    if (parsed.success) subject = (TOOLS[name].subject as (input: unknown) => string)(parsed.data);
+    if (parsed.success) subject = entry.subject(parsed.data);
   }
   const line = (subject ? `${name}: ${subject}` : name).replace(/\s+/g, ' ').trim();
   return line.length <= 100 ? line : `${line.slice(0, 99)}…`;

@@ -32,7 +32,7 @@ import {
   windowOf,
 } from './context-window';
 import { requestModelTurn } from './model-turn';
-import { contextFingerprint, heartbeatOverride, type OperationRun } from './operation-state';
+import { contextFingerprint, continuationOf, heartbeatOverride, type OperationRun } from './operation-state';
 import { COMPACTION_ACTIVITY_OPTIONS } from './policies';
 
 /** The `patched()` id of scheduling compaction steps. */
@@ -126,6 +126,7 @@ export async function compact(op: OperationRun, reason: CompactionReason, reduce
         reduced,
         // The last request that fit carried about `context.tokens`; leave room for the summary.
         fitTokens: Math.floor(Math.min(0.8 * windowOf(op), carry.context.tokens)),
+        ...continuationOf(op),
       }),
     );
   } catch (err) {

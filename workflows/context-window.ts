@@ -26,7 +26,8 @@ import {
   tokenEconomy,
   type TokenEconomy,
 } from '../common/token-ledger';
-import type { ContextStatus } from '../common/operation';
+import { LANE_CLEARABLE_RESULTS_MAX, type LaneContext } from '../common/lanes';
+import type { ContextStatus, OperationSettings } from '../common/operation';
 import type { OperationRun } from './operation-state';
 
 /** A tool result in the context (or in the tail about to enter it). */
@@ -83,6 +84,51 @@ export function newContextState(): ContextState {
     continuations: 0,
     partialText: '',
     resumePause: false,
+  };
+}
+
+/**
+ * The context state an operation starts with: empty, or — when it continues its lane's conversation
+ * — the one the lane's previous operation ended with (`common/lanes.ts`), so its first checkpoint
+ * plans from the context's real size and can still clear the tool results the context carries.
+ */
+export function startingContextState(continues: OperationSettings['continues']): ContextState {
+  const state = newContextState();
+  if (!continues) return state;
+  return {
+    ...state,
+    model: continues.model ?? null,
+    tokens: continues.tokens ?? 0,
+    ...(continues.lastOutput !== undefined ? { lastOutput: continues.lastOutput } : {}),
+    compactions: continues.compactions,
+    edits: continues.edits,
+    results: continues.clearable.map((result) => ({ ...result, cleared: false })),
+  };
+}
+
+/** The context the operation ends with, where its lane's next operation continues (`common/lanes.ts`). */
+export function laneContextOf(op: OperationRun): LaneContext {
+  const { carry } = op;
+  const { context } = carry;
+  const clearable = context.results
+    .filter((result) => !result.cleared && result.removable > 0)
+    .slice(-LANE_CLEARABLE_RESULTS_MAX)
+    .map(({ toolUseId, turn, tokens, removable, spillExtra }) => ({
+      toolUseId,
+      turn: turn - carry.turn,
+      tokens,
+      removable,
+      spillExtra,
+    }));
+  return {
+    messages: carry.messages,
+    lastReplyId: carry.lastReplyId,
+    compactions: context.compactions,
+    edits: context.edits,
+    tokens: context.tokens,
+    ...(context.lastOutput !== undefined ? { lastOutput: context.lastOutput } : {}),
+    model: context.model,
+    clearable,
   };
 }
 

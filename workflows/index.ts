@@ -2,3 +2,4 @@
 export { codingTask } from './coding-task';
 export { healthCheck } from './health';
 export { operation } from './operation';
+export { session } from './session';

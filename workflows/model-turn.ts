@@ -9,7 +9,7 @@ import { addUsage, ZERO_USAGE, type TextBlock, type ToolUseBlock } from '../comm
 import { DEFAULT_SYSTEM_PROMPT } from '../common/prompts';
 import { timeLeftMs, withDeadline } from './budget';
 import { editFrontierOf } from './context-window';
-import { contextFingerprint, heartbeatOverride, type OperationRun } from './operation-state';
+import { contextFingerprint, continuationOf, heartbeatOverride, type OperationRun } from './operation-state';
 import { MODEL_STEP_ACTIVITY_OPTIONS } from './policies';
 import { modelStepWatch } from './step-visibility';
 
@@ -35,6 +35,7 @@ export function requestModelTurn(op: OperationRun): Promise<ModelStepResult | un
         ...(op.nextClear ? { clear: op.nextClear } : {}),
         ...editFrontierOf(op),
         tail: carry.tail,
+        ...continuationOf(op),
       }),
     ),
   );
@@ -53,6 +54,12 @@ export function recordReply(op: OperationRun, reply: ModelStepResult): void {
   carry.tail = [];
   const text = replyText(reply);
   if (text) carry.finalText = text;
+  op.live.publish(carry.turn, {
+    kind: 'model.reply',
+    text,
+    toolCalls: toolCallsOf(reply).length,
+    usage: reply.usage,
+  });
 }
 
 export function toolCallsOf(reply: ModelStepResult): ToolUseBlock[] {

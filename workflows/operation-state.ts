@@ -4,19 +4,22 @@
  * is rebuilt on each run.
  */
 import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
+import type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
+import type { ApprovalDecisionInput, WaitingApproval } from '../common/approvals';
 import type { ContextClear } from '../common/context';
 import type { ToolOutcome } from '../common/hands';
 import type { ContextFingerprint, TailBlock } from '../common/model-step';
 import { ZERO_USAGE, type TokenUsage } from '../common/model-types';
 import type { HandsHost } from '../common/hands-route';
 import { newTokenLedger, type TokenLedger } from '../common/token-ledger';
-import { newContextState, type ContextState } from './context-window';
+import { newContextState, startingContextState, type ContextState } from './context-window';
 import { parseOperationInput, type OperationSettings, type OperationStatus } from '../common/operation';
 import type { StuckState } from '../common/stuck';
 import type { LoopWindow } from './loop-detector';
 import { publishRejectedInput } from './visibility';
 import { sessionIdFor } from '../common/sandbox-names';
 import { DEFAULT_HANDS_QUEUE } from '../common/task-queues';
+import { openLiveEvents, type LiveEvents } from './live';
 
 /** State carried across continue-as-new (its field names are part of recorded histories: keep them). */
 export interface OperationCarry {
@@ -42,6 +45,14 @@ export interface OperationCarry {
   context: ContextState;
   /** What the context techniques did (`common/token-ledger.ts`); `usage` above is the money. */
   ledger: TokenLedger;
+  /** Session facts received but not yet in the context (absent in runs recorded before sessions). */
+  pendingFacts?: string[];
+  /** `task` calls started so far (subagents). */
+  subagents?: number;
+  /** The latest approval decisions (at most 100), so a repeated decision is refused by name. */
+  approvalsDecided?: Array<{ toolCallId: string; decision: 'approved' | 'denied' }>;
+  /** The live event stream's state (`live.ts`), set just before continue-as-new. */
+  live?: WorkflowStreamState;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';
@@ -76,6 +87,13 @@ export interface OperationRun {
   nextClear?: ContextClear;
   /** Outcomes of the current tool batch by tool call id (their spill sizes feed the ledger). */
   toolOutcomes: Map<string, ToolOutcome>;
+  /** The tool call waiting for a person, and the decision once it came. */
+  waitingApproval?: WaitingApproval;
+  approvalDecision?: ApprovalDecisionInput;
+  /** Tool call ids of this run's replies (so an approval for a call that is not waiting is told apart from an unknown one). */
+  readonly seenToolCalls: Set<string>;
+  /** What followers see live (`live.ts`). */
+  readonly live: LiveEvents;
 }
 
 /** Validates the input (failing the workflow with `InvalidOperationInput`) and sets up the run's state. */
@@ -100,25 +118,36 @@ export function startOperationRun(rawInput: unknown, carry: OperationCarry | und
     carry: state,
     phase: 'starting',
     toolOutcomes: new Map(),
+    seenToolCalls: new Set(),
+    live: openLiveEvents(operationId, state.live),
   };
 }
 
 function newCarry(settings: OperationSettings): OperationCarry {
+  const { continues, notes } = settings;
   return {
     turn: 0,
     steps: 0,
     usage: { ...ZERO_USAGE },
-    messages: 0,
-    lastReplyId: null,
-    tail: [{ type: 'text', text: settings.goal }],
+    // A lane's next operation starts from the context its previous one ended with: the answers to
+    // any tool calls that reply left open come first, then notes, then the goal.
+    messages: continues?.messages ?? 0,
+    lastReplyId: continues?.lastReplyId ?? null,
+    tail: [
+      ...((continues?.openToolResults ?? []) as TailBlock[]),
+      ...(notes ?? []).map((text): TailBlock => ({ type: 'text', text })),
+      { type: 'text', text: settings.goal },
+    ],
     pendingSteering: [],
     sandboxUsed: false,
     seeded: false,
     startedAtMs: Date.now(),
     runs: 0,
     finalText: '',
-    context: newContextState(),
+    context: startingContextState(continues),
     ledger: newTokenLedger(),
+    // The session or the parent operation knows where the workspace is; otherwise the first hands call claims a host.
+    ...(settings.handsHost ? { handsHost: settings.handsHost } : {}),
   };
 }
 
@@ -131,6 +160,23 @@ export function contextFingerprint(op: OperationRun): Required<ContextFingerprin
     compactions: carry.context.compactions,
     edits: carry.context.edits,
   };
+}
+
+/**
+ * `continues` for a context step whose base is still the context the operation took over from its
+ * lane's previous operation (the brain then finds that context in the previous operation's cache or
+ * history); nothing once the operation's own steps have moved the context on.
+ */
+export function continuationOf(op: OperationRun): { continues?: string } {
+  const from = op.settings.continues;
+  if (!from || from.messages === 0) return {};
+  const base = contextFingerprint(op);
+  const unchanged =
+    base.messages === from.messages &&
+    base.lastReplyId === from.lastReplyId &&
+    base.compactions === from.compactions &&
+    base.edits === from.edits;
+  return unchanged ? { continues: from.operationId } : {};
 }
 
 /** The heartbeat override of every activity of the operation (`heartbeatTimeoutMs`), if set. */

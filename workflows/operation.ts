@@ -10,6 +10,13 @@
  * (`model-turn.ts`); tool calls run on the hands queue, one activity per call (`tool-calls.ts`).
  * Steering is accepted durably by an Update and enters the context at the next checkpoint, at its
  * tail (`steering.ts`). The state every step works on is one `OperationRun` (`operation-state.ts`).
+ *
+ * Run by a session (`session.ts`), an operation is one step of a lane: it may continue the lane's
+ * conversation (`continues`), uses the session's sandbox under its lease, hears changed facts, and
+ * its result says where the lane's next operation continues (`context`, `openToolResults`,
+ * `pendingNotes`). Started alone (`temporal workflow start --type operation`) it is a session of one
+ * operation that owns its sandbox. Tool calls may wait for approval (`approvals.ts`); the `task`
+ * tool runs subagent operations as children (`subagents.ts`).
  */
 import {
   ActivityFailure,
@@ -24,17 +31,19 @@ import {
 } from '@temporalio/workflow';
 import { COMPACT_CONTEXT_ACTIVITY } from '../common/context';
 import type { ModelStepResult } from '../common/model-step';
-import type { ToolResultBlockParam } from '../common/model-types';
+import type { TextBlockParam, ToolResultBlockParam } from '../common/model-types';
 import type { OperationResult } from '../common/operation';
 import { costUsd } from '../common/pricing';
 import { volumeNameOf } from '../common/sandbox-names';
+import { acceptApprovals } from './approvals';
 import { deadlineEnd, spentBudget } from './budget';
 import { acceptContextUpdates, keepContextInWindow, modelTurnWithinWindow } from './compaction';
-import { modelOf, noteModelReply, operationTokens, trackToolResults } from './context-window';
+import { laneContextOf, modelOf, noteModelReply, operationTokens, trackToolResults } from './context-window';
 import { recordReply, toolCallsOf } from './model-turn';
 import { OperationEnd, startOperationRun, type OperationCarry, type OperationRun } from './operation-state';
 import { provisionSandbox, type OperationSandbox } from './sandbox';
-import { acceptSteeringAndAbort, applySteering } from './steering';
+import { listenToSession, reportAbortToSession } from './operation-session';
+import { acceptSteeringAndAbort, applySteering, steeringNote } from './steering';
 import { actOnCutToolCalls, actOnStopReason, STOP_REASONS_PATCH } from './stop-reasons';
 import { runToolBatch } from './tool-calls';
 import { checkForLoop } from './loop-detector';
@@ -48,8 +57,13 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   const op = startOperationRun(rawInput, carry);
   const loopScope = new CancellationScope();
   answerStatusQuery(op);
-  acceptSteeringAndAbort(op, () => loopScope.cancel());
+  acceptSteeringAndAbort(op, () => {
+    loopScope.cancel();
+    reportAbortToSession(op);
+  });
   acceptContextUpdates(op);
+  acceptApprovals(op);
+  listenToSession(op);
   publishSearchAttributes(op, 'state');
   showDetails(op);
   const sandbox = provisionSandbox(op);
@@ -72,12 +86,15 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
     const overBudget = spentBudget(op);
     if (overBudget) return overBudget;
     if (workflowInfo().continueAsNewSuggested) {
+      op.live.detach();
       await condition(allHandlersFinished);
+      carry.live = op.live.state();
       await continueAsNew<typeof operation>(rawInput, carry);
     }
     if (!(await keepContextInWindow(op))) return deadlineEnd(op);
 
     op.phase = 'model';
+    op.live.turnStarted();
     showDetails(op);
     const reply = await modelTurnWithinWindow(op);
     if (reply === undefined) return deadlineEnd(op);
@@ -139,6 +156,10 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
   op.phase = 'done';
   publishSearchAttributes(op, 'state');
   showDetails(op);
+  op.live.publish(op.carry.turn, { kind: 'operation.ended', state: ended.state, reason: ended.reason });
+  // Parked followers get the last events before the workflow closes.
+  op.live.detach();
+  await condition(allHandlersFinished);
 
   const { carry } = op;
   const result: OperationResult = {
@@ -154,6 +175,13 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
     openToolResults: carry.tail.filter((block): block is ToolResultBlockParam => block.type === 'tool_result'),
     ...keepDetails(op),
     tokens: operationTokens(op),
+    lane: op.settings.lane,
+    context: laneContextOf(op),
+    pendingNotes: [
+      ...carry.tail.filter((block): block is TextBlockParam => block.type === 'text').map((block) => block.text),
+      ...(carry.pendingFacts ?? []),
+      ...carry.pendingSteering.map(steeringNote),
+    ],
   };
   if (ended.state === 'failed') {
     throw ApplicationFailure.create({

@@ -1,9 +1,12 @@
 /**
+/**
  * The operation's side of the sandbox lifecycle: the check of the repository to seed (on the hands
  * host, before the first model call), provisioning (lazy by default — the first tool call seeds the
  * workspace, which creates the container — or eager, alongside the first model call), routing to the
  * hands host that holds the workspace (`hands-route.ts`), and teardown (the container goes, the
- * workspace volume stays).
+ * workspace volume stays). An operation run by a session uses the sandbox under the session's lease
+ * (`sandbox-lease.ts`), which also tells it the session's hands host, and leaves the teardown to the
+ * session; a subagent operation leaves it to the operation that started it.
  */
 import {
   ActivityFailure,
@@ -23,6 +26,7 @@ import {
   SANDBOX_TEARDOWN_ACTIVITY_OPTIONS,
   SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
 } from './policies';
+import { sandboxLease } from './sandbox-lease';
 import { stuckDetectionOn, watchActivity } from './stuck';
 import { showDetails } from './visibility';
 
@@ -40,11 +44,14 @@ export interface OperationSandbox {
   checkSeedSource(): Promise<OperationEnd | undefined>;
   /** Starts the workspace now when the operation asked for an eager sandbox (`eagerSandbox`). */
   startEagerly(): void;
-  /** Resolves when the workspace is ready for a tool call (seeded from the repository, if any). */
-  ready(): Promise<void>;
+  /**
+   * Runs `fn` (a tool call) once the workspace is ready (seeded from the repository, if any) and the
+   * operation holds the sandbox (the session's lease, when a session runs it).
+   */
+  use<T>(fn: () => Promise<T>): Promise<T>;
   /** Where the session's hands calls go. */
   readonly route: HandsRoute;
-  /** Removes the container if the operation used one and was not asked to keep it. */
+  /** Gives the sandbox back; removes the container if this operation owns it, used it and was not asked to keep it. */
   teardown(): Promise<void>;
 }
 
@@ -75,6 +82,8 @@ export function provisionSandbox(op: OperationRun): OperationSandbox {
         ? watchActivity(op, { activityId, taskQueue: queue, waitingOn: what, host: route.host?.host }, () => run(queue))
         : run(queue),
     );
+  const lease = sandboxLease(op);
+  const ownsSandbox = !settings.session && !settings.lineage;
 
   const ensureWorkspace = async (): Promise<void> => {
     carry.sandboxUsed = true;
@@ -102,12 +111,15 @@ export function provisionSandbox(op: OperationRun): OperationSandbox {
       if (!patched(SEED_SOURCE_CHECK_PATCH)) return undefined;
       const what = 'check the repository to seed';
       try {
-        await onHost('check-seed-source', what, (queue) =>
-          proxyActivities<HandsActivities>({
-            ...SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
-            taskQueue: queue,
-            ...(watched ? { activityId: 'check-seed-source' } : {}),
-          }).checkSeedSource({ source }),
+        // Under the session's lease: the host that checks the path is the one that seeds it.
+        await lease.use(() =>
+          onHost('check-seed-source', what, (queue) =>
+            proxyActivities<HandsActivities>({
+              ...SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
+              taskQueue: queue,
+              ...(watched ? { activityId: 'check-seed-source' } : {}),
+            }).checkSeedSource({ source }),
+          ),
         );
         return undefined;
       } catch (err) {
@@ -124,16 +136,19 @@ export function provisionSandbox(op: OperationRun): OperationSandbox {
     startEagerly() {
       // Lazy by default: the first model request never waits for a container.
       if (!settings.eagerSandbox || carry.sandboxUsed || eager) return;
-      eager = startEagerly();
+      eager = lease.use(startEagerly);
       // An eager failure surfaces at the first tool call, which awaits the same promise.
       eager.catch(() => undefined);
     },
-    async ready() {
-      await eager;
-      await ensureWorkspace();
-    },
+    use: (fn) =>
+      lease.use(async () => {
+        await eager;
+        await ensureWorkspace();
+        return fn();
+      }),
     async teardown() {
-      if (!carry.sandboxUsed || settings.keepContainer) return;
+      lease.end();
+      if (!ownsSandbox || !carry.sandboxUsed || settings.keepContainer) return;
       await CancellationScope.nonCancellable(async () => {
         try {
           const queue = route.knownQueue();

@@ -44,10 +44,15 @@ export function acceptSteeringAndAbort(op: OperationRun, onAbort: () => void): v
   );
 }
 
-/** Checkpoint: queued steering joins the tail, after any tool results. */
+/**
+ * Checkpoint: queued steering joins the tail, after any tool results. Changed session facts join
+ * it too (before the steering), but only when a request follows anyway: a fact alone never costs a turn.
+ */
 export function applySteering(op: OperationRun): void {
   const { carry } = op;
-  for (const text of carry.pendingSteering.splice(0)) {
-    carry.tail.push({ type: 'text', text: `[steering from the user] ${text}` });
-  }
+  const steering = carry.pendingSteering.splice(0).map(steeringNote);
+  const facts = carry.tail.length > 0 || steering.length > 0 ? (carry.pendingFacts?.splice(0) ?? []) : [];
+  for (const text of [...facts, ...steering]) carry.tail.push({ type: 'text', text });
 }
+
+export const steeringNote = (text: string): string => `[steering from the user] ${text}`;

@@ -10,10 +10,15 @@ import { SEARCH_ATTRIBUTES, type AgentStatus } from '../common/search-attributes
 import { contextStatus, modelOf, operationTokens } from './context-window';
 import type { OperationRun } from './operation-state';
 
+/** The operation's state: its terminal state once ended, else `waiting-approval` or `running`. */
+export function currentState(op: OperationRun): OperationStatus['state'] {
+  return op.ended?.state ?? (op.waitingApproval ? 'waiting-approval' : 'running');
+}
+
 export function operationStatus(op: OperationRun): OperationStatus {
   const s = op.carry;
   return {
-    state: op.ended?.state ?? 'running',
+    state: currentState(op),
     sessionId: op.sessionId,
     reason: op.ended?.reason,
     turn: s.turn,
@@ -30,12 +35,16 @@ export function operationStatus(op: OperationRun): OperationStatus {
     ...(s.handsHost ? { handsHost: s.handsHost.host } : {}),
     context: contextStatus(op),
     tokens: operationTokens(op),
+    lane: op.settings.lane,
+    ...(op.waitingApproval ? { waitingApproval: op.waitingApproval } : {}),
   };
 }
 
 /** The `AgentStatus` value now: the terminal state, else `stuck` while stuck, else `running`. */
+/** `AgentStatus`: the status query's state, or `stuck` while a running operation is stuck. */
 export function agentStatus(op: OperationRun): AgentStatus {
-  return op.ended?.state ?? (op.stuck ? 'stuck' : 'running');
+  const state = currentState(op);
+  return state === 'running' && op.stuck ? 'stuck' : state;
 }
 
 export function answerStatusQuery(op: OperationRun): void {
@@ -74,9 +83,13 @@ export function detailsMarkdown(op: OperationRun): string {
   const st = operationStatus(op);
   const { usage } = st;
   const goal = op.settings.goal.split('\n')[0].slice(0, 200);
+  const approval = st.waitingApproval;
   return [
     `### ${goal}`,
     `**${agentStatus(op)}**${st.reason ? ` — ${st.reason}` : ''} · phase ${st.phase} · turn ${st.turn}/${op.settings.budget.maxTurns} · ${st.steps} steps`,
+    approval
+      ? `**waiting for approval:** \`${approval.summary}\` (${approval.toolCallId}${approval.rule ? `, rule \`${approval.rule}\`` : ''}); denied at ${approval.timeoutAt} unless decided — \`agent approve ${op.operationId} ${approval.toolCallId}\` or \`--deny "why"\``
+      : '',
     st.stuck
       ? `⚠ **${st.stuck.reason}** (since ${st.stuck.since})${st.stuck.lastFailure ? `\n\nlast failure: \`${oneLine(st.stuck.lastFailure)}\`` : ''}`
       : '',

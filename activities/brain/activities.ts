@@ -29,6 +29,7 @@ import {
 } from './context-assembly';
 import { ContextCache, contextKey } from './context-cache';
 import { rebuildContextFromHistory } from './history-context';
+import { LiveText } from './live-text';
 
 export interface BrainDependencies {
   anthropic: Anthropic;
@@ -47,10 +48,15 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
     lane: string;
     base: ContextFingerprint;
     system?: string;
+    continues?: string;
   }): Promise<{ context: AssembledContext; rebuilt: boolean }> {
     const key = contextKey(input.operationId, input.lane);
-    const cached = deps.cache.get(key);
-    if (cached && matchesFingerprint(cached, input.base)) {
+    // A lane's next operation starts from the previous one's context: its cached copy, if this worker has it.
+    const candidates = [key, ...(input.continues ? [contextKey(input.continues, input.lane)] : [])];
+    const cached = candidates
+      .map((candidate) => deps.cache.get(candidate))
+      .find((context) => context !== undefined && matchesFingerprint(context, input.base));
+    if (cached) {
       deps.cache.stats.hits += 1;
       return { context: cached, rebuilt: false };
     }
@@ -100,7 +106,17 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
         ...(input.editFrontier !== undefined ? { editFrontier: input.editFrontier } : {}),
       };
       crashPoint(`model: before request (turn ${input.turn})`);
-      const reply = await sendWithHeartbeats({ client: deps.anthropic, settings: deps.settings, request });
+      const live = new LiveText({
+        operationId: input.operationId,
+        turn: input.turn,
+        attempt: Context.current().info.attempt,
+      });
+      const reply = await sendWithHeartbeats({
+        client: deps.anthropic,
+        settings: deps.settings,
+        request,
+        onStreamEvent: live.onStreamEvent,
+      }).finally(() => live.close());
       crashPoint(`model: after response (turn ${input.turn})`);
       deps.cache.set(contextKey(input.operationId, input.lane), withReply(context, input.tail, reply));
       return { ...reply, rebuilt };

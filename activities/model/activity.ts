@@ -16,7 +16,7 @@ import {
   type ModelRequest,
   type TokenUsage,
 } from '../../common/model-types';
-import { sendMessagesRequest } from './messages-request';
+import { sendMessagesRequest, type SendMessagesRequestInput } from './messages-request';
 import { Heartbeat } from '../heartbeat';
 import type { ModelSettings } from './settings';
 
@@ -49,6 +49,7 @@ export async function sendWithHeartbeats(input: {
   settings: ModelSettings;
   request: ModelRequest;
   heartbeatIntervalMs?: number;
+  onStreamEvent?: SendMessagesRequestInput['onStreamEvent'];
 }): Promise<ModelReply> {
   const context = Context.current();
   const intervalMs =
@@ -66,6 +67,7 @@ export async function sendWithHeartbeats(input: {
       settings: input.settings,
       signal: context.cancellationSignal,
       failedAttemptsUsage: heartbeat.details.failedAttemptsUsage ?? undefined,
+      onStreamEvent: input.onStreamEvent,
       onProgress: (progress) => {
         const usageChanged = progress.usage !== heartbeat.details.usage;
         heartbeat.set(progress, usageChanged || progress.events % 50 === 0);

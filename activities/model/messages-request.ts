@@ -42,6 +42,8 @@ export interface SendMessagesRequestInput {
   onProgress?: (progress: ModelCallProgress) => void;
   /** Usage of earlier failed attempts of this call, carried into the reply and failure details. */
   failedAttemptsUsage?: TokenUsage;
+  /** Called with every stream event as it arrives (e.g. to show the text live). */
+  onStreamEvent?: (event: RawMessageStreamEvent) => void;
 }
 
 /** The Messages API params for `request`: defaults filled in, cache breakpoints placed, streaming. */
@@ -128,6 +130,7 @@ export async function sendMessagesRequest(input: SendMessagesRequestInput): Prom
         throw failure(error);
       }
       if (usageChanged) attempt.usage = accumulator.usage;
+      input.onStreamEvent?.(next.value);
       progress();
     }
     ended = true;

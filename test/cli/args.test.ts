@@ -147,4 +147,85 @@ describe('agent argument parsing', () => {
     expect(() => parseAgentArgs(argv)).toThrow(UsageError);
     expect(() => parseAgentArgs(argv)).toThrow(message);
   });
+
+  it('parses run in a session, lane and fresh context', () => {
+    expect(
+      parseAgentArgs([
+        'run',
+        '--session',
+        's1',
+        '--lane',
+        'docs',
+        '--new',
+        '--json',
+        '--approvals',
+        '{"bash:/git push/":"ask"}',
+        '--approval-timeout',
+        '30m',
+        'write the docs',
+      ]),
+    ).toMatchObject({
+      kind: 'run',
+      goal: 'write the docs',
+      session: 's1',
+      lane: 'docs',
+      newContext: true,
+      json: true,
+      approvals: '{"bash:/git push/":"ask"}',
+      approvalTimeoutMs: 1_800_000,
+    });
+  });
+
+  it('parses session, events, approve and fact', () => {
+    expect(parseAgentArgs(['session', 'ls'])).toEqual({ kind: 'session', action: 'ls', json: false });
+    expect(parseAgentArgs(['session', 'show', 's1', '--json'])).toEqual({
+      kind: 'session',
+      action: 'show',
+      sessionId: 's1',
+      json: true,
+    });
+    expect(
+      parseAgentArgs(['events', 's1', '--lane', 'main', '--type', 'tool,approval.decided', '--from', '3', '--follow']),
+    ).toEqual({
+      kind: 'events',
+      id: 's1',
+      lane: 'main',
+      types: ['tool', 'approval.decided'],
+      from: 3,
+      follow: true,
+      json: false,
+    });
+    expect(parseAgentArgs(['approve', 'op-1', 'toolu_1'])).toEqual({
+      kind: 'approve',
+      operationId: 'op-1',
+      toolCallId: 'toolu_1',
+    });
+    expect(parseAgentArgs(['approve', 'op-1', 'toolu_1', '--deny', 'not now'])).toMatchObject({ deny: 'not now' });
+    expect(parseAgentArgs(['fact', 'set', 's1', 'owner', 'ada lovelace'])).toEqual({
+      kind: 'fact',
+      action: 'set',
+      sessionId: 's1',
+      key: 'owner',
+      value: 'ada lovelace',
+    });
+    expect(parseAgentArgs(['fact', 'get', 's1', 'owner'])).toMatchObject({ action: 'get', key: 'owner' });
+    expect(parseAgentArgs(['fact', 'ls', 's1', '--json'])).toMatchObject({ action: 'ls', json: true });
+  });
+
+  it.each([
+    [['run', '--approvals', '{nope', 'g'], '--approvals must be a JSON object'],
+    [['run', '--approval-timeout', 'soon', 'g'], '--approval-timeout: not a duration: "soon"'],
+    [['session'], 'agent session: expected ls or show, got nothing'],
+    [['session', 'show'], 'agent session show: missing session id'],
+    [['events'], 'agent events: missing session or operation id'],
+    [['events', 's1', '--from', '5', '--to', '2'], '--to 2 is before --from 5'],
+    [['events', 's1', '--from', '0'], '--from must be a positive whole number, got "0"'],
+    [['approve', 'op-1'], 'agent approve: expected an operation id and a tool call id'],
+    [['approve', 'op-1', 't', '--deny'], '--deny needs a value'],
+    [['fact', 'set', 's1', 'k'], 'agent fact set: expected a session id, a key and a value'],
+    [['fact', 'rm', 's1'], 'agent fact: expected set, get or ls, got "rm"'],
+  ])('rejects the session command %j naming the problem', (argv, message) => {
+    expect(() => parseAgentArgs(argv)).toThrow(UsageError);
+    expect(() => parseAgentArgs(argv)).toThrow(message);
+  });
 });

@@ -1,11 +1,26 @@
-import { replayPolicyOf, toolDefinitions, toolSummary, validateToolCall } from '../../common/tools';
+import {
+  replayPolicyOf,
+  toolDefinitions,
+  toolMainArgument,
+  toolSummary,
+  validateModelToolCall,
+  validateToolCall,
+} from '../../common/tools';
 import { parseDuration, parseSandboxArgs, formatTable } from '../../cli/sandbox';
 import { countLines, shapeOutput, spillOptions } from '../../activities/hands/output';
 
 describe('tool catalogue', () => {
   it('defines strict tools whose schemas forbid extra fields', () => {
     const tools = toolDefinitions();
-    expect(tools.map((t) => t.name)).toEqual(['bash', 'read_file', 'write_file', 'edit_file', 'list_files', 'grep']);
+    expect(tools.map((t) => t.name)).toEqual([
+      'bash',
+      'read_file',
+      'write_file',
+      'edit_file',
+      'list_files',
+      'grep',
+      'task',
+    ]);
     for (const tool of tools) {
       expect(tool.strict).toBe(true);
       expect(tool.input_schema.additionalProperties).toBe(false);
@@ -15,6 +30,25 @@ describe('tool catalogue', () => {
     }
     const edit = tools.find((t) => t.name === 'edit_file')!;
     expect(edit.input_schema.required).toEqual(['path', 'old_text', 'new_text']);
+    const task = tools.find((t) => t.name === 'task')!;
+    expect(task.input_schema.required).toEqual(['description', 'prompt']);
+  });
+
+  it('validates a task call like any other and keeps it away from the hands', () => {
+    expect(validateModelToolCall('task', { description: 'find it', prompt: 'find the loader' })).toEqual({
+      ok: true,
+      kind: 'task',
+      name: 'task',
+      input: { description: 'find it', prompt: 'find the loader' },
+    });
+    const extra = validateModelToolCall('task', { description: 'd', prompt: 'p', model: 'big' });
+    expect(!extra.ok && extra.error).toContain('unknown field "model"');
+    expect(validateModelToolCall('bash', { command: 'ls' })).toMatchObject({ ok: true, kind: 'sandbox' });
+    // The hands' own check knows only the sandbox tools.
+    expect(validateToolCall('task', { description: 'd', prompt: 'p' }).ok).toBe(false);
+    expect(toolSummary('task', { description: 'find the loader', prompt: 'long text' })).toBe('task: find the loader');
+    expect(toolMainArgument('bash', { command: 'git push' })).toBe('git push');
+    expect(toolMainArgument('edit_file', { path: 'a.ts', old_text: 'x', new_text: 'y' })).toBe('a.ts');
   });
 
   it('rejects an invented field and names it', () => {

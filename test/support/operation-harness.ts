@@ -29,6 +29,8 @@ export interface OperationHarness {
   handsQueue: string;
   /** Starts an operation on the harness's queues. */
   start(input: OperationInput, workflowId?: string): Promise<WorkflowHandle>;
+  /** Removes this session's container and volume when the harness closes. */
+  removeOnClose(sessionId: string): void;
   close(): Promise<void>;
 }
 
@@ -49,13 +51,15 @@ export interface OperationHarnessOptions {
   model?: Omit<ScriptedModelServerOptions, 'script'>;
   /** Model settings beyond the test defaults (e.g. a short `streamIdleTimeoutMs`). */
   modelSettings?: Partial<ModelSettings>;
+  /** A dev server of the test's own (default: the shared one). */
+  temporalAddress?: string;
 }
 
 export async function startOperationHarness(
   script: ModelScript = [],
   options: OperationHarnessOptions = {},
 ): Promise<OperationHarness> {
-  const temporal = await connectTestTemporal();
+  const temporal = await connectTestTemporal(options.temporalAddress);
   const model = await startScriptedModelServer({ ...options.model, script });
   const cache = new ContextCache();
   const docker = new Docker();
@@ -98,6 +102,9 @@ export async function startOperationHarness(
         workflowId,
         args: [{ handsTaskQueue: handsQueue, ...input }],
       });
+    },
+    removeOnClose(sessionId) {
+      sessions.push(sessionId);
     },
     async close() {
       for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();

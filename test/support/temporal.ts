@@ -15,9 +15,11 @@ export interface TestTemporal {
   close(): Promise<void>;
 }
 
-export async function connectTestTemporal(): Promise<TestTemporal> {
+/** A client and a worker connection to the test server (or to `address`, a server a test started itself). */
+export async function connectTestTemporal(address?: string): Promise<TestTemporal> {
   installRuntime();
-  const { temporalAddress, namespace } = testPlatform();
+  const { namespace } = testPlatform();
+  const temporalAddress = address ?? testPlatform().temporalAddress;
   const connection = await Connection.connect({ address: temporalAddress });
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
   return {

@@ -11,7 +11,7 @@ export interface WorkerProcess {
   readonly pid: number;
   /** SIGKILL; resolves when the process is gone. */
   kill(): Promise<void>;
-  /** SIGTERM (graceful); resolves when the process is gone. */
+  /** SIGTERM (graceful, SIGKILL after 10 s); resolves when the process is gone. */
   stop(): Promise<void>;
   /** What the worker printed (stdout and stderr), for failure messages. */
   output(): string;
@@ -56,7 +56,10 @@ export function startWorkerProcess(options: WorkerProcessOptions): WorkerProcess
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const signal = async (name: NodeJS.Signals): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill(name);
+    // A graceful stop that hangs becomes a kill after 10 s.
+    const timer = name === 'SIGTERM' ? setTimeout(() => child.kill('SIGKILL'), 10_000) : undefined;
     await exited;
+    clearTimeout(timer);
   };
   return {
     pid: child.pid ?? -1,
