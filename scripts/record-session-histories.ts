@@ -4,6 +4,7 @@
  * continues the lane's context); an operation that waited for approval; and an operation whose
  * `task` call ran a subagent.
  */
+import { AGENT_USER } from '../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
 import { decideToolCall } from '../client/approvals';
 import { setFact } from '../client/session';
@@ -52,7 +53,9 @@ export async function recordSessionHistories(h: OperationHarness, record: Record
   // The tool phase can begin before the container has started.
   await waitFor(async () => {
     try {
-      execFileSync('docker', ['exec', containerNameOf(sessionId), 'touch', '/workspace/go'], { stdio: 'ignore' });
+      execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(sessionId), 'touch', '/workspace/go'], {
+        stdio: 'ignore',
+      });
       return true;
     } catch {
       return false;

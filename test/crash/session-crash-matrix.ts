@@ -5,6 +5,7 @@
  * named boundary; a supervisor restarts it; the client retries every call (with the same Update id
  * for prompts) until it is answered. Each `never` tool appends one line to an effects file.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -125,15 +126,19 @@ export class SessionCrashMatrix {
         );
       const first = await submit(FIRST, `${sessionId}-first`);
       await retry(async () => {
-        const log = execFileSync('docker', ['exec', containerNameOf(sessionId), 'cat', '/workspace/effects.log'], {
-          encoding: 'utf8',
-          stdio: ['ignore', 'pipe', 'ignore'],
-        });
+        const log = execFileSync(
+          'docker',
+          ['exec', '-u', AGENT_USER, containerNameOf(sessionId), 'cat', '/workspace/effects.log'],
+          {
+            encoding: 'utf8',
+            stdio: ['ignore', 'pipe', 'ignore'],
+          },
+        );
         return log.includes(SESSION_EFFECTS[0]);
       });
       const second = await submit(SECOND, `${sessionId}-second`);
       await retry(async () => {
-        execFileSync('docker', ['exec', containerNameOf(sessionId), 'touch', '/workspace/release'], {
+        execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(sessionId), 'touch', '/workspace/release'], {
           stdio: 'ignore',
         });
         return true;

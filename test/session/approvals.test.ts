@@ -5,6 +5,7 @@
  * decisions are refused by name; a wait survives a worker killed with SIGKILL; a session's
  * defaults apply to its operations.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { operationResult } from '../../client/operation-result';
@@ -28,7 +29,7 @@ const waitingCall = (handle: WorkflowHandle) =>
   );
 const fileInSandbox = (sessionId: string, file: string): string | undefined => {
   try {
-    return execFileSync('docker', ['exec', containerNameOf(sessionId), 'cat', `/workspace/${file}`], {
+    return execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(sessionId), 'cat', `/workspace/${file}`], {
       encoding: 'utf8',
     });
   } catch {

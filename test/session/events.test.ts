@@ -4,6 +4,7 @@
  * CLI process) lists prompts, operations, replies, tool calls, steering, approvals, facts and ends in
  * the order they were recorded, across every run, numbered 1…n; filters and operation mode too.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFile, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -91,7 +92,7 @@ describe('agent events across continue-as-new', () => {
     await opOne.executeUpdate(steerUpdate, { args: [{ text: 'mind the tests' }] });
     await waitFor(async () => {
       try {
-        execFileSync('docker', ['exec', containerNameOf(sessionId), 'touch', '/workspace/go']);
+        execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(sessionId), 'touch', '/workspace/go']);
         return true;
       } catch {
         return false;

@@ -4,6 +4,7 @@
  * never changes); an idle lane gets the facts it has not seen with its next operation, a new lane all
  * of them; bad keys and values are refused by name.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
 import { setFact } from '../../client/session';
 import { statusQuery } from '../../common/operation';
@@ -53,7 +54,7 @@ describe('global facts', () => {
     });
     await waitFor(async () => {
       try {
-        execFileSync('docker', ['exec', containerNameOf(sessionId), 'touch', '/workspace/go']);
+        execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(sessionId), 'touch', '/workspace/go']);
         return true;
       } catch {
         return false;

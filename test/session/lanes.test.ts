@@ -4,6 +4,7 @@
  * continuing its conversation as an exact prefix (from the cache and rebuilt from history), fresh
  * contexts, two lanes at once under the sandbox lease, racing prompts, aborts, and refused input.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Refused } from '../../client/session';
@@ -22,7 +23,7 @@ const answered = (requests: RecordedRequest[]) => requests.filter((r) => r.statu
 const bodyOf = (r: RecordedRequest) => r.body as RequestBody & { system: unknown };
 const tryExec = (container: string, script: string): string | undefined => {
   try {
-    return execFileSync('docker', ['exec', container, 'bash', '-c', script], { encoding: 'utf8' });
+    return execFileSync('docker', ['exec', '-u', AGENT_USER, container, 'bash', '-c', script], { encoding: 'utf8' });
   } catch {
     return undefined;
   }
