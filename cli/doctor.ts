@@ -8,9 +8,10 @@
  *  - `queue-without-pollers` — a task queue has pending work and no worker polls it;
  *  - `workflow-task-failing` — a workflow's task keeps failing (unknown workflow type, a
  *    non-determinism error after a deploy, a bug);
- *  - `leaked-container` — a sandbox container whose operation is not running;
+ *  - `leaked-container` — a sandbox container whose operation is not running, nor its session;
  *  - `sandbox-gone` — an operation whose tool calls keep failing because its sandbox is lost.
  */
+import { sessionWorkflowId } from '../common/session';
 import type { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
@@ -240,16 +241,23 @@ async function sandboxFindings(client: Client, deps: DoctorDeps, skipped: string
   for (const sandbox of sandboxes) {
     if (!sandbox.container) continue;
     const owner = sandbox.operationId ?? sandbox.sessionId;
-    const live = await client.workflow
-      .getHandle(owner)
-      .describe()
-      .then((d) => d.status.name === 'RUNNING')
-      .catch(() => false);
-    if (live) continue;
+    // A session keeps its container between operations (`keepContainer`, `sandboxIdleMs`): it is
+    // leaked only when neither the operation that made it nor its session is running.
+    const owners = [owner, sessionWorkflowId(sandbox.sessionId)];
+    const running = await Promise.all(
+      owners.map((id) =>
+        client.workflow
+          .getHandle(id)
+          .describe()
+          .then((d) => d.status.name === 'RUNNING')
+          .catch(() => false),
+      ),
+    );
+    if (running.some(Boolean)) continue;
     findings.push({
       kind: 'leaked-container',
       subject: sandbox.container.name,
-      reason: `container ${sandbox.container.name} (${sandbox.container.status}) belongs to ${owner}, which is not running`,
+      reason: `container ${sandbox.container.name} (${sandbox.container.status}) belongs to ${owner}, which is not running (nor is its session)`,
       fix: `agent sandbox rm ${sandbox.sessionId} --keep-volume   # or all old ones: agent sandbox gc`,
     });
   }
