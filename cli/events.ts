@@ -114,6 +114,8 @@ function describe(event: SessionEvent): string {
       return short(String(d.goal)) + (d.continues ? ` (continues ${d.continues})` : '');
     case 'model.reply':
       return `${d.stopReason} · ${d.tokens} tokens${d.text ? ` · ${short(String(d.text))}` : ''}`;
+    case 'context.compacted':
+      return `compaction ${d.compaction} (${d.reason}) · ${d.tokensBefore} → ${d.tokensAfter} tokens · ${short(String(d.summary))}`;
     case 'tool.started':
       return String(d.summary);
     case 'tool.finished':

@@ -4,6 +4,7 @@
  * subagent those started, each across continue-as-new. Events are ordered by the time Temporal
  * recorded them and numbered from 1; filters apply after numbering, so `seq` never depends on them.
  */
+import { COMPACT_CONTEXT_ACTIVITY, type CompactContextInput, type CompactContextResult } from '../common/context';
 import type { Client } from '@temporalio/client';
 import type { ApprovalDecisionInput } from '../common/approvals';
 import { EVENT_TYPES, matchesFilter, type EventFilter, type EventType, type SessionEvent } from '../common/events';
@@ -219,7 +220,7 @@ function startedData(input: OperationInput): Record<string, unknown> {
   };
 }
 
-/** Model steps (`model.reply`) and tool activities (`tool.started`, `tool.finished`). */
+/** Model steps (`model.reply`), compactions (`context.compacted`) and tool activities (`tool.started`, `tool.finished`). */
 function mapActivityEvent(
   event: HistoryEvent,
   scheduled: Map<string, { type: string; input: unknown }>,
@@ -271,6 +272,20 @@ function mapActivityEvent(
       stopReason: reply.stopReason,
       tokens: totalTokens(reply.usage),
       usage: reply.usage,
+    });
+  } else if (activity.type === COMPACT_CONTEXT_ACTIVITY && done) {
+    const step = activity.input as CompactContextInput;
+    const result = payload<CompactContextResult>(done.result);
+    if (!result) return;
+    emit('context.compacted', event, {
+      compaction: step.compaction,
+      reason: step.reason,
+      replacedMessages: result.replacedMessages,
+      tokensBefore: result.tokensBefore,
+      tokensAfter: result.tokensAfter,
+      summary: excerpt(result.summary),
+      tokens: totalTokens(result.usage),
+      usage: result.usage,
     });
   } else if (activity.type === 'runTool') {
     const call = activity.input as RunToolInput;

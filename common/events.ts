@@ -13,6 +13,8 @@ export const EVENT_TYPES = [
   'operation.started',
   /** A model turn's reply: its text, tool calls, stop reason and usage. */
   'model.reply',
+  /** The context was compacted (a recorded compaction step): why, how much it replaced, the summary. */
+  'context.compacted',
   /** A tool call's intent was recorded (its activity or subagent scheduled). */
   'tool.started',
   /** A tool call's result was recorded. */
