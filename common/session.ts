@@ -19,9 +19,9 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { DEFAULT_LANE, laneNameSchema, SUBAGENT_LANE_PREFIX } from './lanes';
 import type { TokenUsage } from './model-types';
-import { operationInputSchema, repoSource, type OperationEndState } from './operation';
+import { operationInputSchema, repoSource, TEXT_INPUT_MAX_BYTES, type OperationEndState } from './operation';
 import { SESSION_ID_PATTERN, SESSION_ID_RULE } from './sandbox-names';
-import { describeZodError } from './validation';
+import { describeZodError, utf8Bytes } from './validation';
 
 export const SESSION_WORKFLOW_TYPE = 'session';
 const SESSION_PREFIX = 'session-';
@@ -81,7 +81,16 @@ export const PROMPT_MAX_CHARS = 200_000;
 
 /** The `prompt` Update's payload. */
 export const promptSchema = z.strictObject({
-  prompt: z.string().trim().min(1, 'must be a non-empty string').max(PROMPT_MAX_CHARS),
+  prompt: z
+    .string()
+    .trim()
+    .min(1, 'must be a non-empty string')
+    .max(PROMPT_MAX_CHARS)
+    // It becomes the operation's goal: a prompt accepted here must never make an invalid operation.
+    .refine((text) => utf8Bytes(text) <= TEXT_INPUT_MAX_BYTES, {
+      error: (issue) =>
+        `must be at most ${TEXT_INPUT_MAX_BYTES} bytes (got ${utf8Bytes(String(issue.input ?? ''))}): put long material in the repository and refer to it`,
+    }),
   lane: laneNameSchema
     .refine(
       (lane) => !lane.startsWith(SUBAGENT_LANE_PREFIX),
