@@ -23,6 +23,7 @@ import type { ScriptedModelServer } from '../../scripted-model/server';
 import type { ScriptFunction } from '../../scripted-model/script';
 import { conversations } from '../support/conversations';
 import { testPlatform } from '../support/env';
+import { removeSandboxes } from '../support/hands';
 
 /** Lines the `never` (bash) tools append; each must appear exactly once. */
 export const SESSION_EFFECTS = ['effect-1', 'effect-2', 'effect-3'];
@@ -190,16 +191,8 @@ export class SessionCrashMatrix {
         .getHandle(sessionWorkflowId(sessionId))
         .terminate('crash matrix scenario finished')
         .catch(() => undefined);
-      for (const args of [
-        ['rm', '-f', containerNameOf(sessionId)],
-        ['volume', 'rm', '-f', volumeNameOf(sessionId)],
-      ]) {
-        try {
-          execFileSync('docker', args, { stdio: 'ignore' });
-        } catch {
-          // Nothing to clean up.
-        }
-      }
+      // The container, the workspace and journal volumes and the workspace's disk image.
+      await removeSandboxes([sessionId]).catch(() => undefined);
     }
   }
 

@@ -15,6 +15,7 @@ import { containerNameOf } from '../../common/sandbox-names';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
 import type { ScriptedRequest } from '../../scripted-model/script';
 import { startScriptedModelServer } from '../../scripted-model/server';
+import { removeSandboxes } from '../support/hands';
 import { waitFor } from '../support/operation-harness';
 import { startSessionHarness, type SessionHarness } from '../support/session-harness';
 import { startWorkerProcess } from '../support/worker-process';
@@ -225,8 +226,7 @@ describe('an approval survives a worker killed with SIGKILL', () => {
     } finally {
       await worker.stop();
       await model.stop();
-      execFileSync('docker', ['rm', '-f', containerNameOf(id)], { stdio: 'ignore' });
-      execFileSync('docker', ['volume', 'rm', '-f', `agent-ws-${id}`], { stdio: 'ignore' });
+      await removeSandboxes([id]);
       await temporal.close();
     }
   });
