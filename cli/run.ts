@@ -27,7 +27,11 @@ type RunCommand = Extract<AgentCommand, { kind: 'run' }>;
 export async function run(command: RunCommand): Promise<number> {
   const out = command.json ? process.stderr : process.stdout;
   const sessionId = command.session ?? command.id ?? newSessionId();
-  if (!isSessionId(sessionId)) throw new Error(`--session ${sessionId}: must be ${SESSION_ID_RULE}`);
+  if (!isSessionId(sessionId)) {
+    // Without --session, --id names the session too.
+    const flag = command.session !== undefined ? '--session' : '--id';
+    throw new Error(`${flag} ${sessionId}: must be ${SESSION_ID_RULE}`);
+  }
   const queues = queueSettings();
   const { prompt, session } = promptOf(command, queues.hands);
   const settings = temporalSettings();
