@@ -20,6 +20,7 @@ import {
   setHandler,
 } from '@temporalio/workflow';
 import type { HandsActivities } from '../common/hands';
+import type { HandsHost } from '../common/hands-route';
 import { sandboxLeaseGrantedSignal, sandboxLeaseSignal, sandboxLeaseYieldSignal } from '../common/lanes';
 import { DEFAULT_HANDS_QUEUE } from '../common/task-queues';
 import { crashPoints } from './crash-point-sink';
@@ -29,9 +30,19 @@ import { isIdle, type SessionRun } from './session-state';
 export function leaseSandbox(s: SessionRun): void {
   setHandler(sandboxLeaseSignal, ({ operationId, action, handsHost }) => {
     if (action === 'request') return request(s, operationId);
-    if (handsHost !== undefined && s.lease.holder === operationId) s.carry.handsHost = handsHost ?? undefined;
+    noteHandsHost(s, operationId, handsHost);
     release(s, operationId);
   });
+}
+
+/**
+ * Where the workspace is, as a releasing operation reports it: a host it used wins (the report may
+ * come after the operation's end has already freed the lease); `null` — it gave the host up — counts
+ * only from the holder.
+ */
+function noteHandsHost(s: SessionRun, operationId: string, handsHost: HandsHost | null | undefined): void {
+  if (handsHost) s.carry.handsHost = handsHost;
+  else if (handsHost === null && s.lease.holder === operationId) s.carry.handsHost = undefined;
 }
 
 function grant(s: SessionRun, operationId: string): void {
