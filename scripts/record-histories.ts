@@ -233,12 +233,8 @@ runMain(async (args) => {
 
     if (wanted('coding-task')) await recordCodingTask(record);
 
-    // The session fixtures (session, session-follow-up, approval, subagent) are recorded together.
-    const sessionFixtures = ['session', 'session-follow-up', 'approval', 'subagent'];
-    if (sessionFixtures.some(wanted)) {
-      const { recordSessionHistories } = await import('./record-session-histories');
-      await recordSessionHistories(h, record);
-    }
+    const { recordSessionHistories, SESSION_FIXTURES } = await import('./record-session-histories');
+    if (SESSION_FIXTURES.some(wanted)) await recordSessionHistories(h, record, wanted);
   } finally {
     await h.close();
     await server.stop();
