@@ -24,7 +24,7 @@ import type { HandsHost } from '../common/hands-route';
 import { sandboxLeaseGrantedSignal, sandboxLeaseSignal, sandboxLeaseYieldSignal } from '../common/lanes';
 import { DEFAULT_HANDS_QUEUE } from '../common/task-queues';
 import { crashPoints } from './crash-point-sink';
-import { SANDBOX_ACTIVITY_OPTIONS } from './policies';
+import { SANDBOX_TEARDOWN_ACTIVITY_OPTIONS } from './policies';
 import { isIdle, type SessionRun } from './session-state';
 
 export function leaseSandbox(s: SessionRun): void {
@@ -115,8 +115,9 @@ export async function removeIdleSandbox(s: SessionRun): Promise<void> {
   }
   if (!sandboxRemovalDue(s)) return;
   s.sandbox = 'removing';
+  // A host that is gone must not hold the session in `removing` (new operations wait for the removal).
   const hands = proxyActivities<HandsActivities>({
-    ...SANDBOX_ACTIVITY_OPTIONS,
+    ...SANDBOX_TEARDOWN_ACTIVITY_OPTIONS,
     // The host the lanes left the workspace on (hands routing), else the shared queue.
     taskQueue: s.carry.handsHost?.taskQueue ?? s.settings.handsTaskQueue ?? DEFAULT_HANDS_QUEUE,
     summary: 'remove the idle sandbox',
