@@ -37,23 +37,27 @@ export const sessionOperationId = (sessionId: string, n: number): string => `op-
 /** Operation ids a prompt may choose: like session ids, and never a session workflow's id. */
 const OPERATION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 
-/** Operation settings a session applies to every operation unless the prompt overrides them. */
-export const operationDefaultsSchema = operationInputSchema
-  .pick({
-    model: true,
-    system: true,
-    maxTokensPerTurn: true,
-    budget: true,
-    approvals: true,
-    approvalTimeoutMs: true,
-    toolTimeoutMs: true,
-    heartbeatTimeoutMs: true,
-    subagents: true,
-    eagerSandbox: true,
-    context: true,
-    stuck: true,
-  })
-  .partial();
+const op = operationInputSchema.shape;
+
+/**
+ * Operation settings a session applies to every operation unless the prompt overrides them. Without
+ * the operation's defaults: a field the prompt leaves out takes the session's value, and one neither
+ * gives takes the operation's default (`common/operation.ts`).
+ */
+export const operationDefaultsSchema = z.strictObject({
+  model: op.model,
+  system: op.system,
+  maxTokensPerTurn: op.maxTokensPerTurn.unwrap().optional(),
+  budget: op.budget.unwrap().optional(),
+  approvals: op.approvals,
+  approvalTimeoutMs: op.approvalTimeoutMs.unwrap().optional(),
+  toolTimeoutMs: op.toolTimeoutMs.unwrap().optional(),
+  heartbeatTimeoutMs: op.heartbeatTimeoutMs,
+  subagents: op.subagents.unwrap().optional(),
+  eagerSandbox: op.eagerSandbox.unwrap().optional(),
+  context: op.context.unwrap().optional(),
+  stuck: op.stuck.unwrap().optional(),
+});
 export type OperationDefaults = z.output<typeof operationDefaultsSchema>;
 
 export const sessionInputSchema = z.strictObject({
