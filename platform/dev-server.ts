@@ -28,7 +28,7 @@ export interface DevServerOptions {
   logFile: string;
   /** Keep running after this process exits (for `npm run server`). */
   detached?: boolean;
-  /** `--dynamic-config-value KEY=JSON` pairs. */
+  /** `--dynamic-config-value KEY=JSON` pairs, on top of (and overriding) `DEV_SERVER_DYNAMIC_CONFIG`. */
   dynamicConfig?: Record<string, unknown>;
   /** How long to wait for readiness. */
   readyTimeoutMs?: number;
@@ -44,6 +44,23 @@ export interface DevServer {
   /** Kills the server abruptly (SIGKILL), as a crash would. */
   kill(): Promise<void>;
 }
+
+/**
+ * Dynamic config every dev server started here gets, unless the caller sets the same key.
+ *
+ * `history.transferProcessorMaxPollRPS` (server default 20): how often a history shard may read its
+ * transfer queue — the queue through which every completed activity hands its workflow a new
+ * workflow task. The dev server has a single shard, so at the default every such hand-off waits for
+ * the next 50 ms slot once the first 20 reads of a second are spent: an operation's steps (two
+ * hand-offs each) settle at about 100 ms however fast the model and tools are. At 1000 the reads
+ * happen when there is work, and a step takes what its parts take. Ordering, exactly-once dispatch
+ * and durability do not depend on it (it only paces the shard's reads of its own queue); the cost
+ * is more, smaller database reads. On a production cluster it is the operator's call (many shards,
+ * and each read takes up to 100 tasks, so the pacing costs a busy cluster little).
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
+  'history.transferProcessorMaxPollRPS': 1000,
+};
 
 export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
   const ip = opts.ip ?? '127.0.0.1';
@@ -85,7 +102,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     );
   }
   for (const flag of searchAttributeFlags()) args.push('--search-attribute', flag);
-  for (const [key, value] of Object.entries(opts.dynamicConfig ?? {})) {
+  for (const [key, value] of Object.entries({ ...DEV_SERVER_DYNAMIC_CONFIG, ...opts.dynamicConfig })) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   }
 
