@@ -32,7 +32,7 @@ import { OperationEnd, startOperationRun, type OperationCarry, type OperationRun
 import { provisionSandbox, type OperationSandbox } from './sandbox';
 import { acceptSteeringAndAbort, applySteering } from './steering';
 import { runToolBatch, toolResult } from './tool-calls';
-import { answerStatusQuery, publishSearchAttributes, showDetails } from './visibility';
+import { answerStatusQuery, countersDue, publishSearchAttributes, showDetails } from './visibility';
 
 export type { OperationCarry } from './operation-state';
 
@@ -70,7 +70,7 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
     const reply = await requestModelTurn(op);
     if (reply === undefined) return deadlineEnd(op);
     recordReply(op, reply);
-    publishSearchAttributes(op, 'counters');
+    if (countersDue(op)) publishSearchAttributes(op, 'counters');
 
     const end = await actOnReply(op, sandbox, reply);
     if (end) return end;
