@@ -1,8 +1,8 @@
 /**
- * A worker process for the concurrency and recovery scenarios: the brain and hands workers of
+ * A worker process for the overhead, concurrency and recovery scenarios: the brain and hands workers of
  * `workers/workers.ts` (as `agent worker dev` runs them), in a child process of their own so the
  * bench can measure its memory and SIGKILL it. argv[2] is a `WorkerProcessConfig` as JSON; the
- * process sends `{ type: 'ready' }` over IPC once both workers poll, and shuts down gracefully on
+ * process sends `{ type: 'ready', monotonicUs }` over IPC once both workers poll, and shuts down gracefully on
  * SIGTERM/SIGINT (the Temporal runtime's default shutdown signals).
  */
 import { Client, Connection } from '@temporalio/client';
@@ -20,22 +20,16 @@ export interface WorkerProcessConfig {
   workflowBundlePath: string;
   image: string;
   modelUrl: string;
-  /** Worker tuning: how long a workflow task waits on this worker's sticky queue before going to the normal queue. */
-  stickyQueueScheduleToStartTimeoutMs?: number;
 }
 
 async function main(config: WorkerProcessConfig): Promise<void> {
   installRuntime(process.env.AGENT_LOG_LEVEL ? undefined : 'ERROR');
   const connection = await Connection.connect({ address: config.address });
   const nativeConnection = await NativeConnection.connect({ address: config.address });
-  const tuning = config.stickyQueueScheduleToStartTimeoutMs
-    ? { stickyQueueScheduleToStartTimeout: config.stickyQueueScheduleToStartTimeoutMs }
-    : {};
   const common = {
     connection: nativeConnection,
     namespace: config.namespace,
     workflowBundle: { codePath: config.workflowBundlePath },
-    tuning,
   };
   const workers = [
     await createBrainWorker({
@@ -47,7 +41,8 @@ async function main(config: WorkerProcessConfig): Promise<void> {
     await createHandsWorker({ ...common, taskQueue: config.handsQueue, docker: dockerClient(), image: config.image }),
   ];
   const running = Promise.all(workers.map((worker) => worker.run()));
-  process.send?.({ type: 'ready' });
+  // The monotonic clock of V8's CPU profiles: what came before is start-up.
+  process.send?.({ type: 'ready', monotonicUs: Number(process.hrtime.bigint() / 1000n) });
   await running;
   await nativeConnection.close();
   await connection.close();
