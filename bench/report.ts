@@ -327,6 +327,22 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
       );
       out.push('');
     }
+    const tl = o.timeline;
+    out.push(
+      `Where a durable step's time goes (medians over the steps of the longest latency-0 run, server event times): ` +
+        `model step ${n(tl.modelScheduleToStartMs)} ms to start (eager) + ${n(tl.modelStartToCloseMs)} ms to run; ` +
+        `tool call ${n(tl.toolScheduleToStartMs)} ms to start (through matching) + ${n(tl.toolStartToCloseMs)} ms to run; ` +
+        `each of the two workflow tasks ${n(tl.completedToWorkflowTaskMs)} ms to be scheduled after the result, ${n(tl.workflowTaskScheduleToStartMs)} ms to reach the worker ` +
+        `and ${n(tl.workflowTaskStartToCompleteMs)} ms from start to completion (the workflow's turn, the completion call and the server's write).`,
+    );
+    out.push('');
+    const wm = o.workerMetrics;
+    out.push(
+      `The worker's side (SDK metrics, means over the scenario): a workflow task takes ${n(wm.workflowTaskExecutionMs, 2)} ms in the worker ` +
+        `(${n(wm.workflowTasks, 0)} tasks); completing it costs a ${n(wm.respondWorkflowTaskCompletedMs, 2)} ms call to the server, completing an activity ` +
+        `${n(wm.respondActivityTaskCompletedMs, 2)} ms; ${n(wm.heartbeatCalls, 0)} heartbeat calls (${n(wm.heartbeatCallMs, 2)} ms each) for ${n(wm.activities, 0)} activities.`,
+    );
+    out.push('');
     const cpu = o.cpuProfile;
     if (cpu) {
       out.push(

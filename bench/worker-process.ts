@@ -6,7 +6,7 @@
  * SIGTERM/SIGINT (the Temporal runtime's default shutdown signals).
  */
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { dockerClient } from '../platform/docker-engine';
 import { installRuntime } from '../workers/runtime';
 import { createBrainWorker, createHandsWorker } from '../workers/workers';
@@ -20,10 +20,19 @@ export interface WorkerProcessConfig {
   workflowBundlePath: string;
   image: string;
   modelUrl: string;
+  /** Serve the SDK's metrics (Prometheus) on this `host:port`. */
+  metricsAddress?: string;
 }
 
 async function main(config: WorkerProcessConfig): Promise<void> {
-  installRuntime(process.env.AGENT_LOG_LEVEL ? undefined : 'ERROR');
+  if (config.metricsAddress) {
+    Runtime.install({
+      logger: new DefaultLogger('ERROR'),
+      telemetryOptions: { metrics: { prometheus: { bindAddress: config.metricsAddress } } },
+    });
+  } else {
+    installRuntime(process.env.AGENT_LOG_LEVEL ? undefined : 'ERROR');
+  }
   const connection = await Connection.connect({ address: config.address });
   const nativeConnection = await NativeConnection.connect({ address: config.address });
   const common = {

@@ -18,6 +18,9 @@ import { operationResult } from '../../client/operation-result';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { runId, startOperation, uniqueQueues, type BenchContext } from '../context';
 import { summarizeCpuProfiles } from '../cpu-profile';
+import { stepTimeline } from '../step-timeline';
+import { scrapeWorkerMetrics } from '../worker-metrics';
+import { freePort } from '../../platform/dev-server';
 import { benchModelSettings, goalParam, markerText, requestsOf, stepsScript } from '../model';
 import { runPlainLoop } from '../plain-loop';
 import type { BenchProfile, OverheadRuns } from '../profiles';
@@ -49,6 +52,7 @@ export async function runOverhead(
   const queues = uniqueQueues('bench-overhead');
   if (options.cpuProfileDir) fs.mkdirSync(options.cpuProfileDir, { recursive: true });
   const profilesBefore = new Set(listProfiles(options.cpuProfileDir));
+  const metricsAddress = `127.0.0.1:${await freePort()}`;
   const worker = await spawnWorkerChild(
     {
       address: ctx.address,
@@ -56,6 +60,7 @@ export async function runOverhead(
       workflowBundlePath: ctx.workflowBundlePath,
       image: ctx.image,
       modelUrl: server.url,
+      metricsAddress,
       ...queues,
     },
     ctx.log,
@@ -79,9 +84,11 @@ export async function runOverhead(
     });
     return timesOf(server, id, steps);
   };
+  let longest = { steps: 0, id: '' };
   const runDurable = async (steps: number): Promise<number[]> => {
     const id = runId('overhead', 'durable');
     sandboxes.push(id);
+    if (steps > longest.steps) longest = { steps, id };
     const input = { goal: `${markerText(id)} steps=${steps}: run cheap commands`, budget: { maxTurns: steps + 1 } };
     const result = await operationResult(await startOperation(ctx.client, queues, input, id));
     if (result.state !== 'completed')
@@ -116,14 +123,18 @@ export async function runOverhead(
     const latency0 = await measure(profile.latency0);
     const latency200 = await measure(profile.latency200);
     const latency500 = await measure(profile.latency500);
+    const workerMetrics = await scrapeWorkerMetrics(`http://${metricsAddress}/metrics`);
     await worker.stop();
     stopped = true;
+    const timeline = stepTimeline((await ctx.client.workflow.getHandle(longest.id).fetchHistory()).events ?? []);
     return {
       latency0: latency0.point,
       latency200: latency200.point,
       latency500: latency500.point,
       segments: overheadSegments(latency0.plain, latency0.durable),
       worker: 'brain + hands workers in one worker process (bench/worker-process.ts), as `agent worker dev` runs them',
+      timeline,
+      workerMetrics,
       ...(options.cpuProfileDir
         ? {
             cpuProfile: summarizeCpuProfiles(
