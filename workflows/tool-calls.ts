@@ -1,15 +1,24 @@
 /**
- * The tool batch of one turn: each call the model asked for, in order, as its own activity on the
- * hands queue (id `tool-<toolCallId>`, summary `bash: npm test`). A call is prepared (validated
- * against the catalogue: an invalid call records no intent, the refusal is its result), executed,
- * and turned into the `tool_result` the model sees next. After an abort the remaining calls are
- * answered without running.
+ * The tool batch of one turn: each call the model asked for as its own activity on the hands queue
+ * (id `tool-<toolCallId>`, summary `bash: npm test`). A call is prepared (validated against the
+ * catalogue: an invalid call records no intent, the refusal is its result), executed, and turned
+ * into the `tool_result` the model sees next. Calls run one after the other, in the model's order —
+ * except a batch of only `safe` calls (reads, listings, searches: they change nothing, so their
+ * order cannot matter), whose calls run at once. Results are always in the model's order. After an
+ * abort the remaining calls are answered without running.
  */
-import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { HandsActivities } from '../common/hands';
 import type { TailBlock } from '../common/model-step';
 import type { ToolResultBlockParam, ToolUseBlock } from '../common/model-types';
-import { toolRunTimeoutMs, toolSummary, validateToolCall, type ToolInput, type ToolName } from '../common/tools';
+import {
+  replayPolicyOf,
+  toolRunTimeoutMs,
+  toolSummary,
+  validateToolCall,
+  type ToolInput,
+  type ToolName,
+} from '../common/tools';
 import { heartbeatOverride, type OperationRun } from './operation-state';
 import { toolActivityOptions } from './policies';
 import type { OperationSandbox } from './sandbox';
@@ -19,22 +28,52 @@ import { showDetails } from './visibility';
 type PreparedCall =
   { ok: true; input: ToolInput<ToolName>; summary: string } | { ok: false; result: ToolResultBlockParam };
 
+/** Histories recorded before safe batches ran in parallel ran every batch in order. */
+export const PARALLEL_SAFE_BATCH_PATCH = 'parallel-safe-tool-batch';
+
 export async function runToolBatch(
   op: OperationRun,
   sandbox: OperationSandbox,
   calls: ToolUseBlock[],
 ): Promise<TailBlock[]> {
-  const results: TailBlock[] = [];
-  for (const call of calls) {
-    if (op.abortReason !== undefined) {
-      results.push(toolResult(call.id, `not run: the operation was aborted (${op.abortReason})`, true));
-      continue;
-    }
-    const prepared = prepareToolCall(op, call);
-    results.push(prepared.ok ? await executeToolCall(op, sandbox, call, prepared) : prepared.result);
+  if (calls.length > 1 && calls.every((call) => replayPolicyOf(call.name) === 'safe')) {
+    if (patched(PARALLEL_SAFE_BATCH_PATCH)) return runSafeBatch(op, sandbox, calls);
   }
+  const results: TailBlock[] = [];
+  for (const call of calls) results.push(await runOne(op, sandbox, call));
   return results;
 }
+
+/**
+ * A batch of only `safe` calls: the workspace is made ready once (so no two calls provision it),
+ * then every call runs at the same time.
+ */
+async function runSafeBatch(op: OperationRun, sandbox: OperationSandbox, calls: ToolUseBlock[]): Promise<TailBlock[]> {
+  try {
+    await sandbox.ready();
+  } catch (err) {
+    if (isCancellation(err) || op.abortReason !== undefined) op.abortReason ??= 'cancelled';
+    const problem = `tool infrastructure error: ${failureMessage(err)}`;
+    // No call ran: an invalid one still gets its refusal, the others the reason they did not run.
+    return calls.map((call) => {
+      const prepared = prepareToolCall(op, call);
+      if (!prepared.ok) return prepared.result;
+      if (op.abortReason !== undefined) return notRun(op, call);
+      op.lastTool = { name: call.name, summary: prepared.summary, isError: true };
+      return toolResult(call.id, problem, true);
+    });
+  }
+  return Promise.all(calls.map((call) => runOne(op, sandbox, call)));
+}
+
+async function runOne(op: OperationRun, sandbox: OperationSandbox, call: ToolUseBlock): Promise<ToolResultBlockParam> {
+  if (op.abortReason !== undefined) return notRun(op, call);
+  const prepared = prepareToolCall(op, call);
+  return prepared.ok ? executeToolCall(op, sandbox, call, prepared) : prepared.result;
+}
+
+const notRun = (op: OperationRun, call: ToolUseBlock): ToolResultBlockParam =>
+  toolResult(call.id, `not run: the operation was aborted (${op.abortReason})`, true);
 
 function prepareToolCall(op: OperationRun, call: ToolUseBlock): PreparedCall {
   const checked = validateToolCall(call.name, call.input);
@@ -95,10 +134,13 @@ async function executeToolCall(
       );
     }
     // Retries exhausted or a non-retryable infrastructure failure: the model hears about it.
-    const message = err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
     op.lastTool = { name, summary, isError: true };
-    return toolResult(call.id, `tool infrastructure error: ${message}`, true);
+    return toolResult(call.id, `tool infrastructure error: ${failureMessage(err)}`, true);
   }
+}
+
+function failureMessage(err: unknown): string {
+  return err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
 }
 
 export function toolResult(toolCallId: string, content: string, isError: boolean): ToolResultBlockParam {

@@ -40,6 +40,7 @@ describe('crash matrix', () => {
     temporal = await connectTestTemporal();
     model = await startScriptedModelServer({ script: crashMatrixScript });
     matrix = new CrashMatrix(temporal.client, model);
+    matrix.prepare({ name: 'b1', crashAt: 1, crashAgainOnRecovery: process.env.CRASH_MATRIX_FULL === '1' });
     reference = await matrix.run({ name: 'reference' });
   });
   afterAll(async () => {
@@ -73,10 +74,16 @@ describe('crash matrix', () => {
     const started = Date.now();
     // CRASH_MATRIX_ONLY=3,17 runs just those boundaries (for investigating one).
     const only = process.env.CRASH_MATRIX_ONLY?.split(',').map(Number);
-    for (let n = 1; n <= boundaries.length; n++) {
-      if (only && !only.includes(n)) continue;
-      const recoveryCrash = full || n % 3 === 0;
-      const outcome = await matrix.run({ name: `b${n}`, crashAt: n, crashAgainOnRecovery: recoveryCrash });
+    const scenarios = boundaries
+      .map((_, index) => index + 1)
+      .filter((n) => !only || only.includes(n))
+      .map((n) => ({ name: `b${n}`, crashAt: n, crashAgainOnRecovery: full || n % 3 === 0 }));
+    for (const [index, scenario] of scenarios.entries()) {
+      // The next scenario's first worker starts now and stands by (process start is most of a run's cost).
+      if (scenarios[index + 1]) matrix.prepare(scenarios[index + 1]);
+      const n = scenario.crashAt;
+      const recoveryCrash = scenario.crashAgainOnRecovery;
+      const outcome = await matrix.run(scenario);
       const synthetic = outcome.transcript
         .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
         .filter((b) => b.type === 'tool_result' && JSON.stringify(b.content).includes('[interrupted:')).length;
