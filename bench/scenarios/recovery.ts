@@ -11,6 +11,7 @@
  * the command again.
  */
 import { execFileSync } from 'node:child_process';
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { operationResult } from '../../client/operation-result';
@@ -122,7 +123,7 @@ async function recoverOnce(
     if (!victim) throw new Error(`recovery: the ${during} call runs on ${holder}, not on a bench worker`);
     const killedAt = Date.now();
     await victim.kill();
-    if (during === 'tool') execFileSync('docker', ['exec', container, 'touch', '/workspace/release']);
+    if (during === 'tool') execFileSync('docker', ['exec', '-u', AGENT_USER, container, 'touch', '/workspace/release']);
 
     // Tool case: the request after the tool call; model case: the retry of the held request.
     const progressAt = await waitUntil(
@@ -181,7 +182,7 @@ async function recoverOnce(
 
 function tryExec(container: string, script: string): string | undefined {
   try {
-    return execFileSync('docker', ['exec', container, 'bash', '-c', script], {
+    return execFileSync('docker', ['exec', '-u', AGENT_USER, container, 'bash', '-c', script], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'ignore'],
     });

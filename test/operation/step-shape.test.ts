@@ -5,6 +5,7 @@
  * and a retried activity sends the workflow's next task to the normal queue, not to the sticky queue
  * of the worker that may have died.
  */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
@@ -115,14 +116,22 @@ describe('the steps of an operation in history', () => {
       })),
       { text: 'done' },
     ]);
-    const handle = await h.start({ goal: 'twelve turns' });
+    // The same `true` call turn after turn on purpose: not a loop for the loop detector to stop.
+    const handle = await h.start({ goal: 'twelve turns', stuck: { sameCallRepeats: 100 } });
     // Turn 6 waits in its tool call: the status query says 6, the search attribute still 0.
     await waitFor(async () => {
       const status = await handle.query(statusQuery);
       return status.turn === 6 && status.phase === 'tools';
     }, 'turn 6');
     expect((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.turns)).toBe(0);
-    execFileSync('docker', ['exec', containerNameOf(handle.workflowId), 'touch', '/workspace/release']);
+    execFileSync('docker', [
+      'exec',
+      '-u',
+      AGENT_USER,
+      containerNameOf(handle.workflowId),
+      'touch',
+      '/workspace/release',
+    ]);
     const result = await operationResult(handle);
     expect(result.state).toBe('completed');
     expect(result.turns).toBe(12);
