@@ -23,12 +23,14 @@ export interface HistoryMeasure {
   events: number;
   bytes: number;
   contentBytes: number;
+  /** Activity and workflow-task events, except each run's first workflow task (see `results.ts`). */
+  stepEvents: number;
   /** Events and bytes per event type (`ACTIVITY_TASK_SCHEDULED`, …) over the chain. */
   byEventType: Record<string, { events: number; bytes: number }>;
 }
 
 export async function measureHistory(client: Client, workflowId: string): Promise<HistoryMeasure> {
-  const measure: HistoryMeasure = { runs: 0, events: 0, bytes: 0, contentBytes: 0, byEventType: {} };
+  const measure: HistoryMeasure = { runs: 0, events: 0, bytes: 0, contentBytes: 0, stepEvents: 0, byEventType: {} };
   let runId: string | undefined = (await client.workflow.getHandle(workflowId).describe()).runId;
   while (runId) {
     const history: temporal.api.history.v1.IHistory = await client.workflow.getHandle(workflowId, runId).fetchHistory();
@@ -37,8 +39,11 @@ export async function measureHistory(client: Client, workflowId: string): Promis
     measure.events += events.length;
     measure.bytes += temporal.api.history.v1.History.encode(history).finish().length;
     measure.contentBytes += contentBytesOf(events);
+    let firstWorkflowTask = 3; // scheduled, started, completed
     for (const event of events) {
       const type = (temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? 'UNKNOWN').replace(/^EVENT_TYPE_/, '');
+      if (type.startsWith('WORKFLOW_TASK_') && firstWorkflowTask > 0) firstWorkflowTask -= 1;
+      else if (type.startsWith('WORKFLOW_TASK_') || type.startsWith('ACTIVITY_TASK_')) measure.stepEvents += 1;
       const entry = (measure.byEventType[type] ??= { events: 0, bytes: 0 });
       entry.events += 1;
       entry.bytes += temporal.api.history.v1.HistoryEvent.encode(event).finish().length;

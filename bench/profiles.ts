@@ -6,8 +6,16 @@
  */
 export type ProfileName = 'full' | 'quick' | 'smoke';
 
+/** One model latency of the overhead scenario: runs of so many steps, per mode. */
+export interface OverheadRuns {
+  latencyMs: number;
+  steps: number;
+  runs: number;
+}
+
 export interface BenchProfile {
-  overhead: { steps: number; runs: number; latencies: readonly [0, 200] };
+  /** The three model latencies (0, 200 and 500 ms). Runs of at least 100 steps also give the per-segment figures. */
+  overhead: { latency0: OverheadRuns; latency200: OverheadRuns; latency500: OverheadRuns };
   history: { points: number[] };
   tokens: {
     turns: number;
@@ -22,13 +30,6 @@ export interface BenchProfile {
   };
   ttft: { runs: number };
   concurrency: { operations: number; steps: number };
-  recovery: {
-    toolSleepSeconds: number;
-    /** The operation's `heartbeatTimeoutMs` of the tuned variants. */
-    heartbeatTimeoutMs: number;
-    /** The worker's `stickyQueueScheduleToStartTimeout` of the last variant. */
-    stickyQueueScheduleToStartTimeoutMs: number;
-  };
   /**
    * `limit.historyCount.suggestContinueAsNew` for the bench's own dev server (null: the server's
    * default, 4,096 events). The quick profile lowers it so that its short history runs still
@@ -39,16 +40,23 @@ export interface BenchProfile {
 
 export const PROFILES: Record<ProfileName, BenchProfile> = {
   full: {
-    overhead: { steps: 30, runs: 3, latencies: [0, 200] },
+    overhead: {
+      latency0: { latencyMs: 0, steps: 500, runs: 1 },
+      latency200: { latencyMs: 200, steps: 100, runs: 2 },
+      latency500: { latencyMs: 500, steps: 40, runs: 2 },
+    },
     history: { points: [10, 100, 500] },
     tokens: { turns: 200, minBytes: 20 * 1024, maxBytes: 200 * 1024, replyChars: 4000, sweepTurns: 60 },
     ttft: { runs: 15 },
-    concurrency: { operations: 50, steps: 20 },
-    recovery: { toolSleepSeconds: 4, heartbeatTimeoutMs: 5_000, stickyQueueScheduleToStartTimeoutMs: 1_000 },
+    concurrency: { operations: 200, steps: 20 },
     suggestContinueAsNewEvents: null,
   },
   quick: {
-    overhead: { steps: 12, runs: 1, latencies: [0, 200] },
+    overhead: {
+      latency0: { latencyMs: 0, steps: 120, runs: 1 },
+      latency200: { latencyMs: 200, steps: 25, runs: 1 },
+      latency500: { latencyMs: 500, steps: 10, runs: 1 },
+    },
     history: { points: [10, 40, 80] },
     tokens: {
       turns: 24,
@@ -60,17 +68,19 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
       sweepTurns: 14,
     },
     ttft: { runs: 5 },
-    concurrency: { operations: 10, steps: 5 },
-    recovery: { toolSleepSeconds: 4, heartbeatTimeoutMs: 5_000, stickyQueueScheduleToStartTimeoutMs: 1_000 },
+    concurrency: { operations: 20, steps: 5 },
     suggestContinueAsNewEvents: 500,
   },
   smoke: {
-    overhead: { steps: 3, runs: 1, latencies: [0, 200] },
+    overhead: {
+      latency0: { latencyMs: 0, steps: 3, runs: 1 },
+      latency200: { latencyMs: 200, steps: 3, runs: 1 },
+      latency500: { latencyMs: 500, steps: 2, runs: 1 },
+    },
     history: { points: [2, 4] },
     tokens: { turns: 2, minBytes: 20 * 1024, maxBytes: 40 * 1024, replyChars: 200, sweepTurns: 2 },
     ttft: { runs: 1 },
     concurrency: { operations: 2, steps: 2 },
-    recovery: { toolSleepSeconds: 2, heartbeatTimeoutMs: 3_000, stickyQueueScheduleToStartTimeoutMs: 1_000 },
     suggestContinueAsNewEvents: null,
   },
 };

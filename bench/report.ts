@@ -114,7 +114,7 @@ function panelsOf(results: BenchResults): Panel[] {
     panels.push({
       title: 'Overhead: ms per step (median)',
       unit: 'ms',
-      groups: [o.latency0, o.latency200].map((point) => ({
+      groups: [o.latency0, o.latency200, o.latency500].map((point) => ({
         label: `model latency ${point.latencyMs} ms`,
         bars: [
           { value: point.plainMsPerStep, color: COLORS.a },
@@ -275,15 +275,17 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('## 1. Overhead per step');
     out.push('');
     out.push(
-      `The same scripted task — ${o.stepsPerRun} steps, each one model call and one \`bash: true\` in the sandbox — run by a plain in-process loop ` +
-        '(same `sendMessagesRequest` and client, same hands tool code and `SandboxManager`) and by the durable harness (operation workflow, brain and hands workers in the bench process). ' +
-        `A step is the gap between two consecutive model requests at the scripted server; ${o.runs} run(s) per mode and latency, alternating, the first gap of each run (container creation) left out.`,
+      'The same scripted task — N steps, each one model call and one `bash: true` in the sandbox — run by a plain in-process loop ' +
+        '(same `sendMessagesRequest` and client, same hands tool code and `SandboxManager`, one `docker exec` per tool call) and by the durable harness ' +
+        `(operation workflow; ${o.worker}). ` +
+        'A step is the gap between two consecutive model requests at the scripted server; runs alternate plain/durable after one warm-up of each, the first gap of each run (container creation) left out.',
     );
     out.push('');
     out.push(
       table(
         [
           'model latency',
+          'runs × steps',
           'plain median',
           'plain p95',
           'durable median',
@@ -294,8 +296,9 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
           'first step plain / durable',
           'samples',
         ],
-        [o.latency0, o.latency200].map((p) => [
+        [o.latency0, o.latency200, o.latency500].map((p) => [
           `${p.latencyMs} ms`,
+          `${p.runs} × ${p.stepsPerRun}`,
           `${n(p.plainMsPerStep)} ms`,
           `${n(p.plainP95Ms)} ms`,
           `${n(p.durableMsPerStep)} ms`,
@@ -309,6 +312,61 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
       ),
     );
     out.push('');
+    if (o.segments.length) {
+      out.push('Long runs (model latency 0), medians per step range:');
+      out.push('');
+      out.push(
+        table(
+          ['steps', 'plain', 'durable', 'added', 'samples'],
+          o.segments.map((seg) => [
+            `${seg.fromStep}–${seg.toStep}`,
+            `${n(seg.plainMsPerStep)} ms`,
+            `${n(seg.durableMsPerStep)} ms`,
+            `${n(seg.addedMsPerStep)} ms`,
+            seg.samples,
+          ]),
+        ),
+      );
+      out.push('');
+    }
+    const tl = o.timeline;
+    out.push(
+      `Where a durable step's time goes (medians over the steps of the longest latency-0 run, server event times): ` +
+        `model step ${n(tl.modelScheduleToStartMs)} ms to start (eager) + ${n(tl.modelStartToCloseMs)} ms to run; ` +
+        `tool call ${n(tl.toolScheduleToStartMs)} ms to start (through matching) + ${n(tl.toolStartToCloseMs)} ms to run; ` +
+        `each of the two workflow tasks ${n(tl.completedToWorkflowTaskMs)} ms to be scheduled after the result, ${n(tl.workflowTaskScheduleToStartMs)} ms to reach the worker ` +
+        `and ${n(tl.workflowTaskStartToCompleteMs)} ms from start to completion (the workflow's turn, the completion call and the server's write).`,
+    );
+    out.push('');
+    const wm = o.workerMetrics;
+    out.push(
+      `The worker's side (SDK metrics, means over the scenario): a workflow task takes ${n(wm.workflowTaskExecutionMs, 2)} ms in the worker ` +
+        `(${n(wm.workflowTasks, 0)} tasks); completing it costs a ${n(wm.respondWorkflowTaskCompletedMs, 2)} ms call to the server, completing an activity ` +
+        `${n(wm.respondActivityTaskCompletedMs, 2)} ms; ${n(wm.heartbeatCalls, 0)} heartbeat calls (${n(wm.heartbeatCallMs, 2)} ms each) for ${n(wm.activities, 0)} activities.`,
+    );
+    out.push('');
+    const cpu = o.cpuProfile;
+    if (cpu) {
+      out.push(
+        `CPU profile of the worker process (\`--profile\`; ${cpu.files.length} thread profile(s) in \`${cpu.files[0]?.split('/')[0] ?? 'profile'}/\`): ` +
+          `${n((cpu.sampledMs - cpu.idleMs) / 1000)} s busy of ${n(cpu.sampledMs / 1000)} s sampled. Self time by module and the busiest functions:`,
+      );
+      out.push('');
+      out.push(
+        table(
+          ['module', 'self time', 'share of busy'],
+          cpu.byModule.map((row) => [`\`${row.module}\``, `${n(row.selfMs, 0)} ms`, pct(row.share)]),
+        ),
+      );
+      out.push('');
+      out.push(
+        table(
+          ['function', 'where', 'self time', 'share of busy'],
+          cpu.topFunctions.map((row) => [`\`${row.function}\``, row.where, `${n(row.selfMs, 0)} ms`, pct(row.share)]),
+        ),
+      );
+      out.push('');
+    }
   }
 
   const h = results.history;
@@ -317,7 +375,9 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('');
     out.push(
       'One operation per point; events and encoded (protobuf) bytes over the whole run chain, continue-as-new followed. ' +
-        '"Excluding content" subtracts the bytes of message content inside the payloads (goal, system prompt, replies, tool inputs and outputs).',
+        '"Excluding content" subtracts the bytes of message content inside the payloads (goal, system prompt, replies, tool inputs and outputs). ' +
+        '"Marginal" is what the steps between the previous point and this one added, per step; "steps\' own" counts only activity and workflow-task events ' +
+        "(each run's first workflow task belongs to its start).",
     );
     out.push('');
     out.push(
@@ -328,6 +388,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
           'events',
           'bytes',
           'events / step',
+          "marginal events / step (steps' own)",
           'bytes / step',
           'bytes / step excl. content',
           'marginal bytes / step',
@@ -339,6 +400,9 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
           n(p.events, 0),
           n(p.bytes, 0),
           n(p.eventsPerStep, 2),
+          p.marginalEventsPerStep === null
+            ? '–'
+            : `${n(p.marginalEventsPerStep, 2)} (${n(p.marginalStepEventsPerStep ?? Number.NaN, 2)})`,
           n(p.bytesPerStep, 0),
           n(p.bytesPerStepExcludingContent, 0),
           p.marginalBytesPerStep === null ? '–' : n(p.marginalBytesPerStep, 0),
@@ -511,6 +575,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
           'steps / s',
           'operation time median / p95',
           'worker peak RSS',
+          'timeouts: activity / retried attempts / workflow task',
         ],
         [
           [
@@ -521,11 +586,26 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
             n(c.stepsPerSecond, 2),
             `${(c.operationMs.median / 1000).toFixed(1)} / ${(c.operationMs.p95 / 1000).toFixed(1)} s`,
             `${n(c.workerPeakRssMb, 0)} MiB`,
+            `${c.timeouts.activity} / ${c.timeouts.retriedActivities} / ${c.timeouts.workflowTask}`,
           ],
         ],
       ),
     );
     out.push('');
+    if (c.cpu) {
+      out.push(
+        `Where the CPU went during the run: ${n(c.cpu.machineBusyS, 0)} CPU seconds busy of ${n(c.cpu.wallS * c.cpu.cores, 0)} available ` +
+          `(${c.cpu.cores} cores × ${n(c.cpu.wallS, 0)} s); dockerd and containerd serve every user of the Docker engine.`,
+      );
+      out.push('');
+      out.push(
+        table(
+          ['process', 'CPU seconds', 'share of the busy machine'],
+          c.cpu.byGroup.map((row) => [row.label, n(row.cpuS, 1), pct(row.shareOfMachine)]),
+        ),
+      );
+      out.push('');
+    }
   }
 
   const r = results.recovery;
@@ -533,34 +613,33 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('## 6. Recovery from a killed worker');
     out.push('');
     out.push(
-      'The worker process (brain + hands) is SIGKILLed one second into a bash call that sleeps a few seconds; a replacement starts at once on the same queues. ' +
-        "Progress is the operation's next model request.",
+      'The worker process (brain + hands, default settings) that ran the operation so far is SIGKILLed in the middle of a call while a second worker process stands by on the same queues. ' +
+        'During a tool call: a bash command that wrote a side effect and waits (it is let go right after the kill); progress is the next model request. ' +
+        'During a model call: the scripted model holds the answer; progress is the retried model request.',
     );
     out.push('');
     const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
     out.push(
       table(
         [
-          'settings',
+          'killed during',
           'kill → progress',
           'completed',
-          'kill → replacement polling',
-          'kill → tool completed',
-          'tool attempts',
+          'kill → call completed',
+          'attempts',
           'tool result',
+          'command ran',
           'heartbeat timeout',
-          'sticky timeout',
         ],
-        r.variants.map((v) => [
-          v.label,
-          `**${sec(v.killToProgressMs)}**`,
-          v.completed ? 'yes' : 'no',
-          sec(v.killToReplacementReadyMs),
-          sec(v.killToToolCompletedMs),
-          v.toolAttempts,
-          v.toolResult,
-          sec(v.heartbeatTimeoutMs),
-          sec(v.stickyQueueScheduleToStartTimeoutMs),
+        [r.tool, r.model].map((m) => [
+          `a ${m.during} call`,
+          `**${sec(m.killToProgressMs)}**`,
+          m.completed ? 'yes' : 'no',
+          sec(m.killToActivityCompletedMs),
+          m.attempts,
+          m.toolResult,
+          m.effects === null ? '–' : `${m.effects}×`,
+          sec(m.heartbeatTimeoutMs),
         ]),
       ),
     );
@@ -576,7 +655,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   out.push('## Reproduce');
   out.push('');
   out.push(
-    '```sh\nnpm run docker:ensure && npm run sandbox:build   # once\nnpm run bench              # the full run (this report)\nnpm run bench -- --quick   # the same scenarios, small (< 5 min)\nnpm run bench -- --only overhead,ttft\n```',
+    '```sh\nnpm run docker:ensure && npm run sandbox:build   # once\nnpm run bench              # the full run (this report)\nnpm run bench -- --quick   # the same scenarios, small (< 5 min)\nnpm run bench -- --only overhead --profile   # with a CPU profile of the worker\n```',
   );
   out.push('');
   return out.join('\n');

@@ -45,10 +45,12 @@ runMain(async (argv) => {
   log(`${args.profile} run: ${args.scenarios.join(', ')}`);
 
   const platform = await preparePlatform({
-    dynamicConfig:
-      profile.suggestContinueAsNewEvents === null
+    dynamicConfig: {
+      ...(profile.suggestContinueAsNewEvents === null
         ? {}
-        : { 'limit.historyCount.suggestContinueAsNew': profile.suggestContinueAsNewEvents },
+        : { 'limit.historyCount.suggestContinueAsNew': profile.suggestContinueAsNewEvents }),
+      ...args.dynamicConfig,
+    },
     log,
   });
   const ctx = await connectBench(platform, log);
@@ -59,6 +61,8 @@ runMain(async (argv) => {
       temporalDescription: platform.temporalDescription,
       dynamicConfig: platform.dynamicConfig,
       temporalCli: platform.cli.path,
+      outDir: args.outDir,
+      cpuProfile: args.cpuProfile,
     });
     // Checked as written: a NaN would become null in the JSON.
     const problems = validateResults(JSON.parse(JSON.stringify(results)));

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import {
+  DEV_SERVER_DYNAMIC_CONFIG,
   ensureSearchAttributes,
   freePort,
   isTemporalServing,
@@ -26,6 +27,7 @@ export interface PreparedPlatform extends BenchPlatform {
   cli: ResolvedCli;
   /** How Temporal was provided, for the report. */
   temporalDescription: string;
+  /** The dynamic config the bench's own server runs with (its defaults included); empty for an external server. */
   dynamicConfig: Record<string, unknown>;
   /** Stops the bench's own server and removes its files. */
   dispose(): Promise<void>;
@@ -64,6 +66,7 @@ export async function preparePlatform(options: {
       dynamicConfig,
     });
     address = server.address;
+    dynamicConfig = { ...DEV_SERVER_DYNAMIC_CONFIG, ...dynamicConfig };
     temporalDescription = 'dev server started by the bench (temporary SQLite file, WAL)';
     log(`Temporal dev server on ${address}`);
   }

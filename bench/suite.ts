@@ -4,6 +4,7 @@
  * fails is reported (its section left out, its targets "not run", the error in the notes) and the
  * others still run; `failures` lists them so the command can exit non-zero.
  */
+import * as path from 'node:path';
 import type { BenchContext } from './context';
 import { describeMachine, loadAverage } from './machine';
 import { BENCH_MODEL } from './model';
@@ -23,6 +24,9 @@ export interface SuiteOptions {
   temporalDescription: string;
   dynamicConfig: Record<string, unknown>;
   temporalCli: string;
+  /** The results directory; with `cpuProfile`, the worker's CPU profiles go to its `profile/` folder. */
+  outDir?: string;
+  cpuProfile?: boolean;
 }
 
 export interface SuiteOutcome {
@@ -42,12 +46,18 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
       : null;
 
   const runners: Record<ScenarioName, () => Promise<void>> = {
-    overhead: async () => void (sections.overhead = await runOverhead(ctx, profile.overhead)),
+    overhead: async () => {
+      const outDir = options.outDir ?? process.cwd();
+      sections.overhead = await runOverhead(ctx, profile.overhead, {
+        outDir,
+        ...(options.cpuProfile ? { cpuProfileDir: path.join(outDir, 'profile') } : {}),
+      });
+    },
     history: async () => void (sections.history = await runHistory(ctx, profile.history, suggestCan)),
     tokens: async () => void (sections.tokens = await runTokens(ctx, profile.tokens)),
     ttft: async () => void (sections.ttft = await runTtft(ctx, profile.ttft)),
     concurrency: async () => void (sections.concurrency = await runConcurrency(ctx, profile.concurrency)),
-    recovery: async () => void (sections.recovery = await runRecovery(ctx, profile.recovery)),
+    recovery: async () => void (sections.recovery = await runRecovery(ctx)),
   };
   for (const scenario of options.scenarios) {
     const scenarioStarted = Date.now();
@@ -97,22 +107,20 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
         `(and possibly other work: load average ${results.machine.loadAverage.start} at the start, ${results.machine.loadAverage.end} at the end), so absolute times are pessimistic and noisy.`,
     );
   }
+  const o = results.overhead;
+  if (o) notes.push(...overheadNotes(o, results.setup.dynamicConfig));
   const h = results.history;
   if (h) {
     const last = h.points[h.points.length - 1]!;
-    notes.push(
-      `History: ${last.eventsPerStep} events per step at ${last.steps} steps; ${last.runs} run(s) in the chain` +
-        `${suggestCan ? ` (continue-as-new suggested at ${suggestCan} events for this profile)` : ' (server default: continue-as-new suggested at 4,096 events)'}. ` +
-        `Message content is ${((last.contentBytes / last.bytes) * 100).toFixed(1)} % of the bytes here; each tool result is stored twice ` +
-        "(as the tool activity's result and again in the next model step's input tail), which is linear, not quadratic, but doubles the content share for tool-heavy runs.",
-    );
     const upserts = h.lastPointByEventType.find((row) => row.eventType === 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES');
-    if (upserts) {
-      notes.push(
-        `History: search-attribute upserts take ${upserts.bytesPerStep.toFixed(0)} B per step — the workflow re-publishes all of its search attributes every turn, ` +
-          'including those that do not change between turns (status, lane, kind, repo); upserting only changed values would trim that.',
-      );
-    }
+    notes.push(
+      `History: a model+tool step is 12 events (model and tool activity: scheduled, started, completed; two workflow tasks: scheduled, started, completed)` +
+        `${upserts ? `; the search-attribute counters add ${upserts.eventsPerStep.toFixed(2)} per step (published every 10 turns and at state changes)` : ''}; ` +
+        `${last.runs} run(s) in the chain at ${last.steps} steps` +
+        `${suggestCan ? ` (continue-as-new suggested at ${suggestCan} events for this profile)` : ' (server default: continue-as-new suggested at 4,096 events)'}. ` +
+        `Message content is ${((last.contentBytes / last.bytes) * 100).toFixed(1)} % of the bytes here. Each tool result's content is stored twice ` +
+        '(the tool activity\'s result and the next model step\'s input), which is linear, not quadratic; the README ("History size") says why it stays so.',
+    );
   }
   const t = results.tokens;
   if (t) {
@@ -138,33 +146,58 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
       'TTFT: the workflow never waits for a sandbox before the first model step, so lazy and eager provisioning both start the model call at once. ' +
         `With eagerSandbox the seeding (container + copy of the repository) runs alongside the first model call; the first tool result arrives after ${f.eagerFirstToolRoundTripMs} ms vs ${f.lazyFirstToolRoundTripMs} ms lazily (model latency 1 s).`,
     );
-    if (!f.eagerWithoutRepoProvisions) {
-      notes.push(
-        'Harness gap: `eagerSandbox: true` without a `repo` provisions nothing ahead of time — the workflow only schedules `seedWorkspace`, which needs a repository, so the container is still created at the first tool call. ' +
-          'A hands activity that only ensures the container (e.g. `ensureSandbox`) would close the gap; it is not added here because the hands activities belong to another change in progress.',
-      );
-    }
   }
   const r = results.recovery;
   if (r) {
-    const byLabel = r.variants.map((v) => `${(v.killToProgressMs / 1000).toFixed(1)} s with ${v.label}`).join(', ');
-    const rerun = r.variants.some((v) => v.toolResult !== 'recorded');
+    const sec = (value: number) => `${(value / 1000).toFixed(1)} s`;
     notes.push(
-      `Recovery: ${byLabel}. With the defaults the replacement worker polls within about a second, but Temporal notices the dead worker only when the tool activity's ` +
-        `${(r.heartbeatTimeoutMs / 1000).toFixed(0)} s heartbeat timeout expires. The per-operation \`heartbeatTimeoutMs\` (the hands heartbeat every second) moves that retry forward, ` +
-        "but the workflow task that follows is then scheduled inside the server's sticky-poller window, goes to the dead worker's sticky queue and waits out the worker's " +
-        'stickyQueueScheduleToStartTimeout (SDK default 10 s) before it moves to the normal queue. Meeting the target takes both settings; the defaults do not meet it ' +
-        '(a short sticky timeout costs a history replay whenever a busy worker picks up its sticky task late). ' +
-        (rerun
-          ? "In at least one run the retried tool call did not return the first attempt's journalled output — see the table."
-          : 'In every run the retried `never` tool call returned the journalled output of the interrupted attempt; the command was not run twice.'),
+      `Recovery: ${sec(r.tool.killToProgressMs)} during a tool call, ${sec(r.model.killToProgressMs)} during a model call. The dead worker is noticed when the call's ` +
+        `${sec(r.tool.heartbeatTimeoutMs)} heartbeat timeout expires (a second worker stands by); the call is retried after ` +
+        "0.25 s (tool) or 0.5 s (model), and the retried attempt resets the workflow's sticky queue, so the workflow task that follows goes to the live worker at once instead of waiting " +
+        "for the dead one's sticky queue to time out. " +
+        (r.tool.toolResult === 'recorded' && r.tool.effects === 1
+          ? 'The retried `never` (bash) call returned the journalled output of the interrupted attempt; the command ran once.'
+          : `The retried bash call returned ${r.tool.toolResult} and the command ran ${r.tool.effects} time(s) — see the table.`),
     );
   }
   const c = results.concurrency;
   if (c) {
+    const cpu = c.cpu;
+    const share = (label: RegExp) =>
+      cpu ? cpu.byGroup.filter((row) => label.test(row.label)).reduce((sum, row) => sum + row.shareOfMachine, 0) : 0;
     notes.push(
       `Concurrency: ${c.operations} operations × ${c.stepsPerOperation} steps on one worker process (default tuning: 100 activity slots per worker, 40 workflow-task slots), model latency 0; ` +
-        `every operation creates its own container, which is included in the wall time.`,
+        `every operation creates its own container (included in the wall time; kept until the end so that its CPU time is counted). Timeouts under this load: ${c.timeouts.activity} activity timeouts, ` +
+        `${c.timeouts.retriedActivities} retried activity attempts, ${c.timeouts.workflowTask} workflow-task timeouts.` +
+        (cpu
+          ? ` The machine was busy ${cpu.machineBusyS.toFixed(0)} of ${(cpu.wallS * cpu.cores).toFixed(0)} CPU seconds: Docker (dockerd, containerd, the containers' shims, runc and tool processes) ` +
+            `${(share(/dockerd|containerd|containers/) * 100).toFixed(0)} %, the worker process ${(share(/^worker/) * 100).toFixed(0)} %, the Temporal server ${(share(/Temporal/) * 100).toFixed(0)} %, ` +
+            `the bench ${(share(/^bench/) * 100).toFixed(0)} %, everything else ${(share(/everything else/) * 100).toFixed(0)} %.`
+          : ''),
+    );
+  }
+  return notes;
+}
+
+function overheadNotes(o: NonNullable<BenchResults['overhead']>, dynamicConfig: Record<string, unknown>): string[] {
+  const notes: string[] = [];
+  const segments = o.segments.map((seg) => `steps ${seg.fromStep}–${seg.toStep}: +${seg.addedMsPerStep} ms`).join(', ');
+  const rps = dynamicConfig['history.transferProcessorMaxPollRPS'];
+  notes.push(
+    `Overhead on long runs (model latency 0, ${o.latency0.stepsPerRun} steps): ${segments || 'runs too short for segments'}. ` +
+      (rps === undefined || rps === 20
+        ? "This server reads its transfer queue at most 20 times a second (`history.transferProcessorMaxPollRPS` default): every hand-off from a completed activity to the workflow then waits for the next 50 ms slot once the first second's burst is spent, so steps settle on a 100 ms grid (two hand-offs per step)."
+        : `The server runs with \`history.transferProcessorMaxPollRPS\` ${String(rps)} (the dev-server default of \`platform/dev-server.ts\`); at the server default of 20 every hand-off from a completed activity to the workflow waits for the next 50 ms slot of the single shard's transfer-queue reader once the first second's burst is spent, and steps settle on a 100 ms grid (two hand-offs per step).`),
+  );
+  const p = o.cpuProfile;
+  if (p) {
+    const busy = p.sampledMs - p.idleMs;
+    const modules = p.byModule
+      .slice(0, 6)
+      .map((row) => `${row.module} ${(row.share * 100).toFixed(0)} %`)
+      .join(', ');
+    notes.push(
+      `CPU profile of the worker process during the overhead scenario (\`--profile\`): ${(busy / 1000).toFixed(1)} s busy of ${(p.sampledMs / 1000).toFixed(1)} s sampled over ${p.files.length} thread(s); busy time by module: ${modules}.`,
     );
   }
   return notes;

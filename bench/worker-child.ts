@@ -1,6 +1,7 @@
 /**
  * Starts `bench/worker-process.ts` as a child process (`node --import tsx`, so the measured pid is
- * the worker itself) and gives the bench its pid, its peak memory and ways to stop or kill it.
+ * the worker itself) and gives the bench its pid, its peak memory and ways to stop or kill it;
+ * optionally with V8's CPU profiler on (`--cpu-prof`).
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -12,6 +13,8 @@ export interface WorkerChild {
   pid: number;
   /** When the child said both workers poll (ms since the epoch). */
   readyAt: number;
+  /** The same moment on the child's monotonic clock (`process.hrtime`, µs): where its CPU profiles' work starts. */
+  readyMonotonicUs: number;
   /** Peak resident set size so far (VmHWM), in MiB. */
   peakRssMb(): number;
   /** SIGKILL, as a crash would; resolves when the process is gone. */
@@ -20,13 +23,21 @@ export interface WorkerChild {
   stop(): Promise<void>;
 }
 
+export interface WorkerChildOptions {
+  /** Write V8 CPU profiles of every thread of the process into this directory (written when it stops). */
+  cpuProfileDir?: string;
+  readyTimeoutMs?: number;
+}
+
 export async function spawnWorkerChild(
   config: WorkerProcessConfig,
   log: (line: string) => void,
-  readyTimeoutMs = 120_000,
+  options: WorkerChildOptions = {},
 ): Promise<WorkerChild> {
+  const readyTimeoutMs = options.readyTimeoutMs ?? 120_000;
   const entry = path.join(__dirname, 'worker-process.ts');
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, JSON.stringify(config)], {
+  const profiling = options.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir] : [];
+  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', entry, JSON.stringify(config)], {
     cwd: PROJECT_ROOT,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
@@ -45,14 +56,16 @@ export async function spawnWorkerChild(
   child.stderr?.on('data', keep);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
+  let readyMonotonicUs = 0;
   const readyAt = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(
       () =>
         reject(new Error(`the bench worker process was not ready after ${readyTimeoutMs} ms:\n${output.join('\n')}`)),
       readyTimeoutMs,
     );
-    child.on('message', (message: { type?: string }) => {
+    child.on('message', (message: { type?: string; monotonicUs?: number }) => {
       if (message?.type !== 'ready') return;
+      readyMonotonicUs = message.monotonicUs ?? 0;
       clearTimeout(timer);
       resolve(Date.now());
     });
@@ -77,5 +90,5 @@ export async function spawnWorkerChild(
     if (child.exitCode === null && child.signalCode === null) child.kill(name);
     await exited;
   };
-  return { pid, readyAt, peakRssMb, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
+  return { pid, readyAt, readyMonotonicUs, peakRssMb, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
 }

@@ -1,12 +1,12 @@
 /**
- * A worker process for the concurrency and recovery scenarios: the brain and hands workers of
+ * A worker process for the overhead, concurrency and recovery scenarios: the brain and hands workers of
  * `workers/workers.ts` (as `agent worker dev` runs them), in a child process of their own so the
  * bench can measure its memory and SIGKILL it. argv[2] is a `WorkerProcessConfig` as JSON; the
- * process sends `{ type: 'ready' }` over IPC once both workers poll, and shuts down gracefully on
+ * process sends `{ type: 'ready', monotonicUs }` over IPC once both workers poll, and shuts down gracefully on
  * SIGTERM/SIGINT (the Temporal runtime's default shutdown signals).
  */
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { dockerClient } from '../platform/docker-engine';
 import { installRuntime } from '../workers/runtime';
 import { createBrainWorker, createHandsWorker } from '../workers/workers';
@@ -20,22 +20,25 @@ export interface WorkerProcessConfig {
   workflowBundlePath: string;
   image: string;
   modelUrl: string;
-  /** Worker tuning: how long a workflow task waits on this worker's sticky queue before going to the normal queue. */
-  stickyQueueScheduleToStartTimeoutMs?: number;
+  /** Serve the SDK's metrics (Prometheus) on this `host:port`. */
+  metricsAddress?: string;
 }
 
 async function main(config: WorkerProcessConfig): Promise<void> {
-  installRuntime(process.env.AGENT_LOG_LEVEL ? undefined : 'ERROR');
+  if (config.metricsAddress) {
+    Runtime.install({
+      logger: new DefaultLogger('ERROR'),
+      telemetryOptions: { metrics: { prometheus: { bindAddress: config.metricsAddress } } },
+    });
+  } else {
+    installRuntime(process.env.AGENT_LOG_LEVEL ? undefined : 'ERROR');
+  }
   const connection = await Connection.connect({ address: config.address });
   const nativeConnection = await NativeConnection.connect({ address: config.address });
-  const tuning = config.stickyQueueScheduleToStartTimeoutMs
-    ? { stickyQueueScheduleToStartTimeout: config.stickyQueueScheduleToStartTimeoutMs }
-    : {};
   const common = {
     connection: nativeConnection,
     namespace: config.namespace,
     workflowBundle: { codePath: config.workflowBundlePath },
-    tuning,
   };
   const workers = [
     await createBrainWorker({
@@ -47,7 +50,8 @@ async function main(config: WorkerProcessConfig): Promise<void> {
     await createHandsWorker({ ...common, taskQueue: config.handsQueue, docker: dockerClient(), image: config.image }),
   ];
   const running = Promise.all(workers.map((worker) => worker.run()));
-  process.send?.({ type: 'ready' });
+  // The monotonic clock of V8's CPU profiles: what came before is start-up.
+  process.send?.({ type: 'ready', monotonicUs: Number(process.hrtime.bigint() / 1000n) });
   await running;
   await nativeConnection.close();
   await connection.close();

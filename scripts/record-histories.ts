@@ -56,7 +56,7 @@ runMain(async (args) => {
   const h = await startOperationHarness();
   const calculator = path.join(PROJECT_ROOT, 'examples', 'calculator');
   // The temporal CLI writes histories in the proto JSON form that `historyFromJSON` reads.
-  const record = async (name: string, workflowId: string) => {
+  const record = async (name: string, workflowId: string): Promise<void> => {
     const json = execFileSync(
       cli.path,
       ['workflow', 'show', '--address', server.address, '--workflow-id', workflowId, '--output', 'json'],
@@ -198,6 +198,28 @@ runMain(async (args) => {
       ]);
       await operationResult(handle);
       await record('context-managed', handle.workflowId);
+    }
+
+    if (wanted('parallel-safe-batch-and-counters')) {
+      // A batch of safe calls run at once, then enough turns for the counters to be published once.
+      h.model.setScript([
+        {
+          toolCalls: [
+            { name: 'list_files', input: { path: 'src' } },
+            { name: 'read_file', input: { path: 'src/math.js' } },
+            { name: 'grep', input: { pattern: 'values', path: 'src' } },
+          ],
+        },
+        ...Array.from({ length: 10 }, () => ({ toolCalls: [{ name: 'bash', input: { command: 'true' } }] })),
+        { text: 'Looked around.' },
+      ]);
+      handle = await h.start(
+        // The same call ten times on purpose: not a loop to stop.
+        { goal: 'look around', repo: { kind: 'local', path: calculator }, stuck: { sameCallRepeats: 100 } },
+        'fixture-parallel-safe-batch',
+      );
+      await operationResult(handle);
+      await record('parallel-safe-batch-and-counters', handle.workflowId);
     }
 
     if (wanted('stuck-then-recovered')) {

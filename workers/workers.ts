@@ -6,10 +6,13 @@
  *  - dev: both in one process.
  * Shutdown is graceful: a running model call or tool call gets `shutdownGraceTime` to finish.
  */
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import type { Client } from '@temporalio/client';
-import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
+import type { Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import { createBrainActivities } from '../activities/brain/activities';
 import { ContextCache } from '../activities/brain/context-cache';
@@ -24,6 +27,7 @@ import { createAnthropicClient } from '../activities/model/client';
 import type { ModelSettings } from '../activities/model/settings';
 import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
 import { DATA_DIR } from '../platform/paths';
+import { ReleaseStickyOnRetryInterceptor } from '../activities/failover';
 
 export interface CommonWorkerOptions {
   connection: NativeConnection;
@@ -72,22 +76,44 @@ const HEARTBEAT_FLUSH = '1 second';
  * How long a workflow task waits for the worker that ran the workflow's previous task before any
  * worker may take it (SDK default 10 s). A healthy worker polls its sticky queue constantly, so a
  * short wait only matters when that worker died: the operation moves on after 2 s instead of 10.
+ * (When the worker died in the middle of a call, the retried call releases the workflow from the
+ * sticky queue at once: `activities/failover.ts`.)
  */
 const STICKY_FAILOVER = '2 seconds';
 
-/** Worker options of the crash test mode: a boundary after each activity, fast sticky-queue failover. */
-function crashTestOptions(): Partial<WorkerOptions> {
-  if (!crashTestMode) return {};
+/**
+ * What every worker shares: a graceful shutdown, the heartbeat flush, and the activity interceptors
+ * — a retried attempt releases its workflow from a dead worker's sticky queue
+ * (`activities/failover.ts`); in crash test mode a boundary after each activity, and a 1 s sticky
+ * failover.
+ */
+export function everyWorkerOptions(): Partial<WorkerOptions> {
   return {
-    interceptors: { activity: [(ctx) => ({ inbound: new CrashPointActivityInterceptor(ctx.info.activityType) })] },
-    stickyQueueScheduleToStartTimeout: '1 second',
+    shutdownGraceTime: GRACE,
+    maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
+    interceptors: {
+      activity: [
+        (ctx) => ({ inbound: new ReleaseStickyOnRetryInterceptor(ctx) }),
+        ...(crashTestMode
+          ? [(ctx: Context) => ({ inbound: new CrashPointActivityInterceptor(ctx.info.activityType) })]
+          : []),
+      ],
+    },
+    ...(crashTestMode ? { stickyQueueScheduleToStartTimeout: '1 second' } : {}),
   };
 }
 
-function workflowSource(options: CommonWorkerOptions): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
-  return options.workflowBundle
-    ? { workflowBundle: options.workflowBundle }
-    : { workflowsPath: require.resolve('../workflows') };
+/**
+ * The brain's workflow code and its build id. The SDK's default build id (package, version and a
+ * 64-digit hash of the bundle, ~90 bytes) is written into five history events per step; a 16-digit
+ * hash of the same bundle identifies the code as well for a fifth of the bytes.
+ */
+async function workflowCode(options: CommonWorkerOptions): Promise<Pick<WorkerOptions, 'workflowBundle' | 'buildId'>> {
+  const bundle =
+    options.workflowBundle ??
+    (await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: Runtime.instance().logger }));
+  const code = 'code' in bundle ? bundle.code : fs.readFileSync(bundle.codePath, 'utf8');
+  return { workflowBundle: bundle, buildId: `agent+${createHash('sha256').update(code).digest('hex').slice(0, 16)}` };
 }
 
 export function brainActivities(options: Pick<BrainWorkerOptions, 'client' | 'modelSettings' | 'cache'>) {
@@ -137,13 +163,11 @@ export async function createBrainWorker(options: BrainWorkerOptions): Promise<Wo
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    ...workflowSource(options),
+    ...(await workflowCode(options)),
     activities: { ...brainActivities(options), ...createOpsActivities({ client: options.client }) },
     sinks: crashPointSinks,
     stickyQueueScheduleToStartTimeout: STICKY_FAILOVER,
-    shutdownGraceTime: GRACE,
-    maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
-    ...crashTestOptions(),
+    ...everyWorkerOptions(),
     ...options.tuning,
   });
 }
@@ -155,9 +179,7 @@ export async function createHandsWorker(options: HandsWorkerOptions): Promise<Wo
     taskQueue: options.taskQueue,
     // One worker alone serves every call on its queue: it has no host queue to hand out.
     activities: handsActivities({ ...options, host: undefined }),
-    shutdownGraceTime: GRACE,
-    maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
-    ...crashTestOptions(),
+    ...everyWorkerOptions(),
     ...options.tuning,
   });
 }
@@ -175,9 +197,7 @@ export async function createHandsHostWorkers(options: HandsWorkerOptions & { hos
       namespace: options.namespace,
       taskQueue,
       activities,
-      shutdownGraceTime: GRACE,
-      maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
-      ...crashTestOptions(),
+      ...everyWorkerOptions(),
       ...options.tuning,
     });
   return [await worker(options.taskQueue), await worker(hostQueueOf(options.taskQueue, options.host))];

@@ -49,7 +49,7 @@ import { runToolBatch } from './tool-calls';
 import { checkForLoop } from './loop-detector';
 import { noteTurnOutcome } from './step-visibility';
 import { stuckDetectionOn } from './stuck';
-import { answerStatusQuery, keepDetails, publishSearchAttributes, showDetails } from './visibility';
+import { answerStatusQuery, countersDue, keepDetails, publishSearchAttributes, showDetails } from './visibility';
 
 export type { OperationCarry } from './operation-state';
 
@@ -102,7 +102,7 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
     noteTurnOutcome(op, reply);
     // The clear batch the answered request carried (a reactive compaction drops the planned one).
     noteModelReply(op, reply, op.nextClear);
-    publishSearchAttributes(op, 'counters');
+    if (countersDue(op)) publishSearchAttributes(op, 'counters');
 
     const end = await actOnReply(op, sandbox, reply);
     if (end) return end;

@@ -2,22 +2,35 @@
  * Every timeout and retry preset of every activity the workflows run, in one table. Workflow code:
  * deterministic, imports only `common/` and `@temporalio/workflow`.
  *
- * | activity              | start→close        | heartbeat | attempts | waits            |
- * |-----------------------|--------------------|-----------|----------|------------------|
- * | model call / step     | 10 min (30 min all)| 15 s      | 10       | 2 s ×2 … 60 s    |
- * | compaction (a model call) | the same       | 15 s      | 10       | 2 s ×2 … 60 s    |
- * | tool call             | tool's time + 2 min| 5 s       | 5        | 1 s ×2 … 30 s    |
- * | sandbox lifecycle     | 10 min             | 10 s      | 5        | 1 s ×2 … 30 s    |
- * | sandbox teardown      | 10 min; 2 min to start | 10 s  | 5        | 1 s ×2 … 30 s    |
- * | claim a hands host    | 1 min              | –         | 5        | 1 s ×2 … 30 s    |
- * | stuck check (probe)   | 30 s               | –         | 3        | 1 s ×2           |
- * | seed source check     | 30 s               | –         | 5        | 1 s ×2 … 10 s    |
- * | host git (clone, push)| 30 min             | 20 s      | 6        | 2 s ×2 … 60 s    |
- * | task workspace steps  | 10 min             | 20 s      | 5        | 1 s ×2 … 30 s    |
- * | task verification     | checks + 2 min     | 20 s      | 3        | 2 s ×2 … 30 s    |
- * | health echo           | 30 s               | –         | 3        | SDK default      |
+ * | activity              | start→close        | heartbeat | attempts | waits              |
+ * |-----------------------|--------------------|-----------|----------|--------------------|
+ * | model call / step     | 10 min (30 min all)| 3 s       | 11       | 0.5 s ×2 … 60 s    |
+ * | compaction (a model call) | the same       | 3 s       | 11       | 0.5 s ×2 … 60 s    |
+ * | tool call             | tool's time + 2 min| 3 s       | 6        | 0.25 s ×3 … 30 s   |
+ * | sandbox lifecycle     | 10 min             | 10 s      | 5        | 1 s ×2 … 30 s      |
+ * | sandbox teardown      | 10 min; 2 min to start | 10 s  | 5        | 1 s ×2 … 30 s      |
+ * | claim a hands host    | 1 min              | –         | 5        | 1 s ×2 … 30 s      |
+ * | stuck check (probe)   | 30 s               | –         | 3        | 1 s ×2             |
+ * | seed source check     | 30 s               | –         | 5        | 1 s ×2 … 10 s      |
+ * | host git (clone, push)| 30 min             | 20 s      | 6        | 2 s ×2 … 60 s      |
+ * | task workspace steps  | 10 min             | 20 s      | 5        | 1 s ×2 … 30 s      |
+ * | task verification     | checks + 2 min     | 20 s      | 3        | 2 s ×2 … 30 s      |
+ * | health echo           | 30 s               | –         | 3        | SDK default        |
  *
  * An operation's `heartbeatTimeoutMs` overrides the heartbeat of its model, tool and sandbox calls.
+ *
+ * Failover budget (a worker SIGKILLed in the middle of a model or tool call, the operation moving
+ * again on another worker within 5 s): the 3 s heartbeat timeout notices the dead worker (the
+ * activities heartbeat every second and workers flush heartbeats every second, so a live worker has
+ * two missed flushes of slack), the first retry waits 0.5 s (model) or 0.25 s (tool), and the retried
+ * attempt clears the workflow's sticky queue (`activities/failover.ts`) so the next workflow task
+ * does not wait for the dead worker. `npm run bench` measures it (recovery) and checks under load
+ * (200 concurrent operations) that live workers never miss a heartbeat timeout.
+ *
+ * The retry options of model and tool calls list no `nonRetryableErrorTypes`: both activities
+ * classify every failure at their boundary and mark the ones a retry cannot fix non-retryable
+ * (`activities/model/classify.ts`, `activities/hands/failures.ts`). Listing them again would repeat
+ * the list in every scheduled event of the history (about 200 bytes per step) for no effect.
  */
 import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
 import { MODEL_NON_RETRYABLE_FAILURE_TYPES } from '../common/model-types';
@@ -30,37 +43,38 @@ import { toolRunTimeoutMs, type ToolName } from '../common/tools';
  * - `startToCloseTimeout` 10 min — one attempt: a streamed answer of 16k tokens at a slow ~30
  *   tokens/s takes ~9 min. (A stream that goes silent is abandoned much sooner, after
  *   `AGENT_MODEL_IDLE_TIMEOUT_MS`, and retried.)
- * - `heartbeatTimeout` 15 s — the activity heartbeats every 5 s while it waits and whenever usage
+ * - `heartbeatTimeout` 3 s — the activity heartbeats every second while it waits and whenever usage
  *   arrives (workers flush heartbeats to the server every second), so a worker that died mid-call
- *   is noticed within 15 s and the call moves to another worker; heartbeats also deliver
+ *   is noticed within 3 s and the call moves to another worker; heartbeats also deliver
  *   cancellation.
  * - `scheduleToCloseTimeout` 30 min — every attempt and every wait between them: an API that stays
  *   down fails the step after half an hour rather than parking the operation forever.
- * - `retry.initialInterval` 2 s, `backoffCoefficient` 2, `maximumInterval` 60 s — waits of
- *   2, 4, 8, 16, 32, 60, 60, 60, 60 s (~5 min in all): long enough to ride out a 529 burst, short
- *   enough that a blip costs seconds. A 429 overrides the wait with the server's `retry-after`
- *   (`nextRetryDelay`), so rate limits are honoured exactly, not guessed.
- * - `retry.maximumAttempts` 10 — with the waits above, about as many as fit the 30 minutes.
- * - `retry.nonRetryableErrorTypes` — 400/401/403/404/413 and other refusals, missing settings and
- *   harness bugs: sending the same request again cannot succeed. (The activity already marks these
- *   failures non-retryable; listing them here keeps the policy readable in one place.)
+ * - `retry.initialInterval` 0.5 s, `backoffCoefficient` 2, `maximumInterval` 60 s — waits of
+ *   0.5, 1, 2, 4, 8, 16, 32, 60, 60, 60 s (~4 min in all; the Anthropic SDK's own retries also
+ *   start at 0.5 s): a dead worker's call is retried at once, a 529 burst still gets minutes to
+ *   pass. A 429 overrides the wait with the server's `retry-after` (`nextRetryDelay`), so rate
+ *   limits are honoured exactly, not guessed.
+ * - `retry.maximumAttempts` 11 — with the waits above, about as many as fit the 30 minutes.
+ * - Not retried: 400/401/403/404/413 and other refusals, missing settings and harness bugs — the
+ *   activity marks these failures non-retryable (`MODEL_NON_RETRYABLE_FAILURE_TYPES`).
  */
 export const MODEL_CALL_ACTIVITY_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '15 seconds',
+  heartbeatTimeout: '3 seconds',
   scheduleToCloseTimeout: '30 minutes',
   retry: {
-    initialInterval: '2 seconds',
+    initialInterval: '500 milliseconds',
     backoffCoefficient: 2,
     maximumInterval: '60 seconds',
-    maximumAttempts: 10,
-    nonRetryableErrorTypes: [...MODEL_NON_RETRYABLE_FAILURE_TYPES],
+    maximumAttempts: 11,
   },
-  summary: 'model call',
 };
 
-/** The operation's model step: the model-call preset, labelled for the Web UI. */
-export const MODEL_STEP_ACTIVITY_OPTIONS: ActivityOptions = { ...MODEL_CALL_ACTIVITY_OPTIONS, summary: 'model step' };
+/**
+ * The operation's model step: the model-call preset. No `summary`: the Web UI already names the
+ * activity (`modelStep`), and a summary is stored in every scheduled event (~45 bytes per step).
+ */
+export const MODEL_STEP_ACTIVITY_OPTIONS: ActivityOptions = MODEL_CALL_ACTIVITY_OPTIONS;
 
 /**
  * A compaction step: one model call (the summary), so the model-call preset — retried like any model
@@ -81,10 +95,13 @@ export const COMPACTION_ACTIVITY_OPTIONS: ActivityOptions = {
  * - startToClose: the call's run time (`toolRunTimeoutMs`: bash's `timeout_ms` or the operation's
  *   default; the file and search tools at most 60 s) plus two minutes for container start and
  *   journal I/O.
- * - heartbeat 5 s: the hands heartbeat every second (and workers flush heartbeats every second), so
- *   a dead hands worker is noticed within 5 s.
- * - retries: 1 s → ×2 → 30 s, at most 5 attempts, for infrastructure failures only (a tool that
- *   fails is a result, not an error). Every replay policy gets the same budget: a retried attempt
+ * - heartbeat 3 s: the hands heartbeat every second (and workers flush heartbeats every second), so
+ *   a dead hands worker is noticed within 3 s.
+ * - retries: 0.25 s → ×3 → 30 s (waits of 0.25, 0.75, 2.25, 6.75, 20.25 s), at most 6 attempts, for
+ *   infrastructure failures only (a tool that fails is a result, not an error; the non-retryable
+ *   ones are marked so by the hands). The first retry is quick because the usual cause is a dead
+ *   worker whose call another worker can take over at once; the later waits give Docker half a
+ *   minute to recover. Every replay policy gets the same budget: a retried attempt
  *   consults the workspace journal, so a `never` call is never run twice, and a `safe` or
  *   `idempotent` call whose earlier attempt finished returns that attempt's result.
  * - cancellation waits for the activity to confirm it killed its process (abort must leave nothing running).
@@ -92,14 +109,13 @@ export const COMPACTION_ACTIVITY_OPTIONS: ActivityOptions = {
 export function toolActivityOptions(name: ToolName, input: unknown, defaultTimeoutMs: number): ActivityOptions {
   return {
     startToCloseTimeout: toolRunTimeoutMs(name, input, defaultTimeoutMs) + 120_000,
-    heartbeatTimeout: '5 seconds',
+    heartbeatTimeout: '3 seconds',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
-      initialInterval: '1 second',
-      backoffCoefficient: 2,
+      initialInterval: '250 milliseconds',
+      backoffCoefficient: 3,
       maximumInterval: '30 seconds',
-      maximumAttempts: 5,
-      nonRetryableErrorTypes: [...HANDS_NON_RETRYABLE_FAILURE_TYPES],
+      maximumAttempts: 6,
     },
   };
 }

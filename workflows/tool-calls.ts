@@ -1,19 +1,23 @@
 /**
- * The tool batch of one turn: each call the model asked for, in order, as its own activity on the
- * hands queue (id `tool-<toolCallId>`, summary `bash: npm test`). A call is prepared (validated
- * against the catalogue: an invalid call records no intent, the refusal is its result), checked
- * against the operation's approval policy (`approvals.ts`: a denied call records no intent, its
- * denial is its result; an `ask` call waits for a person), executed, and turned into the
- * `tool_result` the model sees next. A `task` call runs a subagent operation instead of a hands
- * activity (`subagents.ts`). After an abort the remaining calls are answered without running.
+ * The tool batch of one turn: each call the model asked for as its own activity on the hands queue
+ * (id `tool-<toolCallId>`, summary `bash: npm test`). A call is prepared (validated against the
+ * catalogue: an invalid call records no intent, the refusal is its result), checked against the
+ * operation's approval policy (`approvals.ts`: a denied call records no intent, its denial is its
+ * result; an `ask` call waits for a person), executed, and turned into the `tool_result` the model
+ * sees next. A `task` call runs a subagent operation instead of a hands activity (`subagents.ts`).
+ * Calls run one after the other, in the model's order — except a batch of only `safe` calls that
+ * need no approval (reads, listings, searches: they change nothing, so their order cannot matter),
+ * whose calls run at once. Results are always in the model's order. After an abort the remaining
+ * calls are answered without running.
  */
-import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { ApprovalDecision } from '../common/approvals';
 import type { HandsActivities } from '../common/hands';
 import { LIVE_EXCERPT_CHARS } from '../common/live';
 import type { TailBlock } from '../common/model-step';
 import type { ToolResultBlockParam, ToolUseBlock } from '../common/model-types';
 import {
+  replayPolicyOf,
   toolMainArgument,
   toolRunTimeoutMs,
   toolSummary,
@@ -36,22 +40,58 @@ type PreparedCall =
   | { ok: true; kind: 'task'; input: TaskInput; summary: string; approval: ApprovalDecision }
   | { ok: false; result: ToolResultBlockParam };
 
+/** Histories recorded before safe batches ran in parallel ran every batch in order. */
+export const PARALLEL_SAFE_BATCH_PATCH = 'parallel-safe-tool-batch';
+
 export async function runToolBatch(
   op: OperationRun,
   sandbox: OperationSandbox,
   calls: ToolUseBlock[],
 ): Promise<TailBlock[]> {
-  const results: TailBlock[] = [];
   for (const call of calls) op.seenToolCalls.add(call.id);
-  for (const call of calls) {
-    if (op.abortReason !== undefined) {
-      results.push(toolResult(call.id, `not run: the operation was aborted (${op.abortReason})`, true));
-      continue;
-    }
-    results.push(await runToolCall(op, sandbox, call));
+  if (calls.length > 1 && calls.every((call) => replayPolicyOf(call.name) === 'safe' && !needsApproval(op, call))) {
+    if (patched(PARALLEL_SAFE_BATCH_PATCH)) return runSafeBatch(op, sandbox, calls);
   }
+  const results: TailBlock[] = [];
+  for (const call of calls) results.push(await runOne(op, sandbox, call));
   return results;
 }
+
+/**
+ * A batch of only `safe` calls: the workspace is made ready once (so no two calls provision it),
+ * then every call runs at the same time.
+ */
+async function runSafeBatch(op: OperationRun, sandbox: OperationSandbox, calls: ToolUseBlock[]): Promise<TailBlock[]> {
+  try {
+    await sandbox.ready();
+  } catch (err) {
+    if (isCancellation(err) || op.abortReason !== undefined) op.abortReason ??= 'cancelled';
+    const problem = `tool infrastructure error: ${failureMessage(err)}`;
+    // No call ran: an invalid one still gets its refusal, the others the reason they did not run.
+    return calls.map((call) => {
+      const prepared = prepareToolCall(op, call);
+      if (!prepared.ok) return prepared.result;
+      if (op.abortReason !== undefined) return notRun(op, call);
+      op.lastTool = { name: call.name, summary: prepared.summary, isError: true };
+      return toolResult(call.id, problem, true);
+    });
+  }
+  return Promise.all(calls.map((call) => runOne(op, sandbox, call)));
+}
+
+async function runOne(op: OperationRun, sandbox: OperationSandbox, call: ToolUseBlock): Promise<ToolResultBlockParam> {
+  if (op.abortReason !== undefined) return notRun(op, call);
+  return runToolCall(op, sandbox, call);
+}
+
+/** Whether the operation's approval policy asks a person before this call runs. */
+function needsApproval(op: OperationRun, call: ToolUseBlock): boolean {
+  const checked = validateModelToolCall(call.name, call.input);
+  return checked.ok && policyFor(op, call.name, toolMainArgument(call.name, checked.input)).policy === 'ask';
+}
+
+const notRun = (op: OperationRun, call: ToolUseBlock): ToolResultBlockParam =>
+  toolResult(call.id, `not run: the operation was aborted (${op.abortReason})`, true);
 
 async function runToolCall(
   op: OperationRun,
@@ -172,10 +212,13 @@ async function executeToolCall(
       );
     }
     // Retries exhausted or a non-retryable infrastructure failure: the model hears about it.
-    const message = err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
     op.lastTool = { name, summary, isError: true };
-    return toolResult(call.id, `tool infrastructure error: ${message}`, true);
+    return toolResult(call.id, `tool infrastructure error: ${failureMessage(err)}`, true);
   }
+}
+
+function failureMessage(err: unknown): string {
+  return err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
 }
 
 export { toolResult };

@@ -51,7 +51,24 @@ export function answerStatusQuery(op: OperationRun): void {
   setHandler(statusQuery, () => operationStatus(op));
 }
 
-/** Search attributes: all of them when the state changes, only the counters after a turn. */
+/**
+ * Turns between two publications of the counters (turns, tokens, cost) while the operation runs.
+ * Every publication is one more history event; publishing after every turn made a step 13 events
+ * instead of 12. The live figures are in the status query and the Web UI's current details at
+ * every turn; the search attributes (for filtering lists) lag by at most this many turns, and are
+ * exact again at every state change and at the end.
+ */
+export const COUNTERS_EVERY_TURNS = 10;
+/** Histories recorded before the counters were published every `COUNTERS_EVERY_TURNS` turns publish them every turn. */
+export const COUNTERS_CADENCE_PATCH = 'counters-every-10-turns';
+
+/** Whether the turn just recorded publishes the counters. */
+export function countersDue(op: OperationRun): boolean {
+  if (!patched(COUNTERS_CADENCE_PATCH)) return true;
+  return op.carry.turn % COUNTERS_EVERY_TURNS === 0;
+}
+
+/** Search attributes: all of them when the state changes, only the counters every few turns (`countersDue`). */
 export function publishSearchAttributes(op: OperationRun, what: 'state' | 'counters'): void {
   const { settings, carry } = op;
   upsertSearchAttributes([

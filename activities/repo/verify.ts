@@ -8,6 +8,7 @@
 import { CancelledFailure } from '@temporalio/common';
 import type { CheckOutcome, VerifyInput, VerifyResult } from '../../common/repo';
 import { currentActivity } from '../heartbeat';
+import { JOURNAL_DIR } from '../hands/journal-store';
 import { SandboxError } from '../hands/sandbox-manager';
 import type { RepoContext } from './deps';
 import { toRepoFailure } from './failures';
@@ -24,7 +25,8 @@ export async function verifyWorkspace(ctx: RepoContext, input: VerifyInput): Pro
     for (const check of input.checks) {
       const result = await ctx.manager.exec(input.sessionId, {
         command: check.command,
-        runBase: `/workspace/.agent/verify/${key}/${check.name}`,
+        // Beside the tool-call journal, out of the agent's reach: its commands cannot plant or erase a result.
+        runBase: `${JOURNAL_DIR}/verify/${key}/${check.name}`,
         timeoutMs: input.timeoutMs,
         maxOutputBytes: CAPTURE_BYTES,
         signal: activity?.cancellationSignal,

@@ -1,10 +1,16 @@
 /**
  * Concurrency: N operations of M steps (model call + `bash: true` each, model latency 0) started at
  * once against one worker process running brain and hands (default worker tuning). Reports how many
- * completed, steps per second over the wall time from the first submit to the last completion, and
- * the worker process's peak RSS (VmHWM).
+ * completed, steps per second over the wall time from the first submit to the last completion, the
+ * worker process's peak RSS (VmHWM), every timeout in the operations' histories (under this load a
+ * live worker must not miss a heartbeat or sticky-queue timeout: the failover settings are tight,
+ * see `workflows/policies.ts`), and where the machine's CPU went (`cpu-usage.ts`).
  */
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { operationResult } from '../../client/operation-result';
+import { containerNameOf } from '../../common/sandbox-names';
+import { cpuSnapshot, cpuUsageBetween, type ProcessGroup } from '../cpu-usage';
 import { startScriptedModelServer } from '../../scripted-model/server';
 import { runId, startOperation, uniqueQueues, type BenchContext } from '../context';
 import { goalParam, markerText, stepsScript } from '../model';
@@ -37,6 +43,7 @@ export async function runConcurrency(
   );
   const ids = Array.from({ length: profile.operations }, (_, index) => runId('concurrency', `${index}`));
   try {
+    const cpuBefore = cpuSnapshot();
     const submitted = Date.now();
     const outcomes = await Promise.all(
       ids.map(async (id) => {
@@ -47,6 +54,8 @@ export async function runConcurrency(
             {
               goal: `${markerText(id)} steps=${profile.steps}: run cheap commands`,
               budget: { maxTurns: profile.steps + 1 },
+              // Kept (and removed by the bench afterwards) so that their CPU time is still counted at the end.
+              keepContainer: true,
             },
             id,
           );
@@ -59,6 +68,12 @@ export async function runConcurrency(
       }),
     );
     const wallMs = Math.max(...outcomes.map((outcome) => outcome.endedAt)) - submitted;
+    const cpuAfter = cpuSnapshot();
+    const cpu =
+      cpuBefore && cpuAfter
+        ? cpuUsageBetween(cpuBefore, cpuAfter, await processGroups(ctx, worker.pid, ids))
+        : undefined;
+    const timeouts = await timeoutsIn(ctx.client, ids);
     const completed = outcomes.filter((outcome) => outcome.ok).length;
     const durations = outcomes.map((outcome) => outcome.endedAt - submitted);
     const result: ConcurrencyResult = {
@@ -70,9 +85,12 @@ export async function runConcurrency(
       stepsPerSecond: round((completed * profile.steps) / (wallMs / 1000), 2),
       workerPeakRssMb: round(worker.peakRssMb()),
       operationMs: { median: round(median(durations)), p95: round(p95(durations)) },
+      timeouts,
+      ...(cpu ? { cpu } : {}),
     };
     ctx.log(
-      `concurrency: ${completed}/${profile.operations} completed in ${(wallMs / 1000).toFixed(1)} s, worker peak RSS ${result.workerPeakRssMb} MiB`,
+      `concurrency: ${completed}/${profile.operations} completed in ${(wallMs / 1000).toFixed(1)} s, worker peak RSS ${result.workerPeakRssMb} MiB, ` +
+        `timeouts: ${timeouts.activity} activity, ${timeouts.workflowTask} workflow task`,
     );
     return result;
   } finally {
@@ -80,4 +98,46 @@ export async function runConcurrency(
     await ctx.removeSandboxes(ids);
     await server.stop();
   }
+}
+
+/** Timeouts and retried activities over the operations' histories (every run of each). */
+async function timeoutsIn(client: Client, ids: readonly string[]): Promise<ConcurrencyResult['timeouts']> {
+  const EventType = temporal.api.enums.v1.EventType;
+  const counts = { activity: 0, workflowTask: 0, retriedActivities: 0 };
+  for (const id of ids) {
+    const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    for (const event of events) {
+      if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT) counts.activity += 1;
+      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) counts.workflowTask += 1;
+      if ((event.activityTaskStartedEventAttributes?.attempt ?? 1) > 1) counts.retriedActivities += 1;
+    }
+  }
+  return counts;
+}
+
+/** The processes whose CPU time the scenario reports (the Docker daemons are shared with anything else using Docker). */
+async function processGroups(ctx: BenchContext, workerPid: number, ids: readonly string[]): Promise<ProcessGroup[]> {
+  const containerIds = new Set<string>();
+  for (const id of ids) {
+    const info = await ctx.docker
+      .getContainer(containerNameOf(id))
+      .inspect()
+      .catch(() => undefined);
+    if (info) containerIds.add(info.Id);
+  }
+  const port = ctx.address.split(':').at(-1);
+  return [
+    { label: 'worker process (brain + hands)', matches: (pid) => pid === workerPid },
+    {
+      label: 'Temporal dev server',
+      matches: (_pid, p) => p.comm === 'temporal' && p.args.includes(`--port ${port}`),
+    },
+    { label: 'dockerd', matches: (_pid, p) => p.comm === 'dockerd' },
+    { label: 'containerd', matches: (_pid, p) => p.comm === 'containerd' },
+    {
+      label: "the operations' containers (shims, runc, tool processes)",
+      matches: (_pid, p) => p.comm.startsWith('containerd-shim') && [...containerIds].some((id) => p.args.includes(id)),
+    },
+    { label: 'bench process (scripted model server, client)', matches: (pid) => pid === process.pid },
+  ];
 }

@@ -48,9 +48,16 @@ export async function runHistory(
         runs: measure.runs,
         contentBytes: measure.contentBytes,
         eventsPerStep: round(measure.events / steps, 2),
+        stepEvents: measure.stepEvents,
         bytesPerStep: round(measure.bytes / steps),
         bytesPerStepExcludingContent: round((measure.bytes - measure.contentBytes) / steps),
         marginalBytesPerStep: previous ? round((measure.bytes - previous.bytes) / (steps - previous.steps)) : null,
+        marginalEventsPerStep: previous
+          ? round((measure.events - previous.events) / (steps - previous.steps), 2)
+          : null,
+        marginalStepEventsPerStep: previous
+          ? round((measure.stepEvents - previous.stepEvents) / (steps - previous.steps), 2)
+          : null,
         wallMs,
       });
       ctx.log(
@@ -75,6 +82,8 @@ export async function runHistory(
           bytesPerStep: round(bytes / lastPoint.steps),
         }))
         .sort((a, b) => b.bytesPerStep - a.bytesPerStep),
+      marginalEventsPerStep: lastPoint.marginalEventsPerStep,
+      marginalStepEventsPerStep: lastPoint.marginalStepEventsPerStep,
       suggestContinueAsNewEvents,
     };
   } finally {

@@ -1,35 +1,79 @@
 /**
  * Overhead: the same scripted task of N steps (one model call + `bash: true` each), run by the plain
- * in-process loop and by the durable harness, at model latency 0 ms and 200 ms. Both are timed by
+ * in-process loop and by the durable harness, at model latency 0, 200 and 500 ms. Both are timed by
  * the scripted server's clock: a step is the gap between two consecutive model requests of a run.
  * Runs alternate plain/durable so drift on a shared machine hits both alike; one short warm-up run of
- * each comes first and is not counted.
+ * each comes first and is not counted. The latency-0 runs are long (500 steps in the full run) and
+ * are also reported in segments (steps 1–10, 10–100, 100–500), so a slowdown of long runs shows.
+ *
+ * The durable harness runs as deployed: brain and hands workers in a worker process of their own
+ * (`worker-process.ts`), which `--profile` starts with V8's CPU profiler.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { createHandsActivities } from '../../activities/hands/activities';
 import { SandboxManager } from '../../activities/hands/sandbox-manager';
 import { createAnthropicClient } from '../../activities/model/client';
 import { operationResult } from '../../client/operation-result';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
-import { runId, startDurableHarness, type BenchContext } from '../context';
+import { runId, startOperation, uniqueQueues, type BenchContext } from '../context';
+import { summarizeCpuProfiles } from '../cpu-profile';
+import { stepTimeline } from '../step-timeline';
+import { scrapeWorkerMetrics } from '../worker-metrics';
+import { freePort } from '../../platform/dev-server';
 import { benchModelSettings, goalParam, markerText, requestsOf, stepsScript } from '../model';
 import { runPlainLoop } from '../plain-loop';
-import type { BenchProfile } from '../profiles';
-import type { OverheadPoint, OverheadResult } from '../results';
+import type { BenchProfile, OverheadRuns } from '../profiles';
+import type { OverheadPoint, OverheadResult, OverheadSegment } from '../results';
 import { gaps, median, p95, round } from '../stats';
+import { spawnWorkerChild } from '../worker-child';
 
 const CHEAP_CALL = { name: 'bash', input: { command: 'true' } };
+/** Step ranges of the long runs (1-based, inclusive; step 1 — the container's creation — is left out). */
+const SEGMENTS: readonly [number, number][] = [
+  [1, 10],
+  [10, 100],
+  [100, 500],
+];
 
-export async function runOverhead(ctx: BenchContext, profile: BenchProfile['overhead']): Promise<OverheadResult> {
+export interface OverheadOptions {
+  /** Where to write the worker's CPU profiles (`--profile`); none when undefined. */
+  cpuProfileDir?: string;
+  /** The results directory (profile paths are reported relative to it). */
+  outDir: string;
+}
+
+export async function runOverhead(
+  ctx: BenchContext,
+  profile: BenchProfile['overhead'],
+  options: OverheadOptions,
+): Promise<OverheadResult> {
   const server = await startScriptedModelServer({});
-  const harness = await startDurableHarness(ctx, server.url, 'bench-overhead');
+  const queues = uniqueQueues('bench-overhead');
+  if (options.cpuProfileDir) fs.mkdirSync(options.cpuProfileDir, { recursive: true });
+  const profilesBefore = new Set(listProfiles(options.cpuProfileDir));
+  const metricsAddress = `127.0.0.1:${await freePort()}`;
+  const worker = await spawnWorkerChild(
+    {
+      address: ctx.address,
+      namespace: ctx.namespace,
+      workflowBundlePath: ctx.workflowBundlePath,
+      image: ctx.image,
+      modelUrl: server.url,
+      metricsAddress,
+      ...queues,
+    },
+    ctx.log,
+    { cpuProfileDir: options.cpuProfileDir },
+  );
   const settings = benchModelSettings(server.url);
   const client = createAnthropicClient(settings);
   const hands = createHandsActivities({ manager: new SandboxManager({ docker: ctx.docker, image: ctx.image }) });
-  const plainSandboxes: string[] = [];
+  const sandboxes: string[] = [];
 
   const runPlain = async (steps: number): Promise<number[]> => {
     const id = runId('overhead', 'plain');
-    plainSandboxes.push(id);
+    sandboxes.push(id);
     await runPlainLoop({
       client,
       settings,
@@ -40,42 +84,79 @@ export async function runOverhead(ctx: BenchContext, profile: BenchProfile['over
     });
     return timesOf(server, id, steps);
   };
+  let longest = { steps: 0, id: '' };
   const runDurable = async (steps: number): Promise<number[]> => {
     const id = runId('overhead', 'durable');
-    const result = await operationResult(
-      await harness.start(
-        { goal: `${markerText(id)} steps=${steps}: run cheap commands`, budget: { maxTurns: steps + 1 } },
-        id,
-      ),
-    );
+    sandboxes.push(id);
+    if (steps > longest.steps) longest = { steps, id };
+    const input = { goal: `${markerText(id)} steps=${steps}: run cheap commands`, budget: { maxTurns: steps + 1 } };
+    const result = await operationResult(await startOperation(ctx.client, queues, input, id));
     if (result.state !== 'completed')
       throw new Error(`overhead: durable run ${id} ended ${result.state}: ${result.reason}`);
     return timesOf(server, id, steps);
   };
 
-  try {
-    const points: Record<number, OverheadPoint> = {};
-    for (const latencyMs of profile.latencies) {
-      server.setScript(
-        stepsScript({ steps: (request) => goalParam(request, 'steps') ?? 0, call: () => CHEAP_CALL, latencyMs }),
-      );
-      await runPlain(2);
-      await runDurable(2);
-      const plain: number[][] = [];
-      const durable: number[][] = [];
-      for (let run = 0; run < profile.runs; run++) {
-        plain.push(await runPlain(profile.steps));
-        durable.push(await runDurable(profile.steps));
-        ctx.log(`overhead: latency ${latencyMs} ms, run ${run + 1}/${profile.runs} done`);
-      }
-      points[latencyMs] = overheadPoint(latencyMs, plain, durable);
+  const measure = async (
+    runs: OverheadRuns,
+  ): Promise<{ point: OverheadPoint; plain: number[][]; durable: number[][] }> => {
+    server.setScript(
+      stepsScript({
+        steps: (request) => goalParam(request, 'steps') ?? 0,
+        call: () => CHEAP_CALL,
+        latencyMs: runs.latencyMs,
+      }),
+    );
+    await runPlain(2);
+    await runDurable(2);
+    const plain: number[][] = [];
+    const durable: number[][] = [];
+    for (let run = 0; run < runs.runs; run++) {
+      plain.push(await runPlain(runs.steps));
+      durable.push(await runDurable(runs.steps));
+      ctx.log(`overhead: latency ${runs.latencyMs} ms, run ${run + 1}/${runs.runs} (${runs.steps} steps) done`);
     }
-    return { stepsPerRun: profile.steps, runs: profile.runs, latency0: points[0]!, latency200: points[200]! };
+    return { point: overheadPoint(runs, plain, durable), plain, durable };
+  };
+
+  let stopped = false;
+  try {
+    const latency0 = await measure(profile.latency0);
+    const latency200 = await measure(profile.latency200);
+    const latency500 = await measure(profile.latency500);
+    const workerMetrics = await scrapeWorkerMetrics(`http://${metricsAddress}/metrics`);
+    await worker.stop();
+    stopped = true;
+    const timeline = stepTimeline((await ctx.client.workflow.getHandle(longest.id).fetchHistory()).events ?? []);
+    return {
+      latency0: latency0.point,
+      latency200: latency200.point,
+      latency500: latency500.point,
+      segments: overheadSegments(latency0.plain, latency0.durable),
+      worker: 'brain + hands workers in one worker process (bench/worker-process.ts), as `agent worker dev` runs them',
+      timeline,
+      workerMetrics,
+      ...(options.cpuProfileDir
+        ? {
+            cpuProfile: summarizeCpuProfiles(
+              listProfiles(options.cpuProfileDir).filter((file) => !profilesBefore.has(file)),
+              { relativeTo: options.outDir, fromUs: worker.readyMonotonicUs },
+            ),
+          }
+        : {}),
+    };
   } finally {
-    await harness.close();
-    await ctx.removeSandboxes(plainSandboxes);
+    if (!stopped) await worker.stop();
+    await ctx.removeSandboxes(sandboxes);
     await server.stop();
   }
+}
+
+function listProfiles(dir: string | undefined): string[] {
+  if (!dir || !fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir)
+    .filter((name) => name.endsWith('.cpuprofile'))
+    .map((name) => path.join(dir, name));
 }
 
 /** Arrival times of a run's model requests; checks the run took every step. */
@@ -87,15 +168,17 @@ function timesOf(server: ScriptedModelServer, marker: string, steps: number): nu
 }
 
 /** Per-step figures from each run's request times (the first gap of a run is its container start). */
-export function overheadPoint(latencyMs: number, plainRuns: number[][], durableRuns: number[][]): OverheadPoint {
-  const steady = (runs: number[][]) => runs.flatMap((times) => gaps(times).slice(1));
-  const first = (runs: number[][]) => median(runs.map((times) => gaps(times)[0] ?? Number.NaN));
+export function overheadPoint(runs: OverheadRuns, plainRuns: number[][], durableRuns: number[][]): OverheadPoint {
+  const steady = (all: number[][]) => all.flatMap((times) => gaps(times).slice(1));
+  const first = (all: number[][]) => median(all.map((times) => gaps(times)[0] ?? Number.NaN));
   const plain = steady(plainRuns);
   const durable = steady(durableRuns);
   const plainMedian = median(plain);
   const durableMedian = median(durable);
   return {
-    latencyMs,
+    latencyMs: runs.latencyMs,
+    stepsPerRun: runs.steps,
+    runs: runs.runs,
     samples: Math.min(plain.length, durable.length),
     plainMsPerStep: round(plainMedian),
     plainP95Ms: round(p95(plain)),
@@ -106,4 +189,23 @@ export function overheadPoint(latencyMs: number, plainRuns: number[][], durableR
     p95AddedMs: round(p95(durable) - p95(plain)),
     firstStepMs: { plain: round(first(plainRuns)), durable: round(first(durableRuns)) },
   };
+}
+
+/** Medians per step range of the runs, for the ranges the runs reach. */
+export function overheadSegments(plainRuns: number[][], durableRuns: number[][]): OverheadSegment[] {
+  const steps = (all: number[][], from: number, to: number) =>
+    all.flatMap((times) => gaps(times).slice(Math.max(1, from - 1), to));
+  const longest = Math.min(...[...plainRuns, ...durableRuns].map((times) => times.length - 1));
+  return SEGMENTS.filter(([from]) => from < longest).map(([from, to]) => {
+    const plain = steps(plainRuns, from, to);
+    const durable = steps(durableRuns, from, to);
+    return {
+      fromStep: from,
+      toStep: Math.min(to, longest),
+      samples: Math.min(plain.length, durable.length),
+      plainMsPerStep: round(median(plain)),
+      durableMsPerStep: round(median(durable)),
+      addedMsPerStep: round(median(durable) - median(plain)),
+    };
+  });
 }

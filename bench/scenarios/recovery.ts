@@ -1,58 +1,67 @@
 /**
- * Recovery: a worker process (brain + hands) is SIGKILLed while the operation's tool call runs
- * (`sleep S; echo …` in the sandbox), and a replacement worker is started at once on the same queues.
- * Measures SIGKILL → the operation's next model request (its progress), with the parts in between
- * read from the history, and whether the operation completed.
- *
- * First with the defaults (the tool activity's 30 s heartbeat timeout decides when Temporal notices
- * the dead worker), then with the settings that shorten it: the operation's `heartbeatTimeoutMs`, and
- * additionally the worker's `stickyQueueScheduleToStartTimeout` (a workflow task scheduled within the
- * server's sticky-poller window still goes to the dead worker's sticky queue and waits that long).
+ * Recovery: a worker process (brain + hands, default settings) is SIGKILLed in the middle of a call
+ * while a second worker process stands by on the same queues — a deployment with more than one
+ * worker. The killed worker ran the whole operation so far (it holds the workflow in its cache and
+ * its sticky queue), so this is the worst case. Once during a tool call (a `bash` command that wrote
+ * its side effect and waits; it is let go right after the kill) and once during a model call (the
+ * scripted model holds the first attempt of the second turn's answer). Measures SIGKILL → the
+ * operation's next effect (the next model request after the tool call; the retried model request),
+ * with the parts in between read from the history, whether the operation completed, and — tool case
+ * — whether the retried `bash` call returned the first attempt's journalled output without running
+ * the command again.
  */
+import { execFileSync } from 'node:child_process';
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { operationResult } from '../../client/operation-result';
+import { containerNameOf } from '../../common/sandbox-names';
+import type { ScriptedRequest, ScriptedTurn } from '../../scripted-model/script';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { runId, startOperation, uniqueQueues, type BenchContext } from '../context';
-import { goalParam, markerText, requestsOf, stepsScript } from '../model';
-import type { BenchProfile } from '../profiles';
+import { goalOf, markerText, requestsOf, turnsTaken } from '../model';
 import type { RecoveryMeasurement, RecoveryResult } from '../results';
 import { spawnWorkerChild, type WorkerChild } from '../worker-child';
 
 const TOOL_OUTPUT = 'recovered-tool-output';
-/** How far into the tool call the worker is killed. */
-const KILL_AFTER_START_MS = 1_000;
-/** The TypeScript SDK's default `stickyQueueScheduleToStartTimeout`. */
-const SDK_DEFAULT_STICKY_MS = 10_000;
+const EFFECTS_FILE = '/workspace/recovery-effects.log';
+/** How long the scripted model holds the model call that is interrupted (longer than any failover). */
+const HELD_MODEL_CALL_MS = 120_000;
 
-interface Variant {
-  label: string;
-  heartbeatTimeoutMs?: number;
-  stickyQueueScheduleToStartTimeoutMs?: number;
+type During = RecoveryMeasurement['during'];
+
+const waitForFile = (file: string): string => `while [ ! -f /workspace/${file} ]; do sleep 0.05; done`;
+
+/**
+ * `[bench:<id>] during=tool|model`. Turn 1: a bash call — during=tool, the one that is interrupted
+ * (side effect, then it waits for `release`); during=model, one that waits for `go` (the standby
+ * starts meanwhile). Turn 2: the final answer; during=model its first request is held.
+ */
+function recoveryScript(): (request: ScriptedRequest) => ScriptedTurn {
+  const held = new Set<string>();
+  return (request) => {
+    const goal = goalOf(request.body);
+    const duringModel = goal.includes('during=model');
+    if (turnsTaken(request) === 0) {
+      const command = duringModel
+        ? waitForFile('go')
+        : `echo ran >> ${EFFECTS_FILE}; ${waitForFile('release')}; echo ${TOOL_OUTPUT}`;
+      return { toolCalls: [{ name: 'bash', input: { command } }] };
+    }
+    if (duringModel && !held.has(goal)) {
+      held.add(goal);
+      return { text: 'recovered', latencyMs: HELD_MODEL_CALL_MS };
+    }
+    return { text: 'recovered' };
+  };
 }
 
-export async function runRecovery(ctx: BenchContext, profile: BenchProfile['recovery']): Promise<RecoveryResult> {
-  const command = `sleep ${profile.toolSleepSeconds}; echo ${TOOL_OUTPUT}`;
-  const server = await startScriptedModelServer({
-    script: stepsScript({
-      steps: (request) => goalParam(request, 'steps') ?? 0,
-      call: () => ({ name: 'bash', input: { command } }),
-    }),
-  });
-  const fastHeartbeat = `heartbeatTimeoutMs ${profile.heartbeatTimeoutMs / 1000} s`;
-  const variants: Variant[] = [
-    { label: 'defaults' },
-    { label: fastHeartbeat, heartbeatTimeoutMs: profile.heartbeatTimeoutMs },
-    {
-      label: `${fastHeartbeat} + worker stickyQueueScheduleToStartTimeout ${profile.stickyQueueScheduleToStartTimeoutMs / 1000} s`,
-      heartbeatTimeoutMs: profile.heartbeatTimeoutMs,
-      stickyQueueScheduleToStartTimeoutMs: profile.stickyQueueScheduleToStartTimeoutMs,
-    },
-  ];
+export async function runRecovery(ctx: BenchContext): Promise<RecoveryResult> {
+  const server = await startScriptedModelServer({ script: recoveryScript() });
   try {
-    const measured: RecoveryMeasurement[] = [];
-    for (const variant of variants) measured.push(await recoverOnce(ctx, server, variant));
-    return { ...measured[0]!, variants: measured };
+    const tool = await recoverOnce(ctx, server, 'tool');
+    const model = await recoverOnce(ctx, server, 'model');
+    return { tool, model };
   } finally {
     await server.stop();
   }
@@ -61,7 +70,7 @@ export async function runRecovery(ctx: BenchContext, profile: BenchProfile['reco
 async function recoverOnce(
   ctx: BenchContext,
   server: ScriptedModelServer,
-  variant: Variant,
+  during: During,
 ): Promise<RecoveryMeasurement> {
   const queues = uniqueQueues('bench-recovery');
   const config = {
@@ -71,85 +80,122 @@ async function recoverOnce(
     image: ctx.image,
     modelUrl: server.url,
     ...queues,
-    ...(variant.stickyQueueScheduleToStartTimeoutMs
-      ? { stickyQueueScheduleToStartTimeoutMs: variant.stickyQueueScheduleToStartTimeoutMs }
-      : {}),
   };
-  const id = runId('recovery', 'kill');
+  const id = runId('recovery', during);
+  const container = containerNameOf(id);
   const workers: WorkerChild[] = [];
   try {
     workers.push(await spawnWorkerChild(config, ctx.log));
-    const goal = `${markerText(id)} steps=1: run a command that takes a while`;
-    const handle = await startOperation(
-      ctx.client,
-      queues,
-      { goal, ...(variant.heartbeatTimeoutMs ? { heartbeatTimeoutMs: variant.heartbeatTimeoutMs } : {}) },
-      id,
-    );
+    const goal = `${markerText(id)} during=${during}: survive a killed worker`;
+    const handle = await startOperation(ctx.client, queues, { goal, keepContainer: true }, id);
+    // The first worker alone runs the operation up to the bash call of turn 1.
     await waitUntil(
-      async () => {
-        const pending = (await handle.describe()).raw.pendingActivities ?? [];
-        return pending.some(
-          (activity) =>
-            activity.activityType?.name === 'runTool' &&
-            activity.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
-        );
-      },
-      'the tool call to start',
+      async () => tryExec(container, `ls /workspace/.agent/run 2>/dev/null`)?.trim(),
+      'the bash call',
       60_000,
     );
-    await delay(KILL_AFTER_START_MS);
+    workers.push(await spawnWorkerChild(config, ctx.log));
+    if (during === 'model') {
+      tryExec(container, 'touch /workspace/go');
+      await waitUntil(async () => modelRequestsOf(server, id).length >= 2 || undefined, 'the model call', 60_000);
+    } else {
+      await waitUntil(
+        async () => tryExec(container, `cat ${EFFECTS_FILE}`)?.includes('ran'),
+        'the side effect',
+        60_000,
+      );
+    }
+    const activityType = during === 'tool' ? 'runTool' : 'modelStep';
+    const holder = await waitUntil(
+      async () => {
+        const pending = (await handle.describe()).raw.pendingActivities ?? [];
+        const call = pending.find(
+          (activity) =>
+            activity.activityType?.name === activityType &&
+            activity.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+        );
+        return call?.lastWorkerIdentity ? Number(call.lastWorkerIdentity.split('@')[0]) : undefined;
+      },
+      `the ${during} call to run`,
+      60_000,
+    );
+    const victim = workers.find((worker) => worker.pid === holder);
+    if (!victim) throw new Error(`recovery: the ${during} call runs on ${holder}, not on a bench worker`);
     const killedAt = Date.now();
-    await workers[0]!.kill();
-    const replacement = await spawnWorkerChild(config, ctx.log);
-    workers.push(replacement);
+    await victim.kill();
+    if (during === 'tool') execFileSync('docker', ['exec', '-u', AGENT_USER, container, 'touch', '/workspace/release']);
 
+    // Tool case: the request after the tool call; model case: the retry of the held request.
     const progressAt = await waitUntil(
-      async () => requestsOf(server.requests, id)[1]?.receivedAt,
+      async () => modelRequestsOf(server, id)[during === 'tool' ? 1 : 2]?.receivedAt,
       'the operation to make progress',
       240_000,
     );
     const result = await operationResult(handle);
     const events = (await handle.fetchHistory()).events ?? [];
-    const scheduled = events.find(
-      (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool',
-    );
-    const sameActivity = (scheduledEventId: unknown) => String(scheduledEventId) === String(scheduled?.eventId);
+    const scheduled = events.filter(
+      (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === activityType,
+    )[during === 'tool' ? 0 : 1];
+    const ofScheduled = (scheduledEventId: unknown) => String(scheduledEventId) === String(scheduled?.eventId);
     const completed = events.find(
       (event) =>
         event.activityTaskCompletedEventAttributes &&
-        sameActivity(event.activityTaskCompletedEventAttributes.scheduledEventId),
+        ofScheduled(event.activityTaskCompletedEventAttributes.scheduledEventId),
     );
     const started = events.find(
       (event) =>
         event.activityTaskStartedEventAttributes &&
-        sameActivity(event.activityTaskStartedEventAttributes.scheduledEventId),
+        ofScheduled(event.activityTaskStartedEventAttributes.scheduledEventId),
     );
-    const toolResult = toolResultOf(requestsOf(server.requests, id)[1]?.body);
     const heartbeatTimeout = scheduled?.activityTaskScheduledEventAttributes?.heartbeatTimeout;
+    const toolResult = toolResultOf(requestsOf(server.requests, id)[1]?.body);
     const measurement: RecoveryMeasurement = {
-      label: variant.label,
+      during,
       heartbeatTimeoutMs: heartbeatTimeout ? tsToMs(heartbeatTimeout) : Number.NaN,
-      stickyQueueScheduleToStartTimeoutMs: variant.stickyQueueScheduleToStartTimeoutMs ?? SDK_DEFAULT_STICKY_MS,
       killToProgressMs: progressAt - killedAt,
       completed: result.state === 'completed',
-      killToReplacementReadyMs: replacement.readyAt - killedAt,
-      killToToolCompletedMs: completed?.eventTime ? tsToMs(completed.eventTime) - killedAt : Number.NaN,
-      toolResult: toolResult.includes('[interrupted')
-        ? 'interrupted'
-        : toolResult.includes(TOOL_OUTPUT)
-          ? 'recorded'
-          : 'other',
-      toolAttempts: started?.activityTaskStartedEventAttributes?.attempt ?? Number.NaN,
+      killToActivityCompletedMs: completed?.eventTime ? tsToMs(completed.eventTime) - killedAt : Number.NaN,
+      attempts: started?.activityTaskStartedEventAttributes?.attempt ?? Number.NaN,
+      toolResult:
+        during === 'model'
+          ? 'n/a'
+          : toolResult.includes('[interrupted')
+            ? 'interrupted'
+            : toolResult.includes(TOOL_OUTPUT)
+              ? 'recorded'
+              : 'other',
+      effects:
+        during === 'tool' ? (tryExec(container, `cat ${EFFECTS_FILE}`) ?? '').split('\n').filter(Boolean).length : null,
     };
     ctx.log(
-      `recovery (${variant.label}): progress ${(measurement.killToProgressMs / 1000).toFixed(1)} s after the kill; ${result.state}; tool result ${measurement.toolResult}`,
+      `recovery (${during} call): progress ${(measurement.killToProgressMs / 1000).toFixed(1)} s after the kill; ${result.state}` +
+        (during === 'tool'
+          ? `; tool result ${measurement.toolResult}, command ran ${measurement.effects} time(s)`
+          : ''),
     );
     return measurement;
   } finally {
     for (const worker of workers) await worker.stop();
     await ctx.removeSandboxes([id]);
   }
+}
+
+function tryExec(container: string, script: string): string | undefined {
+  try {
+    return execFileSync('docker', ['exec', '-u', AGENT_USER, container, 'bash', '-c', script], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every model request of the run, answered or not, in arrival order. */
+function modelRequestsOf(server: ScriptedModelServer, id: string) {
+  return server.requests.filter(
+    (request) => request.path === '/v1/messages' && goalOf(request.body).includes(markerText(id)),
+  );
 }
 
 /** The tool results of the request's last (user) message, as text. */

@@ -71,9 +71,9 @@ const CASES: StartCase[] = [
   },
   {
     name: 'an unknown field in budget',
-    input: { goal: 'x', budget: { maxCostUsd: 5 } },
+    input: { goal: 'x', budget: { maxDollars: 5 } },
     type: 'InvalidOperationInput',
-    message: 'budget.maxCostUsd: unknown field (not allowed)',
+    message: 'budget.maxDollars: unknown field (not allowed)',
   },
   {
     name: 'input that is not an object',

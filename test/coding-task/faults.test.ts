@@ -68,11 +68,11 @@ describe('coding task input and repository faults', () => {
   it.each([
     [
       { repo: { kind: 'git' as const, url: 'file:///no/such/repo.git' } },
-      'RepositoryNotFound: reading file:///no/such/repo.git failed',
+      'InvalidSeedSource: seed source /no/such/repo.git does not exist',
     ],
     [
       { repo: { kind: 'local' as const, path: '/no/such/dir' } },
-      'RepositoryNotFound: repo.path /no/such/dir: no such directory',
+      'InvalidSeedSource: seed source /no/such/dir does not exist',
     ],
     [
       { specPath: 'SPEC.md', ref: 'no-such-ref' },

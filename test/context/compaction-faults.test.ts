@@ -3,11 +3,10 @@
  * worker, the compaction's summary call is made again, and the history holds one summary, not two.
  */
 import { randomUUID } from 'node:crypto';
-import Docker from 'dockerode';
 import { spawnWorkerChild, type WorkerChild } from '../../bench/worker-child';
 import { operationResult } from '../../client/operation-result';
 import { OPERATION_WORKFLOW_TYPE } from '../../common/operation';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { removeSandboxes } from '../support/hands';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import type { ScriptedRequest, ScriptedTurn } from '../../scripted-model/script';
 import { isCompactionBody, isCompactionRequest, recordedStepsOf } from '../support/context-scripts';
@@ -27,15 +26,7 @@ describe('a worker killed during a compaction', () => {
   afterAll(async () => {
     for (const child of children) await child.kill();
     await model?.stop();
-    const docker = new Docker();
-    await docker
-      .getContainer(containerNameOf(id))
-      .remove({ force: true })
-      .catch(() => undefined);
-    await docker
-      .getVolume(volumeNameOf(id))
-      .remove()
-      .catch(() => undefined);
+    await removeSandboxes([id]);
     await temporal.close();
   });
 

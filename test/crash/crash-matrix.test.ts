@@ -5,7 +5,12 @@
  * repeated, no steering lost, and the same transcript except for marked synthetic results. Every
  * third boundary (every one with CRASH_MATRIX_FULL=1) also kills the restarted worker at its first
  * boundary.
+ *
+ * By default one boundary of each kind runs (`representativeBoundaries`): the same boundary of
+ * another tool with the same replay policy, or of a later model turn on the same side of the
+ * steering, exercises the same recovery path. CRASH_MATRIX_FULL=1 runs every boundary.
  */
+import { replayPolicyOf } from '../../common/tools';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { connectTestTemporal, TestTemporal } from '../support/temporal';
 import {
@@ -18,6 +23,31 @@ import {
 } from './crash-matrix';
 
 jest.setTimeout(60 * 60 * 1000);
+
+/**
+ * The 1-based numbers of one boundary per kind: a boundary's kind is its label with the tool named by
+ * its replay policy and the model turn by whether steering was accepted before it; an "activity
+ * completed" boundary takes the kind of the boundary before it (the call it completes).
+ */
+export function representativeBoundaries(boundaries: string[]): number[] {
+  const seen = new Set<string>();
+  const picked: number[] = [];
+  let steered = false;
+  let previous = '';
+  boundaries.forEach((label, index) => {
+    if (label.startsWith('workflow: steering accepted')) steered = true;
+    let kind = label
+      .replace(/\(turn \d+\)/, `(${steered ? 'after' : 'before'} steering)`)
+      .replace(/\((\w+) toolu_\w+\)/, (_, tool: string) => `(${replayPolicyOf(tool)})`);
+    if (label.startsWith('activity completed: runTool') || label.startsWith('activity completed: modelStep'))
+      kind = `${label} after ${previous}`;
+    previous = kind;
+    if (seen.has(kind)) return;
+    seen.add(kind);
+    picked.push(index + 1);
+  });
+  return picked;
+}
 
 interface Row {
   boundary: number;
@@ -40,6 +70,7 @@ describe('crash matrix', () => {
     temporal = await connectTestTemporal();
     model = await startScriptedModelServer({ script: crashMatrixScript });
     matrix = new CrashMatrix(temporal.client, model);
+    matrix.prepare({ name: 'b1', crashAt: 1, crashAgainOnRecovery: process.env.CRASH_MATRIX_FULL === '1' });
     reference = await matrix.run({ name: 'reference' });
   });
   afterAll(async () => {
@@ -73,10 +104,16 @@ describe('crash matrix', () => {
     const started = Date.now();
     // CRASH_MATRIX_ONLY=3,17 runs just those boundaries (for investigating one).
     const only = process.env.CRASH_MATRIX_ONLY?.split(',').map(Number);
-    for (let n = 1; n <= boundaries.length; n++) {
-      if (only && !only.includes(n)) continue;
-      const recoveryCrash = full || n % 3 === 0;
-      const outcome = await matrix.run({ name: `b${n}`, crashAt: n, crashAgainOnRecovery: recoveryCrash });
+    const numbers = full || only ? boundaries.map((_, index) => index + 1) : representativeBoundaries(boundaries);
+    const scenarios = numbers
+      .filter((n) => !only || only.includes(n))
+      .map((n) => ({ name: `b${n}`, crashAt: n, crashAgainOnRecovery: full || n % 3 === 0 }));
+    for (const [index, scenario] of scenarios.entries()) {
+      // The next scenario's first worker starts now and stands by (process start is most of a run's cost).
+      if (scenarios[index + 1]) matrix.prepare(scenarios[index + 1]);
+      const n = scenario.crashAt;
+      const recoveryCrash = scenario.crashAgainOnRecovery;
+      const outcome = await matrix.run(scenario);
       const synthetic = outcome.transcript
         .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
         .filter((b) => b.type === 'tool_result' && JSON.stringify(b.content).includes('[interrupted:')).length;

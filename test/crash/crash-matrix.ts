@@ -1,7 +1,10 @@
 /**
  * The crash matrix's machinery: a scripted operation that uses every tool kind, a worker run as a
- * child process (the real `agent worker dev`) in crash test mode, and a supervisor that restarts
- * the worker each time it dies, until the operation ends.
+ * child process (the workers of `agent worker dev`) in crash test mode, and a supervisor that
+ * replaces the worker each time it dies, until the operation ends. The next worker is always
+ * started ahead and stands by (`test/support/standby-worker.ts`): it takes over the moment the
+ * previous one dies, and the first worker of the next scenario starts while this one runs, so the
+ * matrix does not wait for processes to start.
  */
 import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -106,67 +109,58 @@ export interface ScenarioOutcome {
   wallMs: number;
 }
 
+/** A worker process of a scenario: the `index`-th to run, crashing at `crashAt` (none when undefined). */
+interface WorkerProcess {
+  child: ChildProcess;
+  index: number;
+  crashAt?: number;
+  /** Its crash log: one line per boundary passed. */
+  log: string;
+  /** Resolves when its workers are built and it waits for `go`. */
+  ready: Promise<void>;
+}
+
 export class CrashMatrix {
   private readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crash-matrix-'));
+  /** First workers of scenarios still to run, already standing by. */
+  private readonly prepared = new Map<string, WorkerProcess>();
 
   constructor(
     private readonly client: Client,
     private readonly model: ScriptedModelServer,
   ) {}
 
+  /** Starts the first worker of a scenario that runs later, so that it stands by when it does. */
+  prepare(options: ScenarioOptions): void {
+    if (!this.prepared.has(options.name)) this.prepared.set(options.name, this.spawnWorker(options, 0));
+  }
+
   async run(options: ScenarioOptions): Promise<ScenarioOutcome> {
     const started = Date.now();
-    const id = `cm-${options.name}-${process.pid}`;
-    const queues = { brain: `${id}-brain`, hands: `${id}-hands` };
-    const plans: Array<number | undefined> = [options.crashAt, options.crashAgainOnRecovery ? 1 : undefined];
+    const { id, queues } = scenarioNames(options);
     const boundaries: string[][] = [];
     let crashes = 0;
-    let current: ChildProcess | undefined;
     let finished = false;
+    const standing: WorkerProcess[] = [];
+    let current: WorkerProcess | undefined;
 
-    const startWorker = (index: number): ChildProcess => {
-      const log = path.join(this.dir, `${id}-worker-${index}.boundaries`);
-      fs.writeFileSync(log, '');
-      const crashAt = plans[index];
-      const out = fs.openSync(path.join(this.dir, `${id}-worker-${index}.log`), 'w');
-      const child = spawn(
-        path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'),
-        [path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'dev'],
-        {
-          env: {
-            ...process.env,
-            TEMPORAL_ADDRESS: testPlatform().temporalAddress,
-            TEMPORAL_NAMESPACE: testPlatform().namespace,
-            ANTHROPIC_API_KEY: 'crash-matrix',
-            ANTHROPIC_BASE_URL: this.model.url,
-            AGENT_MODEL: 'scripted-model',
-            AGENT_BRAIN_QUEUE: queues.brain,
-            AGENT_HANDS_QUEUE: queues.hands,
-            AGENT_WORKFLOW_BUNDLE: testPlatform().workflowBundlePath,
-            AGENT_SANDBOX_IMAGE: testPlatform().sandboxImage,
-            AGENT_CRASH_LOG: log,
-            AGENT_CRASH_AT: String(crashAt ?? 0),
-          },
-          stdio: ['ignore', out, out],
-        },
-      );
-      fs.closeSync(out);
-      child.on('exit', () => {
-        boundaries[index] = fs
-          .readFileSync(log, 'utf8')
-          .split('\n')
-          .filter(Boolean)
-          .map((line) => line.split('\t')[1]);
-        // The worker killed itself exactly when it reached its crash point (tsx reports the child's
-        // death as an exit code, so the count of boundaries passed is the reliable witness).
-        if (crashAt !== undefined && boundaries[index].length === crashAt) crashes += 1;
-        if (finished) return;
-        current = startWorker(index + 1);
+    // Runs `worker` now and keeps the one after it standing by; when it dies, the standby takes over.
+    const activate = (worker: WorkerProcess): void => {
+      current = worker;
+      standing.push(this.spawnWorker(options, worker.index + 1));
+      worker.child.once('exit', () => {
+        boundaries[worker.index] = readBoundaries(worker.log);
+        // The worker killed itself exactly when it reached its crash point: the count of boundaries
+        // passed is the witness.
+        if (worker.crashAt !== undefined && boundaries[worker.index].length === worker.crashAt) crashes += 1;
+        if (!finished) activate(standing.shift()!);
       });
-      return child;
+      void worker.ready.then(() => worker.child.connected && worker.child.send({ type: 'go' }));
     };
 
-    current = startWorker(0);
+    const first = this.prepared.get(options.name) ?? this.spawnWorker(options, 0);
+    this.prepared.delete(options.name);
+    activate(first);
     try {
       const handle = await this.client.workflow.start(OPERATION_WORKFLOW_TYPE, {
         taskQueue: queues.brain,
@@ -207,7 +201,7 @@ export class CrashMatrix {
         .split('\n')
         .filter(Boolean);
       finished = true;
-      await stop(current);
+      await stop(current!.child);
       return {
         result,
         status: description.status.name,
@@ -219,14 +213,66 @@ export class CrashMatrix {
       };
     } finally {
       finished = true;
-      if (current) await stop(current);
+      for (const worker of [current, ...standing]) if (worker) await stop(worker.child);
       await removeSandboxes([id]).catch(() => undefined);
     }
   }
 
+  /** Starts the `index`-th worker of a scenario, standing by until it is sent `go`. */
+  private spawnWorker(options: ScenarioOptions, index: number): WorkerProcess {
+    const { id, queues } = scenarioNames(options);
+    const plans: Array<number | undefined> = [options.crashAt, options.crashAgainOnRecovery ? 1 : undefined];
+    const crashAt = plans[index];
+    const log = path.join(this.dir, `${id}-worker-${index}.boundaries`);
+    fs.writeFileSync(log, '');
+    const out = fs.openSync(path.join(this.dir, `${id}-worker-${index}.log`), 'w');
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(PROJECT_ROOT, 'test', 'support', 'standby-worker.ts')],
+      {
+        cwd: PROJECT_ROOT,
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: testPlatform().temporalAddress,
+          TEMPORAL_NAMESPACE: testPlatform().namespace,
+          ANTHROPIC_API_KEY: 'crash-matrix',
+          ANTHROPIC_BASE_URL: this.model.url,
+          AGENT_MODEL: 'scripted-model',
+          AGENT_BRAIN_QUEUE: queues.brain,
+          AGENT_HANDS_QUEUE: queues.hands,
+          AGENT_WORKFLOW_BUNDLE: testPlatform().workflowBundlePath,
+          AGENT_SANDBOX_IMAGE: testPlatform().sandboxImage,
+          AGENT_CRASH_LOG: log,
+          AGENT_CRASH_AT: String(crashAt ?? 0),
+        },
+        stdio: ['ignore', out, out, 'ipc'],
+      },
+    );
+    fs.closeSync(out);
+    const ready = new Promise<void>((resolve) => {
+      child.on('message', (message: { type?: string }) => message?.type === 'ready' && resolve());
+    });
+    return { child, index, crashAt, log, ready };
+  }
+
   cleanup(): void {
+    for (const worker of this.prepared.values()) worker.child.kill('SIGKILL');
+    this.prepared.clear();
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+function scenarioNames(options: ScenarioOptions): { id: string; queues: { brain: string; hands: string } } {
+  const id = `cm-${options.name}-${process.pid}`;
+  return { id, queues: { brain: `${id}-brain`, hands: `${id}-hands` } };
+}
+
+function readBoundaries(log: string): string[] {
+  return fs
+    .readFileSync(log, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split('\t')[1]);
 }
 
 async function stop(child: ChildProcess): Promise<void> {

@@ -12,6 +12,7 @@ import { operationResult } from '../../client/operation-result';
 import { hostQueueOf, replaceHandsHostUpdate } from '../../common/hands-route';
 import { statusQuery } from '../../common/operation';
 import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { removeSandboxes } from '../support/hands';
 import type { ScriptedRequest } from '../../scripted-model/script';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { spawnHandsHost, type HandsHostProcess } from '../support/hands-host-process';
@@ -43,14 +44,7 @@ describe('hands routing across two hosts (real Temporal, Docker and scripted mod
     for (const host of hosts) await host.stop();
     for (const session of sessions) {
       for (const prefix of ['hosta-', 'hostb-']) {
-        await h.docker
-          .getContainer(containerNameOf(session, prefix))
-          .remove({ force: true })
-          .catch(() => undefined);
-        await h.docker
-          .getVolume(volumeNameOf(session, prefix))
-          .remove()
-          .catch(() => undefined);
+        await removeSandboxes([session], prefix);
       }
     }
     await h.close();

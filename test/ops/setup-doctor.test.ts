@@ -5,6 +5,7 @@
  * then reports a queue nobody polls, the stuck operation waiting on it, a workflow whose task keeps
  * failing (a mistyped workflow type) and a leaked container, and exits non-zero.
  */
+import { removeSandboxes } from '../support/hands';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
@@ -14,7 +15,7 @@ import Docker from 'dockerode';
 import { SandboxManager } from '../../activities/hands/sandbox-manager';
 import { operationResult } from '../../client/operation-result';
 import { OPERATION_WORKFLOW_TYPE, statusQuery, type OperationInput } from '../../common/operation';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { containerNameOf } from '../../common/sandbox-names';
 import { freePort, startDevServer, type DevServer } from '../../platform/dev-server';
 import { DATA_DIR, PROJECT_ROOT } from '../../platform/paths';
 import type { ScriptedModelServer } from '../../scripted-model/server';
@@ -69,14 +70,7 @@ describe('agent setup and agent doctor on a bare server (real processes)', () =>
   afterAll(async () => {
     await server?.stop();
     for (const session of sessions) {
-      await docker
-        .getContainer(containerNameOf(session))
-        .remove({ force: true })
-        .catch(() => undefined);
-      await docker
-        .getVolume(volumeNameOf(session))
-        .remove()
-        .catch(() => undefined);
+      await removeSandboxes([session]);
     }
   });
 

@@ -4,6 +4,7 @@
  * agent, and brain + hands workers on unique task queues (shared workflow bundle, real Temporal,
  * real Docker). Cleans up the tasks' containers, volumes and host clones.
  */
+import { removeSandboxes } from './hands';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -13,7 +14,7 @@ import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import Docker from 'dockerode';
 import { CODING_TASK_WORKFLOW_TYPE, type CodingTaskInput } from '../../common/coding-task';
-import { containerNameOf, sessionIdFor, volumeNameOf } from '../../common/sandbox-names';
+import { sessionIdFor } from '../../common/sandbox-names';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { codingTaskScenario, type CodingTaskScenarioOptions } from '../../scripted-model/scenarios/coding-task';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
@@ -167,14 +168,7 @@ export async function startTaskHarness(
       await model.stop();
       for (const taskId of tasks) {
         const session = taskSessionId(taskId);
-        await docker
-          .getContainer(containerNameOf(session))
-          .remove({ force: true })
-          .catch(() => undefined);
-        await docker
-          .getVolume(volumeNameOf(session))
-          .remove()
-          .catch(() => undefined);
+        await removeSandboxes([session]);
       }
       await temporal.close();
       fs.rmSync(dir, { recursive: true, force: true });

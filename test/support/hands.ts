@@ -22,9 +22,14 @@ export interface HandsFixture {
  * loop device and image — the way `agent sandbox rm` does (removing the volume with the Docker API
  * alone would leave the loop device attached).
  */
-export async function removeSandboxes(sessionIds: Iterable<string>): Promise<void> {
-  const manager = new SandboxManager({ docker: dockerClient(), image: testPlatform().sandboxImage });
-  for (const id of sessionIds) await manager.remove(id, { keepVolume: false });
+export async function removeSandboxes(sessionIds: Iterable<string>, namePrefix?: string): Promise<void> {
+  const manager = new SandboxManager({
+    docker: dockerClient(),
+    image: testPlatform().sandboxImage,
+    ...(namePrefix ? { namePrefix } : {}),
+    warn: () => undefined,
+  });
+  for (const id of sessionIds) await manager.remove(id, { keepVolume: false }).catch(() => undefined);
 }
 
 /**

@@ -5,3 +5,4 @@
 export { codingTask, healthCheck, operation, session } from '../../workflows';
 export { callModelOnce } from './model-workflows';
 export { handsRunToolOnce } from './hands-workflows';
+export { retriedActivityOnce } from './failover-workflows';

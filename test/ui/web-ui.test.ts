@@ -4,15 +4,14 @@
  * current details and activity summaries) and a stuck one (its stuck reason). Screenshots are
  * written to `.data/test-artifacts/web-ui/`.
  */
+import { removeSandboxes } from '../support/hands';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import Docker from 'dockerode';
 import type { FrameLocator, Page } from 'playwright-core';
 import { operationResult } from '../../client/operation-result';
 import { OPERATION_WORKFLOW_TYPE, statusQuery, type OperationInput } from '../../common/operation';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 import { freePort, startDevServer, type DevServer } from '../../platform/dev-server';
 import { DATA_DIR } from '../../platform/paths';
 import { launchBrowser, type TestBrowser } from '../support/browser';
@@ -76,16 +75,8 @@ describe('the Web UI shows what operators need (real browser)', () => {
     await stuck?.terminate('test done').catch(() => undefined);
     await workers?.stop();
     await server?.stop();
-    const docker = new Docker();
     for (const session of [completed?.workflowId, stuck?.workflowId].filter(Boolean) as string[]) {
-      await docker
-        .getContainer(containerNameOf(session))
-        .remove({ force: true })
-        .catch(() => undefined);
-      await docker
-        .getVolume(volumeNameOf(session))
-        .remove()
-        .catch(() => undefined);
+      await removeSandboxes([session]);
     }
     for (const shot of shots) expect(fs.existsSync(shot)).toBe(true);
   });

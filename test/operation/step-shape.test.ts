@@ -1,0 +1,179 @@
+/**
+ * The shape of an operation's steps in history (real Temporal, Docker and scripted model): a batch of
+ * only `safe` calls is scheduled at once and answered in the model's order, any other batch runs in
+ * order; the search-attribute counters are published every 10 turns and at the end, not every turn;
+ * and a retried activity sends the workflow's next task to the normal queue, not to the sticky queue
+ * of the worker that may have died.
+ */
+import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { operationResult } from '../../client/operation-result';
+import { statusQuery } from '../../common/operation';
+import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
+import { PROJECT_ROOT } from '../../platform/paths';
+import { everyWorkerOptions } from '../../workers/workers';
+import { startOperationHarness, waitFor, type OperationHarness } from '../support/operation-harness';
+import { containerNameOf } from '../../common/sandbox-names';
+import { createTestWorker, uniqueQueue } from '../support/temporal';
+import type { FailOnceActivities } from '../support/failover-workflows';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+const EventType = temporal.api.enums.v1.EventType;
+const CALCULATOR = path.join(PROJECT_ROOT, 'examples', 'calculator');
+
+/** The workflow task that scheduled each `runTool` activity, by activity id. */
+function toolSchedulingTasks(events: HistoryEvent[]): Map<string, string> {
+  const tasks = new Map<string, string>();
+  for (const event of events) {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name === 'runTool')
+      tasks.set(scheduled.activityId!, String(scheduled.workflowTaskCompletedEventId));
+  }
+  return tasks;
+}
+
+type Message = { content: Array<{ type: string; id?: string; tool_use_id?: string }> };
+
+/** The tool calls of a request's last assistant message and the results of its last message, ids in order. */
+function batchOf(body: unknown): { calls: string[]; results: string[] } {
+  const messages = (body as { messages: Message[] }).messages;
+  return {
+    calls: messages
+      .at(-2)!
+      .content.filter((block) => block.type === 'tool_use')
+      .map((block) => block.id!),
+    results: messages
+      .at(-1)!
+      .content.filter((block) => block.type === 'tool_result')
+      .map((b) => b.tool_use_id!),
+  };
+}
+
+describe('the steps of an operation in history', () => {
+  let h: OperationHarness;
+  beforeAll(async () => {
+    h = await startOperationHarness();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('schedules a batch of only safe calls at once and answers it in the model order', async () => {
+    h.model.setScript([
+      {
+        toolCalls: [
+          { name: 'read_file', input: { path: 'src/math.js' } },
+          { name: 'list_files', input: { path: 'src' } },
+          { name: 'grep', input: { pattern: 'values', path: 'src' } },
+        ],
+      },
+      { text: 'read' },
+    ]);
+    const handle = await h.start({ goal: 'look around', repo: { kind: 'local', path: CALCULATOR } });
+    const result = await operationResult(handle);
+    expect(result.state).toBe('completed');
+
+    const events = (await handle.fetchHistory()).events ?? [];
+    const tasks = toolSchedulingTasks(events);
+    expect(tasks.size).toBe(3);
+    expect(new Set(tasks.values()).size).toBe(1); // all three scheduled by the same workflow task
+
+    const answered = h.model.requests.filter((r) => r.status === 200 && r.turnIndex === 1);
+    const batch = batchOf(answered.at(-1)!.body);
+    expect(batch.calls).toHaveLength(3);
+    expect(batch.results).toEqual(batch.calls);
+  });
+
+  it('runs a batch with a call that is not safe one call after the other', async () => {
+    h.model.setScript([
+      {
+        toolCalls: [
+          { name: 'read_file', input: { path: 'src/math.js' } },
+          { name: 'write_file', input: { path: 'NOTES.md', content: 'notes\n' } },
+        ],
+      },
+      { text: 'written' },
+    ]);
+    const handle = await h.start({ goal: 'read then write', repo: { kind: 'local', path: CALCULATOR } });
+    expect((await operationResult(handle)).state).toBe('completed');
+
+    const tasks = [...toolSchedulingTasks((await handle.fetchHistory()).events ?? []).values()];
+    expect(tasks).toHaveLength(2);
+    expect(tasks[0]).not.toBe(tasks[1]); // the write was scheduled after the read completed
+    const batch = batchOf(h.model.requests.filter((r) => r.status === 200 && r.turnIndex === 1).at(-1)!.body);
+    expect(batch.results).toEqual(batch.calls);
+  });
+
+  it('publishes the counters every 10 turns and at the end, while the status query is live at every turn', async () => {
+    const wait = 'while [ ! -f /workspace/release ]; do sleep 0.05; done';
+    h.model.setScript([
+      ...Array.from({ length: 11 }, (_, turn) => ({
+        toolCalls: [{ name: 'bash', input: { command: turn === 5 ? wait : 'true' } }],
+      })),
+      { text: 'done' },
+    ]);
+    // The same `true` call turn after turn on purpose: not a loop for the loop detector to stop.
+    const handle = await h.start({ goal: 'twelve turns', stuck: { sameCallRepeats: 100 } });
+    // Turn 6 waits in its tool call: the status query says 6, the search attribute still 0.
+    await waitFor(async () => {
+      const status = await handle.query(statusQuery);
+      return status.turn === 6 && status.phase === 'tools';
+    }, 'turn 6');
+    expect((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.turns)).toBe(0);
+    execFileSync('docker', [
+      'exec',
+      '-u',
+      AGENT_USER,
+      containerNameOf(handle.workflowId),
+      'touch',
+      '/workspace/release',
+    ]);
+    const result = await operationResult(handle);
+    expect(result.state).toBe('completed');
+    expect(result.turns).toBe(12);
+
+    // The upserts that carry the counters (`patched()` upserts its own `TemporalChangeVersion` too).
+    const turnsPublished = ((await handle.fetchHistory()).events ?? [])
+      .map((event) => event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {})
+      .map((fields) => fields[SEARCH_ATTRIBUTES.turns.name])
+      .filter((payload) => payload !== undefined)
+      .map((payload) => defaultPayloadConverter.fromPayload(payload));
+    expect(turnsPublished).toEqual([0, 10, 12]); // start, turn 10, end
+    const description = await handle.describe();
+    expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.turns)).toBe(12);
+    expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.status)).toBe('completed');
+    expect((await handle.query(statusQuery)).turn).toBe(12);
+  });
+
+  it('sends the workflow task after a retried activity to the normal queue, not to a sticky queue', async () => {
+    const activities: FailOnceActivities = {
+      async failOnce() {
+        const { attempt } = Context.current().info;
+        if (attempt === 1) throw ApplicationFailure.retryable('the first attempt fails', 'FirstAttempt');
+        return attempt;
+      },
+    };
+    /** Where the workflow task after the activity's completion was scheduled. */
+    const queueKindAfterRetry = async (options: object): Promise<number | null | undefined> => {
+      const taskQueue = uniqueQueue('failover');
+      const worker = await createTestWorker(h.temporal, { taskQueue, activities, ...options });
+      const events = await worker.runUntil(async () => {
+        const handle = await h.temporal.client.workflow.start('retriedActivityOnce', {
+          taskQueue,
+          workflowId: `${taskQueue}-wf`,
+        });
+        expect(await handle.result()).toBe(2);
+        return (await handle.fetchHistory()).events ?? [];
+      });
+      const completed = events.findIndex((event) => event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED);
+      return events[completed + 1]?.workflowTaskScheduledEventAttributes?.taskQueue?.kind;
+    };
+    const { TASK_QUEUE_KIND_STICKY, TASK_QUEUE_KIND_NORMAL } = temporal.api.enums.v1.TaskQueueKind;
+    expect(await queueKindAfterRetry({})).toBe(TASK_QUEUE_KIND_STICKY); // a worker without the interceptor
+    expect(await queueKindAfterRetry(everyWorkerOptions())).toBe(TASK_QUEUE_KIND_NORMAL);
+  });
+});
