@@ -58,12 +58,12 @@ export async function runToolBatch(
 }
 
 /**
- * A batch of only `safe` calls: the workspace is made ready once (so no two calls provision it),
- * then every call runs at the same time.
+ * A batch of only `safe` calls: the workspace is made ready once, under the session's lease (so no
+ * two calls provision it), then every call runs at the same time.
  */
 async function runSafeBatch(op: OperationRun, sandbox: OperationSandbox, calls: ToolUseBlock[]): Promise<TailBlock[]> {
   try {
-    await sandbox.ready();
+    await sandbox.use(async () => undefined);
   } catch (err) {
     if (isCancellation(err) || op.abortReason !== undefined) op.abortReason ??= 'cancelled';
     const problem = `tool infrastructure error: ${failureMessage(err)}`;
