@@ -14,7 +14,7 @@ import { createBrainWorker, createHandsWorker } from '../workers/workers';
 import { benchModelSettings } from './model';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
 
-const BENCH_LOOP_LIMITS = { sameCallRepeats: 100, alternations: 100, errorTurns: 100 };
+const BENCH_LOOP_LIMITS = { sameCallRepeats: 1_000_000, alternations: 1_000_000, errorTurns: 1_000_000 };
 
 export interface BenchPlatform {
   address: string;

@@ -25,11 +25,11 @@ export const stuckLimitsSchema = z.strictObject({
   /** An activity still not done this long after it was first scheduled, having failed at least once, is reported. */
   retryMs: z.int().min(1_000).max(86_400_000).default(600_000),
   /** The same tool call with the same result this many times in a row is a loop. */
-  sameCallRepeats: z.int().min(2).max(100).default(3),
+  sameCallRepeats: z.int().min(2).max(1_000_000).default(3),
   /** Two calls alternating (A, B, A, B, …) this many calls in a row is a loop. */
-  alternations: z.int().min(4).max(100).default(6),
+  alternations: z.int().min(4).max(1_000_000).default(6),
   /** This many turns in a row whose every tool result is an error is a loop. */
-  errorTurns: z.int().min(2).max(100).default(5),
+  errorTurns: z.int().min(2).max(1_000_000).default(5),
 });
 
 export type StuckLimitsInput = z.input<typeof stuckLimitsSchema>;

@@ -11,6 +11,7 @@
  * the command again.
  */
 import { execFileSync } from 'node:child_process';
+import { JOURNAL_DIR, JOURNAL_WRITER } from '../../activities/hands/journal-store';
 import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
@@ -90,7 +91,7 @@ async function recoverOnce(
     const handle = await startOperation(ctx.client, queues, { goal, keepContainer: true }, id);
     // The first worker alone runs the operation up to the bash call of turn 1.
     await waitUntil(
-      async () => tryExec(container, `ls /workspace/.agent/run 2>/dev/null`)?.trim(),
+      async () => tryExec(container, `ls ${JOURNAL_DIR}/run 2>/dev/null`, JOURNAL_WRITER)?.trim(),
       'the bash call',
       60_000,
     );
@@ -180,9 +181,9 @@ async function recoverOnce(
   }
 }
 
-function tryExec(container: string, script: string): string | undefined {
+function tryExec(container: string, script: string, user = AGENT_USER): string | undefined {
   try {
-    return execFileSync('docker', ['exec', '-u', AGENT_USER, container, 'bash', '-c', script], {
+    return execFileSync('docker', ['exec', '-u', user, container, 'bash', '-c', script], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'ignore'],
     });
