@@ -157,9 +157,10 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
   publishSearchAttributes(op, 'state');
   showDetails(op);
   op.live.publish(op.carry.turn, { kind: 'operation.ended', state: ended.state, reason: ended.reason });
-  // Parked followers get the last events before the workflow closes.
+  // Parked followers get the last events before the workflow closes. Not cancellable: a cancelled
+  // operation (its parent's abort) still returns its result, which carries what it used.
   op.live.detach();
-  await condition(allHandlersFinished);
+  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
 
   const { carry } = op;
   const result: OperationResult = {
