@@ -8,9 +8,8 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import Docker from 'dockerode';
 import { statusQuery } from '../../common/operation';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { removeSandboxes } from '../support/hands';
 import { sessionWorkflowId } from '../../common/session';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
@@ -82,15 +81,7 @@ describe('session commands (real processes)', () => {
     await worker.stop();
     await model.stop();
     await temporal.close();
-    const docker = new Docker();
-    await docker
-      .getContainer(containerNameOf(sessionId))
-      .remove({ force: true })
-      .catch(() => undefined);
-    await docker
-      .getVolume(volumeNameOf(sessionId))
-      .remove()
-      .catch(() => undefined);
+    await removeSandboxes([sessionId]);
   });
 
   it('runs prompts in a session: --json prints one line, the next prompt continues the lane', async () => {
