@@ -13,7 +13,7 @@ import {
   approvalRulesSchema,
   type WaitingApproval,
 } from './approvals';
-import { handsHostSchema } from './hands-route';
+import { handsHostSchema, type HandsHost } from './hands-route';
 import {
   laneContinuationSchema,
   laneNameSchema,
@@ -250,6 +250,11 @@ export interface OperationResult {
   details?: string;
   /** The hands host that held the workspace. */
   handsHost?: string;
+  /**
+   * That host as hands calls are routed to it: the session (or the parent operation) sends the next
+   * operations there. In the result because a signal sent as a workflow ends is not delivered.
+   */
+  handsRoute?: HandsHost;
   /** The token ledger: cost, cache-hit rate, peak context, compactions and what each technique saved. */
   tokens: TokenEconomy;
   lane?: string;

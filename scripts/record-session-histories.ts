@@ -2,9 +2,10 @@
  * The session fixtures of `npm run fixtures:record`: a session whose lane takes a follow-up queued
  * behind a busy operation, a fact and a second lane; the follow-up operation (it continues the
  * lane's context); an operation that waited for approval; an operation whose `task` call ran a
- * subagent; and a lane under a small window (`session-context`: the session, whose lease carries the
- * hands host; `session-context-continued`: its second operation, which compacts the context it took
- * over as its first step). Each scenario runs when one of its fixtures is wanted.
+ * subagent; and a lane under a small window (`session-context`: the session, which learns the hands
+ * host from its first operation's result and grants the lease with it; `session-context-continued`:
+ * its second operation, which compacts the context it took over as its first step, then runs a tool
+ * on that host). Each scenario runs when one of its fixtures is wanted.
  */
 import { AGENT_USER } from '../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
@@ -119,6 +120,7 @@ async function recordLaneContext(
     print(3),
     { toolCalls: [{ name: 'bash', input: { command: 'while [ ! -f /workspace/go ]; do sleep 0.05; done' } }] },
     { text: 'first done' },
+    { toolCalls: [{ name: 'bash', input: { command: 'echo continued' } }] },
     { text: 'continued done' },
   ];
   let next = 0;

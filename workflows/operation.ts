@@ -175,6 +175,7 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
     workspaceVolume: volumeNameOf(op.sessionId, carry.handsHost?.namePrefix),
     openToolResults: carry.tail.filter((block): block is ToolResultBlockParam => block.type === 'tool_result'),
     ...keepDetails(op),
+    ...(carry.handsHost ? { handsRoute: carry.handsHost } : {}),
     tokens: operationTokens(op),
     lane: op.settings.lane,
     context: laneContextOf(op),

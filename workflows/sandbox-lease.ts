@@ -11,7 +11,8 @@
  *
  * The lease also carries where the workspace is (hands routing, `hands-route.ts`): a grant names the
  * session's hands host when the session knows it, and a release reports the host the operation
- * used, so the lanes of a session never claim different hosts.
+ * used (as does its result: the release an operation sends as it ends is not delivered), so the
+ * lanes of a session never claim different hosts.
  */
 import { condition, getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
 import { sandboxLeaseGrantedSignal, sandboxLeaseSignal, sandboxLeaseYieldSignal } from '../common/lanes';

@@ -195,6 +195,8 @@ function operationEnded(
   } else if (running) {
     lane.pendingNotes = [...running.notes, ...lane.pendingNotes];
   }
+  // Where the workspace is: the operation's release at its end is not delivered (it ends first).
+  if (result?.handsRoute) s.carry.handsHost = result.handsRoute;
   releaseLeasesOf(s, operationId);
   closeForkedLanes(s, operationId);
   crashPoints.reached('session: operation ended');

@@ -36,8 +36,8 @@ export function leaseSandbox(s: SessionRun): void {
 }
 
 /**
- * Where the workspace is, as a releasing operation reports it: a host it used wins (the report may
- * come after the operation's end has already freed the lease); `null` — it gave the host up — counts
+ * Where the workspace is, as an operation releasing the lease mid-run reports it (one that ends
+ * reports it in its result, `session-lanes.ts`): a host it used wins; `null` — it gave the host up — counts
  * only from the holder.
  */
 function noteHandsHost(s: SessionRun, operationId: string, handsHost: HandsHost | null | undefined): void {

@@ -59,6 +59,8 @@ export async function runSubagent(
     }
   }
   if (result) op.carry.usage = addUsage(op.carry.usage, result.usage);
+  // The subagent claimed the workspace's host first: the parent's next hands calls go there too.
+  if (result?.handsRoute && !op.carry.handsHost) op.carry.handsHost = result.handsRoute;
   notifySession(op, (session) =>
     session.signal(forkEndedSignal, {
       operationId,

@@ -3,12 +3,15 @@
  * operation's compactions and clear batches — on the real Temporal server, Docker and the scripted
  * Messages API: its first request extends the previous operation's last request as an exact prefix;
  * it can still clear the tool results the context carries from before it; a compaction can be its
- * very first step; and a cold worker rebuilds every one of these requests, from the histories of the
- * lane's operations alone, into the same bytes.
+ * very first step; a cold worker rebuilds every one of these requests, from the histories of the
+ * lane's operations alone, into the same bytes. And the session sends the next operation to the
+ * hands host the first one used.
  */
 import { execFileSync } from 'node:child_process';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import type { ContextPolicyInput } from '../../common/context';
+import { CLAIM_HOST_ACTIVITY } from '../../common/hands-route';
 import { compactUpdate, statusQuery, type OperationResult } from '../../common/operation';
 import { containerNameOf } from '../../common/sandbox-names';
 import { prefixViolation } from '../../scripted-model/prefix';
@@ -147,6 +150,22 @@ describe("a lane's context across operations, compactions and clear batches", ()
     expect(cleared.some((id) => !callsOfTwo.includes(id))).toBe(true);
     expect(r2!.context!.edits).toBeGreaterThan(r1!.context!.edits ?? 0);
     expect(r2!.context!.compactions).toBe(1);
+
+    // The session learnt the hands host from the first operation and sent the second one there: it claimed none.
+    expect(r1!.handsRoute).toBeDefined();
+    const historyOfTwo = await s.operation(twoId!).fetchHistory();
+    const grants = (historyOfTwo.events ?? []).flatMap((event) => {
+      const signal = event.workflowExecutionSignaledEventAttributes;
+      const payload = signal?.input?.payloads?.[0];
+      return signal?.signalName === 'sandboxLeaseGranted' && payload
+        ? [defaultPayloadConverter.fromPayload(payload)]
+        : [];
+    });
+    expect(grants[0]).toEqual({ handsHost: r1!.handsRoute });
+    const claims = (historyOfTwo.events ?? []).filter(
+      (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === CLAIM_HOST_ACTIVITY,
+    );
+    expect(claims).toHaveLength(0);
 
     // The third operation's first step is a compaction of the context it took over.
     const stepsOfThree = await recordedStepsOf(s.operation(threeId!));
