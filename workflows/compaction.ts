@@ -16,6 +16,7 @@ import {
   proxyActivities,
   setHandler,
   TimeoutFailure,
+  workflowInfo,
 } from '@temporalio/workflow';
 import { COMPACTION_SUMMARY, type CompactionReason } from '../common/context';
 import type { BrainActivities, ModelStepResult } from '../common/model-step';
@@ -34,9 +35,12 @@ import {
 import { requestModelTurn } from './model-turn';
 import { contextFingerprint, continuationOf, heartbeatOverride, type OperationRun } from './operation-state';
 import { COMPACTION_ACTIVITY_OPTIONS } from './policies';
+import { stuckDetectionOn, watchActivity } from './stuck';
 
 /** The `patched()` id of scheduling compaction steps. */
 export const COMPACTION_PATCH = 'context-compaction';
+/** The `patched()` id of watching compaction steps for being stuck (the watch may add a timer and probes). */
+export const COMPACTION_WATCH_PATCH = 'compaction-stuck-watch';
 
 /** `agent compact` and the refused mid-operation model switch. */
 export function acceptContextUpdates(op: OperationRun): void {
@@ -100,34 +104,41 @@ function compactionNeeded(op: OperationRun): CompactionReason | undefined {
 export async function compact(op: OperationRun, reason: CompactionReason, reduced: boolean): Promise<boolean> {
   const { carry, settings } = op;
   const number = carry.context.compactions + 1;
+  const activityId = `compaction-${number}`;
   const { compactContext } = proxyActivities<BrainActivities>({
     ...COMPACTION_ACTIVITY_OPTIONS,
     ...heartbeatOverride(op),
-    activityId: `compaction-${number}`,
+    activityId,
     summary: `${COMPACTION_SUMMARY} ${number} (${reason})`,
   });
   op.phase = 'compacting';
   carry.steps += 1;
+  const watched = <T>(run: () => Promise<T>): Promise<T> =>
+    stuckDetectionOn() && patched(COMPACTION_WATCH_PATCH)
+      ? watchActivity(op, { activityId, taskQueue: workflowInfo().taskQueue, waitingOn: `compaction ${number}` }, run)
+      : run();
   let result;
   try {
     result = await withDeadline(timeLeftMs(op), () =>
-      compactContext({
-        operationId: op.operationId,
-        lane: settings.lane,
-        turn: carry.turn,
-        compaction: number,
-        reason,
-        ...(settings.model !== undefined ? { model: settings.model } : {}),
-        base: contextFingerprint(op),
-        tail: carry.tail,
-        keepTurns: settings.context.keepTurns,
-        goal: settings.goal,
-        summaryMaxTokens: settings.context.summaryMaxTokens,
-        reduced,
-        // The last request that fit carried about `context.tokens`; leave room for the summary.
-        fitTokens: Math.floor(Math.min(0.8 * windowOf(op), carry.context.tokens)),
-        ...continuationOf(op),
-      }),
+      watched(() =>
+        compactContext({
+          operationId: op.operationId,
+          lane: settings.lane,
+          turn: carry.turn,
+          compaction: number,
+          reason,
+          ...(settings.model !== undefined ? { model: settings.model } : {}),
+          base: contextFingerprint(op),
+          tail: carry.tail,
+          keepTurns: settings.context.keepTurns,
+          goal: settings.goal,
+          summaryMaxTokens: settings.context.summaryMaxTokens,
+          reduced,
+          // The last request that fit carried about `context.tokens`; leave room for the summary.
+          fitTokens: Math.floor(Math.min(0.8 * windowOf(op), carry.context.tokens)),
+          ...continuationOf(op),
+        }),
+      ),
     );
   } catch (err) {
     recordFailedCall(op, err, 'compaction');

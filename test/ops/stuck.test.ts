@@ -12,6 +12,7 @@ import { statusQuery } from '../../common/operation';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
 import type { ScriptedRequest, ScriptedTurn } from '../../scripted-model/script';
 import { createHandsWorker } from '../../workers/workers';
+import { isCompactionRequest } from '../support/context-scripts';
 import { testPlatform } from '../support/env';
 import { OperationHarness, startOperationHarness, waitFor } from '../support/operation-harness';
 
@@ -106,6 +107,40 @@ describe('stuck detection (real Temporal, Docker and scripted model)', () => {
     const statuses = await agentStatusHistory(handle);
     expect(statuses.indexOf('stuck')).toBeGreaterThan(0);
     expect(statuses.slice(statuses.indexOf('stuck') + 1)).toEqual(expect.arrayContaining(['running', 'completed']));
+  });
+
+  it('watches a compaction too: a summary call retrying past the attempts is stuck, and clears when it succeeds', async () => {
+    const bash = (command: string): ScriptedTurn => ({ toolCalls: [{ name: 'bash', input: { command } }] });
+    let summaryCalls = 0;
+    let turns = 0;
+    const script: ScriptedTurn[] = [
+      bash(`printf 'one %03000d\\n' 0`),
+      bash(`printf 'two %03000d\\n' 0`),
+      bash(`printf 'three %03000d\\n' 0`),
+      { text: 'compacted and done' },
+    ];
+    h.model.setScript((request) => {
+      if (isCompactionRequest(request)) {
+        summaryCalls += 1;
+        return summaryCalls <= 2 ? { fault: { type: 'server_error', status: 503 } } : { text: 'the summary' };
+      }
+      return script[turns++];
+    });
+    const handle = await h.start({
+      goal: 'compact through a flaky API',
+      context: { windowTokens: 5_000, keepTurns: 1, editing: { enabled: false } },
+      stuck: { notStartedMs: 1_000, recheckMs: 500, retryAttempts: 1 },
+    });
+    const stuck = await waitFor(
+      async () => (await handle.query(statusQuery)).stuck,
+      'the retrying compaction to be stuck',
+    );
+    expect(stuck.reason).toMatch(/^stuck: compaction 1 retrying \(attempt [23]\): /);
+    expect(stuck.waitingOn).toBe('compaction 1');
+    const result = await operationResult(handle);
+    expect(result.state).toBe('completed');
+    expect(result.tokens.compactions).toBeGreaterThanOrEqual(1);
+    expect((await handle.query(statusQuery)).stuck).toBeUndefined();
   });
 
   const noteSeen = (request: ScriptedRequest): boolean => request.lastUserText.includes(NOTE);
