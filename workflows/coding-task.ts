@@ -32,7 +32,7 @@ import { abortUpdate } from '../common/operation';
 import { renderTaskReport } from '../common/task-report';
 import { prepareTask } from './task-prepare';
 import { attemptFeature } from './task-feature';
-import { hostGit, taskSandbox, taskWorkspace } from './task-repo';
+import { claimTaskHost, hostGit, taskSandbox, taskWorkspace } from './task-repo';
 import { startTaskRun, TaskEnd, type TaskCarry, type TaskRun } from './task-state';
 import { answerTaskStatus, publishTaskAttributes, reportData, showTaskDetails } from './task-visibility';
 
@@ -55,6 +55,7 @@ export async function codingTask(rawInput: unknown, carry?: TaskCarry): Promise<
 
 async function runTask(task: TaskRun, rawInput: unknown): Promise<TaskEnd> {
   const { carry } = task;
+  await claimTaskHost(task);
   if (!carry.prepared) {
     const end = await prepareTask(task);
     if (end) return end;

@@ -43,6 +43,11 @@ export class HandsRoute {
     return this.options.state.handsHost;
   }
 
+  /** False in runs that predate routing (every call goes to the shared queue). */
+  get routed(): boolean {
+    return this.options.routing;
+  }
+
   /** The queue for the session's next hands call (claims a host first when none is chosen). */
   async queue(): Promise<string> {
     if (!this.options.routing) return this.options.sharedQueue;

@@ -11,7 +11,7 @@ import type { Feature } from '../common/feature-list';
 import type { RepoActivities, VerificationCheck, VerifyResult } from '../common/repo';
 import { featureGoal } from '../common/task-prompts';
 import { verifyActivityOptions } from './policies';
-import { commitAndPush, guardWorkspace, taskWorkspace } from './task-repo';
+import { commitAndPush, guardWorkspace, taskHandsQueue, taskWorkspace } from './task-repo';
 import { runTaskOperation } from './task-operation';
 import { progressOf, TaskEnd, type TaskRun } from './task-state';
 import { showTaskDetails } from './task-visibility';
@@ -83,7 +83,7 @@ async function verifyFeature(task: TaskRun, feature: Feature, key: string): Prom
   showTaskDetails(task);
   const { verifyWorkspace } = proxyActivities<RepoActivities>({
     ...verifyActivityOptions(settings.verifyTimeoutMs, checks.length),
-    taskQueue: task.handsQueue,
+    taskQueue: taskHandsQueue(task),
     summary: `verify ${feature.id}`,
   });
   return verifyWorkspace({ sessionId: task.sessionId, key, checks, timeoutMs: settings.verifyTimeoutMs });

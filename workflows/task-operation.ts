@@ -42,6 +42,8 @@ export async function runTaskOperation(task: TaskRun, op: TaskOperation): Promis
   carry.sandboxUsed = true;
   showTaskDetails(task);
   const result = await runChild(task, op, operationInput(task, op.goal));
+  // The operation may have given its host up (replaceHandsHost): the task follows it.
+  if (result.handsRoute && task.route.routed) carry.handsHost = result.handsRoute;
   const entry: LedgerEntry = {
     operationId: op.operationId,
     kind: op.kind,
@@ -69,6 +71,7 @@ function operationInput(task: TaskRun, goal: string): OperationInput {
     goal,
     sessionId: task.sessionId,
     handsTaskQueue: task.handsQueue,
+    ...(carry.handsHost ? { handsHost: carry.handsHost } : {}),
     keepContainer: true,
     ...(settings.model ? { model: settings.model } : {}),
     budget: {

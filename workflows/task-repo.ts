@@ -11,16 +11,29 @@ import type { RepoActivities } from '../common/repo';
 import { HOST_GIT_ACTIVITY_OPTIONS, SANDBOX_ACTIVITY_OPTIONS, TASK_WORKSPACE_ACTIVITY_OPTIONS } from './policies';
 import { TaskEnd, type TaskRun } from './task-state';
 
+/**
+ * The queue of the hands host holding the task's workspace (claimed by `claimTaskHost` at the start
+ * of every run); the shared hands queue in runs that predate routing.
+ */
+export function taskHandsQueue(task: TaskRun): string {
+  return task.route.knownQueue() ?? task.handsQueue;
+}
+
+/** Claims the task's hands host when none is known yet (a no-op in runs that predate routing). */
+export async function claimTaskHost(task: TaskRun): Promise<void> {
+  await task.route.queue();
+}
+
 export function hostGit(task: TaskRun) {
-  return proxyActivities<RepoActivities>({ ...HOST_GIT_ACTIVITY_OPTIONS, taskQueue: task.handsQueue });
+  return proxyActivities<RepoActivities>({ ...HOST_GIT_ACTIVITY_OPTIONS, taskQueue: taskHandsQueue(task) });
 }
 
 export function taskWorkspace(task: TaskRun) {
-  return proxyActivities<RepoActivities>({ ...TASK_WORKSPACE_ACTIVITY_OPTIONS, taskQueue: task.handsQueue });
+  return proxyActivities<RepoActivities>({ ...TASK_WORKSPACE_ACTIVITY_OPTIONS, taskQueue: taskHandsQueue(task) });
 }
 
 export function taskSandbox(task: TaskRun) {
-  return proxyActivities<HandsActivities>({ ...SANDBOX_ACTIVITY_OPTIONS, taskQueue: task.handsQueue });
+  return proxyActivities<HandsActivities>({ ...SANDBOX_ACTIVITY_OPTIONS, taskQueue: taskHandsQueue(task) });
 }
 
 /**

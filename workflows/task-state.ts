@@ -3,7 +3,7 @@
  * continue-as-new: the harness's record of the feature list (with the `passes` it set), the accepted
  * and pushed commits, per-feature progress and the ledger — small data, never a transcript.
  */
-import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, patched, workflowInfo } from '@temporalio/workflow';
 import {
   CODING_TASK_FAILURES,
   defaultTaskBranch,
@@ -15,9 +15,14 @@ import {
   type TaskCommit,
 } from '../common/coding-task';
 import type { Feature } from '../common/feature-list';
+import type { HandsHost } from '../common/hands-route';
 import { ZERO_USAGE, type TokenUsage } from '../common/model-types';
 import { sessionIdFor } from '../common/sandbox-names';
 import { DEFAULT_HANDS_QUEUE } from '../common/task-queues';
+import { HandsRoute } from './hands-route';
+
+/** The `patched()` id of routing a task's repository activities to the hands host its workspace is on. */
+export const TASK_HANDS_ROUTING_PATCH = 'task-hands-routing';
 
 export interface FeatureProgress {
   /** Operations started for the feature this run. */
@@ -53,6 +58,8 @@ export interface TaskCarry {
   usage: TokenUsage;
   costUsd: number;
   sandboxUsed: boolean;
+  /** The hands host holding the task's workspace (claimed by the first repository activity). */
+  handsHost?: HandsHost;
 }
 
 export type TaskEndState = 'completed' | 'failed' | 'aborted';
@@ -70,6 +77,8 @@ export interface TaskRun {
   readonly sessionId: string;
   readonly branch: string;
   readonly handsQueue: string;
+  /** Where the task's hands calls go: the host holding its workspace, the same for its operations. */
+  readonly route: HandsRoute;
   readonly carry: TaskCarry;
   phase: CodingTaskStatus['phase'];
   current?: CodingTaskStatus['current'];
@@ -90,12 +99,20 @@ export function startTaskRun(rawInput: unknown, carry: TaskCarry | undefined): T
   const taskId = workflowInfo().workflowId;
   const state = carry ?? newCarry();
   state.runs += 1;
+  const sessionId = sessionIdFor(`task-${taskId}`);
+  const handsQueue = settings.handsTaskQueue ?? DEFAULT_HANDS_QUEUE;
   return {
     settings,
     taskId,
-    sessionId: sessionIdFor(`task-${taskId}`),
+    sessionId,
     branch: settings.branch ?? defaultTaskBranch(taskId),
-    handsQueue: settings.handsTaskQueue ?? DEFAULT_HANDS_QUEUE,
+    handsQueue,
+    route: new HandsRoute({
+      sharedQueue: handsQueue,
+      session: { sessionId, operationId: taskId },
+      state,
+      routing: patched(TASK_HANDS_ROUTING_PATCH),
+    }),
     carry: state,
     phase: 'preparing',
   };

@@ -6,6 +6,7 @@
  * report says what happened. Real Temporal, Docker, a local bare remote.
  */
 import type { CodingTaskResult } from '../../common/coding-task';
+import { hostQueueOf } from '../../common/hands-route';
 import { parseFeatureList } from '../../common/feature-list';
 import { TEXTKIT_FEATURES } from '../../scripted-model/scenarios/coding-task';
 import { remoteCommits, remoteFile, startTaskHarness, taskResult, type TaskHarness } from '../support/coding-task';
@@ -32,6 +33,15 @@ describe('codingTask with a cheating agent', () => {
   afterAll(async () => {
     await h?.close();
   });
+
+  /** Every activity a workflow scheduled: its type and task queue. */
+  async function scheduled(workflowId: string): Promise<Array<{ type: string; queue: string }>> {
+    const history = await h.temporal.client.workflow.getHandle(workflowId).fetchHistory();
+    return (history.events ?? []).flatMap((event) => {
+      const attributes = event.activityTaskScheduledEventAttributes;
+      return attributes ? [{ type: attributes.activityType?.name ?? '', queue: attributes.taskQueue?.name ?? '' }] : [];
+    });
+  }
 
   const notes = (operation: string) =>
     result.integrity.filter((note) => note.operationId.endsWith(operation)).map((note) => note.violation);
@@ -87,6 +97,21 @@ describe('codingTask with a cheating agent', () => {
     expect(notes('.title.1')).toEqual([{ kind: 'file-missing' }]);
     expect(result.report).toContain('history rewritten');
     expect(result.report).toContain('feature_list.json was deleted');
+  });
+
+  it("runs every repository and sandbox call, its operations' too, on the hands host it claimed first", async () => {
+    const brainActivities = new Set(['modelStep', 'compactContext', 'probePendingActivity', 'publishLiveEvents']);
+    const task = await scheduled(result.taskId);
+    expect(task[0]).toEqual({ type: 'claimSandboxHost', queue: h.handsQueue });
+    const hostQueue = task.find((call) => call.type === 'prepareRepository')!.queue;
+    expect(hostQueue.startsWith(hostQueueOf(h.handsQueue, ''))).toBe(true);
+    const hands = [...task.slice(1)];
+    for (const entry of result.ledger) hands.push(...(await scheduled(entry.operationId)));
+    const handsCalls = hands.filter((call) => !brainActivities.has(call.type));
+    expect(handsCalls.map((call) => call.type)).toEqual(
+      expect.arrayContaining(['prepareRepository', 'runTool', 'verifyWorkspace']),
+    );
+    expect(handsCalls.filter((call) => call.queue !== hostQueue)).toEqual([]);
   });
 
   it('flags the edited test script in the report', () => {

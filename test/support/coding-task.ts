@@ -19,7 +19,7 @@ import { PROJECT_ROOT } from '../../platform/paths';
 import { codingTaskScenario, type CodingTaskScenarioOptions } from '../../scripted-model/scenarios/coding-task';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { installRuntime } from '../../workers/runtime';
-import { createBrainWorker, createHandsWorker } from '../../workers/workers';
+import { createBrainWorker, createHandsHostWorkers } from '../../workers/workers';
 import { testPlatform } from './env';
 import { testModelSettings } from './operation-harness';
 import { connectTestTemporal, type TestTemporal } from './temporal';
@@ -134,14 +134,16 @@ export async function startTaskHarness(
             modelSettings: testModelSettings(model.url),
             workflowBundle: { codePath: workflowBundlePath },
           }),
-          await createHandsWorker({
+          // A hands host as `agent worker hands` runs one: the shared queue and the host's own.
+          ...(await createHandsHostWorkers({
             connection: temporal.nativeConnection,
             namespace,
             taskQueue: handsQueue,
+            host: `task-host-${id}`,
             docker,
             image: sandboxImage,
             tasksDir,
-          }),
+          })),
         ];
   const running = workers.map((worker) => worker.run());
   const tasks: string[] = [];
