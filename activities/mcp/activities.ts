@@ -25,7 +25,7 @@ import {
 } from '../../common/mcp';
 import { currentActivity, Heartbeat } from '../heartbeat';
 import type { SecretStore } from '../secrets/store';
-import { connectMcpServer } from './connection';
+import { connectMcpServer, describeError } from './connection';
 import { mcpResultText } from './result';
 import type { McpHostSettings } from './settings';
 
@@ -187,7 +187,7 @@ function callFailure(
 ): ApplicationFailure {
   if (err instanceof ApplicationFailure) return err;
   const said = stderr ? `; its stderr ends: ${stderr}` : '';
-  const reason = secrets.mask(err instanceof Error ? err.message : String(err));
+  const reason = secrets.mask(describeError(err));
   const retryable = input.replayPolicy === 'safe';
   if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
     return ApplicationFailure.create({

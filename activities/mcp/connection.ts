@@ -103,7 +103,7 @@ function connectFailure(
   if (err instanceof ApplicationFailure) return err;
   const what = config.command !== undefined ? `${JSON.stringify(config.command)}` : config.url!;
   const said = stderr ? `; its stderr ends: ${stderr}` : '';
-  const reason = secrets.mask(err instanceof Error ? err.message : String(err));
+  const reason = secrets.mask(describeError(err));
   if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
     return ApplicationFailure.create({
       type: MCP_FAILURE_TYPES.startupTimeout,
@@ -119,4 +119,11 @@ function connectFailure(
     nonRetryable: !retryable,
     message: `MCP server "${server}" (${what}) ${retryable ? 'could not be reached' : 'failed to start'}: ${reason}${said}`,
   });
+}
+
+/** An error's message with its cause's code (`fetch failed (ECONNREFUSED)`). */
+export function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err.cause as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? `${err.message} (${code})` : err.message;
 }
