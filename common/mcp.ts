@@ -30,8 +30,9 @@ export const MCP_MAX_SERVERS = 10;
 export const MCP_MAX_TOOLS = 100;
 /** Default time one MCP tool call may take before it fails with `McpToolTimeout`. */
 export const MCP_CALL_TIMEOUT_DEFAULT_MS = 60_000;
-/** Default time a server has to start and answer `initialize` (`McpServerTimeout` otherwise). */
+/** Default and longest time a server has to start and answer `initialize` (`McpServerTimeout` otherwise). */
 export const MCP_STARTUP_TIMEOUT_DEFAULT_MS = 30_000;
+export const MCP_STARTUP_TIMEOUT_MAX_MS = 600_000;
 /** Most characters of an MCP tool result kept (head and tail; the rest is cut with a note). */
 export const MCP_RESULT_MAX_CHARS = 100_000;
 /** The prefix of every MCP tool's name as the model sees it. */
@@ -71,6 +72,13 @@ const headerValue = z.union(
 
 export const mcpServerSchema = z
   .strictObject({
+    /**
+     * The server of this name in the brain worker's MCP config (`AGENT_MCP_CONFIG`): its command or
+     * URL, environment, headers and timeouts are the worker's; the input only names it.
+     */
+    configured: z
+      .literal(true, "must be true (the server of this name in the brain worker's AGENT_MCP_CONFIG)")
+      .optional(),
     /** A stdio server: the program the brain worker starts (it must be allowed by `AGENT_MCP_COMMANDS`). */
     command: z
       .string()
@@ -97,15 +105,27 @@ export const mcpServerSchema = z
     /** How long one tool call may take (default 60 s). */
     timeoutMs: z.int().min(100).max(3_600_000).default(MCP_CALL_TIMEOUT_DEFAULT_MS),
     /** How long the server has to start and answer `initialize` (default 30 s). */
-    startupTimeoutMs: z.int().min(100).max(600_000).default(MCP_STARTUP_TIMEOUT_DEFAULT_MS),
+    startupTimeoutMs: z.int().min(100).max(MCP_STARTUP_TIMEOUT_MAX_MS).default(MCP_STARTUP_TIMEOUT_DEFAULT_MS),
   })
   .superRefine((server, ctx) => {
-    if ((server.command === undefined) === (server.url === undefined)) {
+    const kinds = [server.command, server.url, server.configured].filter((kind) => kind !== undefined).length;
+    if (kinds !== 1) {
       ctx.addIssue({
         code: 'custom',
         path: [],
-        message: 'must have either "command" (a stdio server) or "url" (an HTTP server)',
+        message:
+          'must have exactly one of "command" (a stdio server), "url" (an HTTP server) or "configured": true (the worker\'s server of this name)',
       });
+    }
+    if (server.configured) {
+      for (const field of ['args', 'env', 'headers'] as const) {
+        if (server[field] !== undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: [field],
+            message: "is set by the brain worker's MCP config for a configured server",
+          });
+      }
     }
     if (server.url !== undefined) {
       for (const field of ['args', 'env'] as const) {
@@ -146,7 +166,8 @@ export interface McpToolEntry {
 /** What `mcpListTools` found: every server's tools, in the servers' order. */
 export interface McpCatalogue {
   tools: McpToolEntry[];
-  servers: Array<{ server: string; tools: number }>;
+  /** Each server's tool count and, when the worker's config set them (`configured`), its timeouts. */
+  servers: Array<{ server: string; tools: number; timeoutMs?: number; startupTimeoutMs?: number }>;
 }
 
 export interface McpListToolsInput {
@@ -189,6 +210,8 @@ export const MCP_CALL_TOOL_ACTIVITY = 'mcpCallTool';
 export const MCP_FAILURE_TYPES = {
   /** A stdio command the worker does not allow (`AGENT_MCP_COMMANDS`). Not retried. */
   notAllowed: 'McpServerNotAllowed',
+  /** A `configured` server the worker's MCP config (`AGENT_MCP_CONFIG`) does not hold. Not retried. */
+  notConfigured: 'McpServerNotConfigured',
   /** The server could not be started or refused `initialize` (no such program, exited, HTTP 4xx). Not retried. */
   failedToStart: 'McpServerFailedToStart',
   /** The server did not answer `initialize` within `startupTimeoutMs`. Not retried. */

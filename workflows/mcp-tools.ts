@@ -21,6 +21,7 @@ import {
   checkMcpArguments,
   mcpCallSummary,
   mcpToolDefinitions,
+  MCP_STARTUP_TIMEOUT_MAX_MS,
   type McpActivities,
   type McpToolDefinition,
 } from '../common/mcp';
@@ -46,7 +47,12 @@ export async function listMcpTools(op: OperationRun): Promise<OperationEnd | und
   if (!servers || Object.keys(servers).length === 0 || op.carry.mcp) return undefined;
   const names = Object.keys(servers);
   const { mcpListTools } = proxyActivities<McpActivities>({
-    ...mcpListActivityOptions(Object.values(servers).map((server) => server.startupTimeoutMs)),
+    // A configured server's startup timeout is the worker's (at most the schema's maximum); the activity enforces it.
+    ...mcpListActivityOptions(
+      Object.values(servers).map((server) =>
+        server.configured ? MCP_STARTUP_TIMEOUT_MAX_MS : server.startupTimeoutMs,
+      ),
+    ),
     ...heartbeatOverride(op),
     activityId: MCP_LIST_ACTIVITY_ID,
     summary: `list MCP tools: ${names.join(', ')}`.slice(0, 100),
@@ -104,9 +110,16 @@ export async function runMcpToolCall(op: OperationRun, call: ToolUseBlock): Prom
   op.lastTool = { name: call.name, summary };
   showDetails(op);
   const config = op.settings.mcpServers![entry.server];
+  const listed = op.carry.mcp?.servers.find((server) => server.server === entry.server);
   const activityId = `mcp-${call.id}`;
   const { mcpCallTool } = proxyActivities<McpActivities>({
-    ...mcpCallActivityOptions(config, entry.replayPolicy),
+    ...mcpCallActivityOptions(
+      {
+        timeoutMs: listed?.timeoutMs ?? config.timeoutMs,
+        startupTimeoutMs: listed?.startupTimeoutMs ?? config.startupTimeoutMs,
+      },
+      entry.replayPolicy,
+    ),
     ...heartbeatOverride(op),
     activityId,
     summary,

@@ -52,9 +52,12 @@ export function createMcpActivities(deps: McpDependencies): McpActivities {
         const catalogue: McpCatalogue = { tools: [], servers: [] };
         const taken = new Set<string>();
         for (const [server, config] of Object.entries(input.servers)) {
-          const tools = await listServerTools(server, config, deps, ctx?.cancellationSignal);
+          const { tools, resolved } = await listServerTools(server, config, deps, ctx?.cancellationSignal);
           for (const tool of tools) catalogue.tools.push(catalogueEntry(server, tool, taken, deps.secrets));
-          catalogue.servers.push({ server, tools: tools.length });
+          const timeouts = config.configured
+            ? { timeoutMs: resolved.timeoutMs, startupTimeoutMs: resolved.startupTimeoutMs }
+            : {};
+          catalogue.servers.push({ server, tools: tools.length, ...timeouts });
         }
         if (catalogue.tools.length > MCP_MAX_TOOLS) {
           throw ApplicationFailure.create({
@@ -89,11 +92,11 @@ export function createMcpActivities(deps: McpDependencies): McpActivities {
           const result = (await connection.client.callTool(
             { name: input.tool, arguments: input.arguments },
             undefined,
-            { timeout: input.config.timeoutMs, signal: ctx.cancellationSignal },
+            { timeout: connection.config.timeoutMs, signal: ctx.cancellationSignal },
           )) as CallToolResult;
           return mcpResultText(result, deps.secrets);
         } catch (err) {
-          throw callFailure(input, err, connection.stderrTail(), deps.secrets);
+          throw callFailure({ ...input, config: connection.config }, err, connection.stderrTail(), deps.secrets);
         } finally {
           await connection.close();
         }
@@ -109,23 +112,24 @@ async function listServerTools(
   config: McpServerConfig,
   deps: McpDependencies,
   signal: AbortSignal | undefined,
-): Promise<Tool[]> {
+): Promise<{ tools: Tool[]; resolved: McpServerConfig }> {
   const connection = await connectMcpServer(server, config, { ...deps, signal });
+  const resolved = connection.config;
   try {
     const tools: Tool[] = [];
     let cursor: string | undefined;
     do {
       const page = await connection.client.listTools(cursor ? { cursor } : undefined, {
-        timeout: config.startupTimeoutMs,
+        timeout: resolved.startupTimeoutMs,
         signal,
       });
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor && tools.length <= MCP_MAX_TOOLS);
-    return tools;
+    return { tools, resolved };
   } catch (err) {
     throw callFailure(
-      { server, tool: 'tools/list', replayPolicy: 'safe', config },
+      { server, tool: 'tools/list', replayPolicy: 'safe', config: resolved },
       err,
       connection.stderrTail(),
       deps.secrets,

@@ -12,7 +12,7 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { MCP_FAILURE_TYPES, type McpServerConfig } from '../../common/mcp';
 import type { SecretStore } from '../secrets/store';
-import type { McpHostSettings } from './settings';
+import { resolveMcpServer, type McpHostSettings } from './settings';
 
 /** The client's name and version in `initialize`. */
 const CLIENT_INFO = { name: 'durable-agent-harness', version: '0.1.0' };
@@ -21,6 +21,8 @@ const STDERR_TAIL_CHARS = 2_000;
 
 export interface McpConnection {
   client: Client;
+  /** The server connected to: the input's, or the worker's configured server of that name. */
+  config: McpServerConfig;
   /** What the server wrote to stderr so far (its tail; masked), for failures. */
   stderrTail(): string;
   close(): Promise<void>;
@@ -29,14 +31,15 @@ export interface McpConnection {
 /** Connects and runs `initialize` within the server's `startupTimeoutMs`; a classified failure otherwise. */
 export async function connectMcpServer(
   server: string,
-  config: McpServerConfig,
+  requested: McpServerConfig,
   deps: { settings: McpHostSettings; secrets: SecretStore; signal?: AbortSignal },
 ): Promise<McpConnection> {
+  const { config, trusted } = resolveMcpServer(server, requested, deps.settings);
   const client = new Client(CLIENT_INFO, { capabilities: {} });
   let stderr = '';
   let transport: StdioClientTransport | StreamableHTTPClientTransport;
   if (config.command !== undefined) {
-    checkCommandAllowed(server, config.command, deps.settings);
+    if (!trusted) checkCommandAllowed(server, config.command, deps.settings);
     const stdio = new StdioClientTransport({
       command: config.command,
       args: config.args ?? [],
@@ -59,7 +62,7 @@ export async function connectMcpServer(
     await client.close().catch(() => undefined);
     throw connectFailure(server, config, err, stderrTail(), deps.secrets);
   }
-  return { client, stderrTail, close: () => client.close().catch(() => undefined) };
+  return { client, config, stderrTail, close: () => client.close().catch(() => undefined) };
 }
 
 function checkCommandAllowed(server: string, command: string, settings: McpHostSettings): void {

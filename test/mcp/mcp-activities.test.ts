@@ -14,6 +14,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createMcpActivities } from '../../activities/mcp/activities';
+import { readMcpSettings } from '../../activities/mcp/settings';
 import { secretStore } from '../../activities/secrets/store';
 import {
   mcpServerSchema,
@@ -210,5 +211,58 @@ describe('an HTTP MCP server with a token from the host store', () => {
     );
     expect(failure.type).toBe('SecretNotFound');
     expect(failure.message).toContain('MCP server "notes" (header Authorization) needs the secret "MISSING"');
+  });
+});
+
+describe("servers of the brain worker's MCP config (AGENT_MCP_CONFIG)", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-config-'));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('runs a configured server that an input names, without allow-listing its command', async () => {
+    const file = path.join(dir, 'mcp.json');
+    const notes = path.join(dir, 'notes.txt');
+    const server = { command: process.execPath, args: ['--import', 'tsx', SERVER_SCRIPT], env: { NOTES_FILE: notes } };
+    fs.writeFileSync(file, JSON.stringify({ mcpServers: { notes: { ...server, timeoutMs: 5_000 } } }));
+    const settings = readMcpSettings({ AGENT_MCP_CONFIG: file });
+    expect(settings.allowedCommands).toEqual(new Set());
+    const configured = createMcpActivities({ settings, secrets: secretStore(new Map()) });
+    const byName = mcpServerSchema.parse({ configured: true });
+    const catalogue = (await new MockActivityEnvironment().run(configured.mcpListTools, {
+      operationId: 'op-test',
+      servers: { notes: byName },
+    })) as McpCatalogue;
+    expect(catalogue.servers).toEqual([{ server: 'notes', tools: 4, timeoutMs: 5_000, startupTimeoutMs: 30_000 }]);
+    const outcome = (await new MockActivityEnvironment().run(configured.mcpCallTool, {
+      ...callInput({ configured: true }, 'add_note', { text: 'configured' }, 'never'),
+    })) as McpCallOutcome;
+    expect(outcome.content).toBe('noted: configured');
+    expect(fs.readFileSync(notes, 'utf8')).toBe('configured\n');
+
+    const unknown = await failureOf(
+      new MockActivityEnvironment().run(configured.mcpListTools, {
+        operationId: 'op-test',
+        servers: { other: byName },
+      }),
+    );
+    expect(unknown.type).toBe('McpServerNotConfigured');
+    expect(unknown.message).toBe(
+      `MCP server "other" is not in the brain worker's MCP config ${file} (it holds: notes)`,
+    );
+    // The same input without a configured server is refused by the allow-list.
+    const refused = await failureOf(
+      new MockActivityEnvironment().run(configured.mcpCallTool, callInput(server, 'add_note', { text: 'x' }, 'never')),
+    );
+    expect(refused.type).toBe('McpServerNotAllowed');
+  });
+
+  it('refuses a config file with a bad server, naming the file and the field', () => {
+    const file = path.join(dir, 'bad.json');
+    fs.writeFileSync(file, JSON.stringify({ mcpServers: { api: { url: 'ftp://example.com/mcp' } } }));
+    expect(() => readMcpSettings({ AGENT_MCP_CONFIG: file })).toThrow(`AGENT_MCP_CONFIG ${file}: api.url:`);
+    fs.writeFileSync(file, JSON.stringify({ servers: {} }));
+    expect(() => readMcpSettings({ AGENT_MCP_CONFIG: file })).toThrow('must be a JSON object {"mcpServers": {…}}');
   });
 });

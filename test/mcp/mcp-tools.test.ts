@@ -197,7 +197,7 @@ describe('MCP tools as activities (real Temporal, a real stdio MCP server, the s
   it('refuses malformed mcpServers input with a message naming the field', async () => {
     const cases: Array<[unknown, string]> = [
       [{ 'bad name': { command: 'x' } }, 'mcpServers.bad name'],
-      [{ a: { command: 'x', url: 'https://example.com/mcp' } }, 'mcpServers.a: must have either "command"'],
+      [{ a: { command: 'x', url: 'https://example.com/mcp' } }, 'mcpServers.a: must have exactly one of "command"'],
       [{ a: { url: 'ftp://example.com' } }, 'mcpServers.a.url'],
       [{ a: { url: 'https://u:p@example.com/mcp' } }, 'must not carry credentials'],
       [{ a: { command: 'x', env: { T: { secret: 'no such!' } } } }, 'mcpServers.a.env.T'],
