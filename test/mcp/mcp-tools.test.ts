@@ -194,6 +194,22 @@ describe('MCP tools as activities (real Temporal, a real stdio MCP server, the s
     for (const r of h.model.requests) expect(r.rawBody).not.toContain(TOKEN);
   });
 
+  it("gives a subagent the parent's MCP servers", async () => {
+    const notes = path.join(dir, 'subagent.txt');
+    h.model.setScript([
+      { toolCalls: [{ name: 'task', input: { description: 'take a note', prompt: 'note "from the subagent"' } }] },
+      { toolCalls: [{ name: 'mcp__notes__add_note', input: { text: 'from the subagent' } }] },
+      { respond: (request) => ({ text: `subagent: ${request.toolResults[0]?.content}` }) },
+      { respond: (request) => ({ text: `parent: ${request.toolResults[0]?.content}` }) },
+    ]);
+    const result = await operationResult(
+      await h.start({ goal: 'delegate', mcpServers: { notes: notesServer(notes) } }),
+    );
+    expect(result.state).toBe('completed');
+    expect(result.finalText).toBe('parent: subagent: noted: from the subagent');
+    expect(fs.readFileSync(notes, 'utf8')).toBe('from the subagent\n');
+  });
+
   it('refuses malformed mcpServers input with a message naming the field', async () => {
     const cases: Array<[unknown, string]> = [
       [{ 'bad name': { command: 'x' } }, 'mcpServers.bad name'],
