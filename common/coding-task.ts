@@ -10,6 +10,7 @@
 import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
 import type { FeatureListViolation } from './feature-list';
+import { mcpServersSchema } from './mcp';
 import type { TokenUsage } from './model-types';
 import { describeZodError } from './validation';
 
@@ -96,6 +97,8 @@ export const codingTaskInputSchema = z
     model: z.string().min(1).optional(),
     /** Task queue of the hands worker that owns the Docker host (sandbox and host-side git). */
     handsTaskQueue: z.string().min(1).optional(),
+    /** MCP servers every operation of the task may call (`common/mcp.ts`), run by the brain worker. */
+    mcpServers: mcpServersSchema.optional(),
   })
   .refine((input) => !(input.spec !== undefined && input.specPath !== undefined), {
     message: 'give one of spec or specPath, not both',

@@ -14,6 +14,7 @@
  *
  * Deterministic: zod, constants and pure functions (imported by workflow code).
  */
+import type { McpToolDefinition } from './mcp';
 import { z } from 'zod';
 import type { ContextFingerprint, TailBlock } from './model-step';
 import type { MessageParam, TokenUsage } from './model-types';
@@ -112,6 +113,8 @@ export interface CompactContextInput {
   fitTokens: number;
   /** As `ModelStepInput.continues`: set while `base` is the context taken over from the lane's previous operation. */
   continues?: string;
+  /** As `ModelStepInput.mcpTools`. */
+  mcpTools?: McpToolDefinition[];
 }
 
 export interface CompactContextResult {

@@ -14,6 +14,7 @@
  * Deterministic: type-only imports.
  */
 import type { CompactContextInput, CompactContextResult, ContextClear } from './context';
+import type { McpToolDefinition } from './mcp';
 import type { ContentBlockParam, ModelReply } from './model-types';
 
 /**
@@ -63,6 +64,12 @@ export interface ModelStepInput {
    * a rebuild walks back through it (see `activities/brain/lane-chain.ts`).
    */
   continues?: string;
+  /**
+   * The operation's MCP tools (`common/mcp.ts`), offered after the harness's own. Absent without
+   * MCP servers. Sent with every step (a cold brain rebuilds the context from history, not the
+   * tools), so a step's input grows by the size of the servers' schemas.
+   */
+  mcpTools?: McpToolDefinition[];
 }
 
 export interface ModelStepResult extends ModelReply {

@@ -14,6 +14,7 @@ import {
   type WaitingApproval,
 } from './approvals';
 import { handsHostSchema, type HandsHost } from './hands-route';
+import { mcpServersSchema } from './mcp';
 import {
   laneContinuationSchema,
   laneNameSchema,
@@ -165,6 +166,11 @@ export const operationInputSchema = z.strictObject({
    * it (set by them): the operation's hands calls go there instead of claiming a host.
    */
   handsHost: handsHostSchema.optional(),
+  /**
+   * MCP servers whose tools the model may call (`common/mcp.ts`): name → a stdio server
+   * (`command`, `args`, `env`) or an HTTP server (`url`, `headers`), run by the brain worker.
+   */
+  mcpServers: mcpServersSchema.optional(),
 });
 
 export type OperationInput = z.input<typeof operationInputSchema>;

@@ -53,7 +53,8 @@ runMain(async (args) => {
   // The harness lives with the tests; it only needs the variables above.
   const { startOperationHarness, waitFor } = await import('../test/support/operation-harness');
   const { operationResult } = await import('../client/operation-result');
-  const h = await startOperationHarness();
+  // The brain may start the test MCP server (`mcp-tools`) with this very node.
+  const h = await startOperationHarness([], { brain: { mcp: { allowedCommands: new Set([process.execPath]) } } });
   const calculator = path.join(PROJECT_ROOT, 'examples', 'calculator');
   // The temporal CLI writes histories in the proto JSON form that `historyFromJSON` reads.
   const record = async (name: string, workflowId: string): Promise<void> => {
@@ -251,6 +252,30 @@ runMain(async (args) => {
       handle = await h.start({ goal: 'loop' }, 'fixture-loop-stuck');
       await operationResult(handle);
       await record('loop-stuck', handle.workflowId);
+    }
+
+    if (wanted('mcp-tools')) {
+      // The tools of a stdio MCP server listed once, a call refused by its schema, then one that runs.
+      h.model.setScript([
+        { toolCalls: [{ name: 'mcp__notes__add_note', input: { text: 7 } }] },
+        { toolCalls: [{ name: 'mcp__notes__add_note', input: { text: 'buy milk' } }] },
+        { text: 'noted' },
+      ]);
+      handle = await h.start(
+        {
+          goal: 'note it',
+          mcpServers: {
+            notes: {
+              command: process.execPath,
+              args: ['--import', 'tsx', 'test/support/mcp-test-server.ts'],
+              env: { NOTES_FILE: path.join(dir, 'notes.txt') },
+            },
+          },
+        },
+        'fixture-mcp-tools',
+      );
+      await operationResult(handle);
+      await record('mcp-tools', handle.workflowId);
     }
 
     if (wanted('coding-task')) await recordCodingTask(record);

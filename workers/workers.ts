@@ -20,6 +20,9 @@ import { createHandsActivities } from '../activities/hands/activities';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
 import { readHandsSettings, type HandsSettings } from '../activities/hands/settings';
 import { createHealthActivities } from '../activities/health';
+import { createMcpActivities } from '../activities/mcp/activities';
+import { readMcpSettings, type McpHostSettings } from '../activities/mcp/settings';
+import { loadSecretStore, type SecretStore } from '../activities/secrets/store';
 import { createOpsActivities } from '../activities/ops/probe';
 import { hostQueueOf } from '../common/hands-route';
 import { createRepoActivities } from '../activities/repo/activities';
@@ -43,6 +46,10 @@ export interface BrainWorkerOptions extends CommonWorkerOptions {
   client: Client;
   modelSettings: ModelSettings;
   cache?: ContextCache;
+  /** MCP: the commands a stdio server may run (default: `AGENT_MCP_COMMANDS`, `activities/mcp/settings.ts`). */
+  mcp?: McpHostSettings;
+  /** The host-side secret store MCP servers take their tokens from (default: `loadSecretStore()`). */
+  secrets?: SecretStore;
 }
 
 export interface HandsWorkerOptions extends CommonWorkerOptions {
@@ -116,7 +123,9 @@ async function workflowCode(options: CommonWorkerOptions): Promise<Pick<WorkerOp
   return { workflowBundle: bundle, buildId: `agent+${createHash('sha256').update(code).digest('hex').slice(0, 16)}` };
 }
 
-export function brainActivities(options: Pick<BrainWorkerOptions, 'client' | 'modelSettings' | 'cache'>) {
+export function brainActivities(
+  options: Pick<BrainWorkerOptions, 'client' | 'modelSettings' | 'cache' | 'mcp' | 'secrets'>,
+) {
   const anthropic: Anthropic = createAnthropicClient(options.modelSettings);
   return {
     ...createBrainActivities({
@@ -124,6 +133,11 @@ export function brainActivities(options: Pick<BrainWorkerOptions, 'client' | 'mo
       settings: options.modelSettings,
       temporal: options.client,
       cache: options.cache ?? new ContextCache(),
+    }),
+    // MCP servers run beside the model calls: on the brain's host, never in the sandbox.
+    ...createMcpActivities({
+      settings: options.mcp ?? readMcpSettings(),
+      secrets: options.secrets ?? loadSecretStore(),
     }),
     ...createHealthActivities(),
   };

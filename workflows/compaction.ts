@@ -36,6 +36,7 @@ import { requestModelTurn } from './model-turn';
 import { contextFingerprint, continuationOf, heartbeatOverride, type OperationRun } from './operation-state';
 import { COMPACTION_ACTIVITY_OPTIONS } from './policies';
 import { stuckDetectionOn, watchActivity } from './stuck';
+import { mcpToolsOf } from './mcp-tools';
 
 /** The `patched()` id of scheduling compaction steps. */
 export const COMPACTION_PATCH = 'context-compaction';
@@ -137,6 +138,7 @@ export async function compact(op: OperationRun, reason: CompactionReason, reduce
           // The last request that fit carried about `context.tokens`; leave room for the summary.
           fitTokens: Math.floor(Math.min(0.8 * windowOf(op), carry.context.tokens)),
           ...continuationOf(op),
+          ...mcpToolsOf(op),
         }),
       ),
     );

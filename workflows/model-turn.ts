@@ -11,6 +11,7 @@ import { timeLeftMs, withDeadline } from './budget';
 import { editFrontierOf } from './context-window';
 import { contextFingerprint, continuationOf, heartbeatOverride, type OperationRun } from './operation-state';
 import { MODEL_STEP_ACTIVITY_OPTIONS } from './policies';
+import { mcpToolsOf } from './mcp-tools';
 import { modelStepWatch } from './step-visibility';
 
 /** Asks the model for the next turn; `undefined` when the deadline passed first. */
@@ -36,6 +37,7 @@ export function requestModelTurn(op: OperationRun): Promise<ModelStepResult | un
         ...editFrontierOf(op),
         tail: carry.tail,
         ...continuationOf(op),
+        ...mcpToolsOf(op),
       }),
     ),
   );

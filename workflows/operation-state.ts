@@ -8,6 +8,7 @@ import type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow'
 import type { ApprovalDecisionInput, WaitingApproval } from '../common/approvals';
 import type { ContextClear } from '../common/context';
 import type { ToolOutcome } from '../common/hands';
+import type { McpCatalogue } from '../common/mcp';
 import type { ContextFingerprint, TailBlock } from '../common/model-step';
 import { ZERO_USAGE, type TokenUsage } from '../common/model-types';
 import type { HandsHost } from '../common/hands-route';
@@ -53,6 +54,8 @@ export interface OperationCarry {
   approvalsDecided?: Array<{ toolCallId: string; decision: 'approved' | 'denied' }>;
   /** The live event stream's state (`live.ts`), set just before continue-as-new. */
   live?: WorkflowStreamState;
+  /** The MCP tools listed for this operation (`mcp-tools.ts`); absent without `mcpServers`. */
+  mcp?: McpCatalogue;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';

@@ -47,6 +47,7 @@ import { acceptSteeringAndAbort, applySteering, steeringNote } from './steering'
 import { actOnCutToolCalls, actOnStopReason, STOP_REASONS_PATCH } from './stop-reasons';
 import { runToolBatch } from './tool-calls';
 import { checkForLoop } from './loop-detector';
+import { listMcpTools } from './mcp-tools';
 import { noteTurnOutcome } from './step-visibility';
 import { stuckDetectionOn } from './stuck';
 import { answerStatusQuery, countersDue, keepDetails, publishSearchAttributes, showDetails } from './visibility';
@@ -80,6 +81,9 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
 
 async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: unknown): Promise<OperationEnd> {
   const { carry } = op;
+  // MCP tools are listed once, before the first turn; without `mcpServers` nothing is scheduled.
+  const mcpFailed = await listMcpTools(op);
+  if (mcpFailed) return mcpFailed;
   for (;;) {
     applySteering(op);
     if (carry.tail.length === 0 && !carry.context.resumePause) return new OperationEnd('completed', 'end_turn');

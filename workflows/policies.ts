@@ -16,6 +16,8 @@
  * | task workspace steps  | 10 min             | 20 s      | 5        | 1 s ×2 … 30 s      |
  * | task verification     | checks + 2 min     | 20 s      | 3        | 2 s ×2 … 30 s      |
  * | health echo           | 30 s               | –         | 3        | SDK default        |
+ * | MCP tool listing      | servers' startup ×2 + 30 s | 3 s | 3       | 1 s ×2 … 10 s      |
+ * | MCP tool call         | call + startup + 30 s | 3 s    | 3 (never), 5 (safe) | 0.5 s ×2 … 10 s |
  *
  * An operation's `heartbeatTimeoutMs` overrides the heartbeat of its model, tool and sandbox calls.
  *
@@ -237,3 +239,39 @@ export const HEALTH_ACTIVITY_OPTIONS: ActivityOptions = {
   retry: { maximumAttempts: 3 },
   summary: 'health echo',
 };
+
+/**
+ * MCP (`common/mcp.ts`, run by the brain worker): listing the tools of an operation's servers once.
+ * Each server gets its `startupTimeoutMs` to start and again to list; a server that fails to start
+ * or times out is final (the activity marks it so), an unreachable HTTP server is retried.
+ */
+export function mcpListActivityOptions(startupTimeoutsMs: number[]): ActivityOptions {
+  return {
+    startToCloseTimeout: startupTimeoutsMs.reduce((sum, ms) => sum + 2 * ms, 30_000),
+    heartbeatTimeout: '3 seconds',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
+  };
+}
+
+/**
+ * One MCP tool call: its `timeoutMs` plus the server's startup, plus slack. The activity marks what
+ * a retry cannot fix non-retryable; a retried attempt of a `never` tool does not send the call again
+ * (it answers `[interrupted: …]`, `activities/mcp/activities.ts`), so retries mostly serve dead
+ * workers and read-only tools.
+ */
+export function mcpCallActivityOptions(
+  server: { timeoutMs: number; startupTimeoutMs: number },
+  replayPolicy: 'safe' | 'never',
+): ActivityOptions {
+  return {
+    startToCloseTimeout: server.timeoutMs + server.startupTimeoutMs + 30_000,
+    heartbeatTimeout: '3 seconds',
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: '500 milliseconds',
+      backoffCoefficient: 2,
+      maximumInterval: '10 seconds',
+      maximumAttempts: replayPolicy === 'safe' ? 5 : 3,
+    },
+  };
+}

@@ -138,6 +138,8 @@ function subagentInput(op: OperationRun, call: ToolUseBlock, task: TaskInput, la
     ...(settings.approvals ? { approvals: settings.approvals } : {}),
     ...(settings.heartbeatTimeoutMs ? { heartbeatTimeoutMs: settings.heartbeatTimeoutMs } : {}),
     ...(settings.session ? { session: settings.session } : {}),
+    // The same MCP servers (the subagent lists them itself: its own operation).
+    ...(settings.mcpServers ? { mcpServers: settings.mcpServers } : {}),
   };
 }
 

@@ -74,6 +74,7 @@ function operationInput(task: TaskRun, goal: string): OperationInput {
     ...(carry.handsHost ? { handsHost: carry.handsHost } : {}),
     keepContainer: true,
     ...(settings.model ? { model: settings.model } : {}),
+    ...(settings.mcpServers ? { mcpServers: settings.mcpServers } : {}),
     budget: {
       maxTurns: budget.maxTurnsPerFeature,
       ...(tokensLeft !== undefined ? { maxTotalTokens: Math.max(1, tokensLeft) } : {}),

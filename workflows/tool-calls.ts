@@ -32,6 +32,7 @@ import { toolActivityOptions } from './policies';
 import type { OperationSandbox } from './sandbox';
 import { stuckDetectionOn, watchActivity } from './stuck';
 import { runSubagent } from './subagents';
+import { isMcpToolName, runMcpToolCall } from './mcp-tools';
 import { toolResult } from './tool-result';
 import { showDetails } from './visibility';
 
@@ -114,6 +115,8 @@ async function prepareAndRun(
   sandbox: OperationSandbox,
   call: ToolUseBlock,
 ): Promise<ToolResultBlockParam> {
+  // MCP tools (`mcp__<server>__<tool>`) are validated, approved and run by `mcp-tools.ts`.
+  if (isMcpToolName(call.name)) return runMcpToolCall(op, call);
   const prepared = prepareToolCall(op, call);
   if (!prepared.ok) return prepared.result;
   const refusal = prepared.approval.policy === 'ask' ? await awaitApproval(op, call, prepared) : undefined;

@@ -99,7 +99,7 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
       const context = withClearedResults(base, input.clear);
       const request: ModelRequest = {
         system: context.system,
-        tools,
+        tools: withMcpTools(tools, input.mcpTools),
         messages: requestMessages(context, input.tail),
         maxTokens: input.maxTokens,
         model: input.model,
@@ -137,7 +137,7 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
           COMPACTION_FAILURE_TYPES.nothingToCompact,
         );
       }
-      const request = summaryRequest(context, input, tools, keep.replaced);
+      const request = summaryRequest(context, input, withMcpTools(tools, input.mcpTools), keep.replaced);
       crashPoint(`model: before request (compaction ${input.compaction})`);
       const reply = await sendWithHeartbeats({ client: deps.anthropic, settings: deps.settings, request });
       crashPoint(`model: after response (compaction ${input.compaction})`);
@@ -170,4 +170,9 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
       return result;
     },
   };
+}
+
+/** The harness's tools, then the operation's MCP tools (`common/mcp.ts`) when it has any. */
+function withMcpTools(tools: Anthropic.Tool[], mcpTools: ModelStepInput['mcpTools']): Anthropic.Tool[] {
+  return mcpTools?.length ? [...tools, ...mcpTools] : tools;
 }

@@ -15,7 +15,7 @@ import {
   type ScriptedModelServerOptions,
 } from '../../scripted-model/server';
 import type { ModelScript } from '../../scripted-model/script';
-import { createBrainWorker, createHandsWorker } from '../../workers/workers';
+import { createBrainWorker, createHandsWorker, type BrainWorkerOptions } from '../../workers/workers';
 import { testPlatform } from './env';
 import { connectTestTemporal, TestTemporal } from './temporal';
 import { removeSandboxes } from './hands';
@@ -53,6 +53,8 @@ export interface OperationHarnessOptions {
   modelSettings?: Partial<ModelSettings>;
   /** A dev server of the test's own (default: the shared one). */
   temporalAddress?: string;
+  /** The brain worker's MCP settings and secret store (default: from the environment). */
+  brain?: Pick<BrainWorkerOptions, 'mcp' | 'secrets'>;
 }
 
 export async function startOperationHarness(
@@ -76,6 +78,7 @@ export async function startOperationHarness(
       modelSettings: { ...testModelSettings(model.url), ...options.modelSettings },
       cache,
       workflowBundle: { codePath: workflowBundlePath },
+      ...options.brain,
     }),
     await createHandsWorker({
       connection: temporal.nativeConnection,
