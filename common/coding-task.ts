@@ -9,6 +9,7 @@
  */
 import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
+import { egressPolicySchema } from './egress';
 import type { FeatureListViolation } from './feature-list';
 import type { TokenUsage } from './model-types';
 import { describeZodError } from './validation';
@@ -96,6 +97,11 @@ export const codingTaskInputSchema = z
     model: z.string().min(1).optional(),
     /** Task queue of the hands worker that owns the Docker host (sandbox and host-side git). */
     handsTaskQueue: z.string().min(1).optional(),
+    /**
+     * What the sandbox may reach (`common/egress.ts`); default `registries`: the package registries
+     * the hands host is configured to use, so `init.sh` can install dependencies.
+     */
+    egress: egressPolicySchema.default('registries'),
   })
   .refine((input) => !(input.spec !== undefined && input.specPath !== undefined), {
     message: 'give one of spec or specPath, not both',

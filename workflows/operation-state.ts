@@ -17,6 +17,7 @@ import { parseOperationInput, type OperationSettings, type OperationStatus } fro
 import type { StuckState } from '../common/stuck';
 import type { LoopWindow } from './loop-detector';
 import { publishRejectedInput } from './visibility';
+import type { EgressSummary } from '../common/egress';
 import { sessionIdFor } from '../common/sandbox-names';
 import { DEFAULT_HANDS_QUEUE } from '../common/task-queues';
 import { openLiveEvents, type LiveEvents } from './live';
@@ -53,6 +54,8 @@ export interface OperationCarry {
   approvalsDecided?: Array<{ toolCallId: string; decision: 'approved' | 'denied' }>;
   /** The live event stream's state (`live.ts`), set just before continue-as-new. */
   live?: WorkflowStreamState;
+  /** The requests made through the egress proxy so far (absent until the first). */
+  egress?: EgressSummary;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';

@@ -70,6 +70,7 @@ function operationInput(task: TaskRun, goal: string): OperationInput {
     sessionId: task.sessionId,
     handsTaskQueue: task.handsQueue,
     keepContainer: true,
+    egress: settings.egress,
     ...(settings.model ? { model: settings.model } : {}),
     budget: {
       maxTurns: budget.maxTurnsPerFeature,
