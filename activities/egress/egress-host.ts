@@ -48,6 +48,8 @@ export interface SandboxEgressWiring {
   mounts(containerName: string): Docker.MountSettings[];
   /** The container's first process: the forwarder (restarted if it stops) and the idle sleep. */
   command: string[];
+  /** The sandbox's container is gone: stop serving its socket and remove its directory. */
+  release(containerName: string): void;
   /** A container without a mount at this path was made without egress and is replaced. */
   marker: string;
 }
@@ -157,6 +159,11 @@ export class EgressHost implements SandboxEgressWiring {
         return this.supervisor.deaths !== deathsBefore ? { ...summary, proxyRestarted: true } : summary;
       },
     };
+  }
+
+  release(containerName: string): void {
+    this.supervisor.close(containerName);
+    fs.rmSync(this.socketDir(containerName), { recursive: true, force: true });
   }
 
   /** Stops the proxy process (worker shutdown). */

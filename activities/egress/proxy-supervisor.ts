@@ -59,7 +59,7 @@ export class ProxySupervisor {
 
   close(key: string): void {
     this.served.delete(key);
-    this.child?.send({ type: 'close', key } satisfies SupervisorMessage);
+    if (this.child?.connected) this.child.send({ type: 'close', key } satisfies SupervisorMessage);
   }
 
   /** Stops the proxy process for good (worker shutdown). */

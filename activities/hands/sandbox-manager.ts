@@ -628,6 +628,8 @@ export class SandboxManager {
       [404],
     );
     const volume = options.keepVolume ? false : await this.volumes.remove(sessionId);
+    // egress hook: the removed container's proxy socket goes with it.
+    this.egress?.release(containerNameOf(sessionId, this.namePrefix));
     return { container: container ?? false, volume };
   }
 
