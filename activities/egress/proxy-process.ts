@@ -148,7 +148,21 @@ function onRequest(key: string, req: http.IncomingMessage, res: http.ServerRespo
     url = undefined;
   }
   if (!entry || !url) {
-    // Addressed to the proxy itself: it has nothing to show.
+    // Addressed to the proxy itself: it has nothing to show (and the attempt is counted).
+    if (entry)
+      send({
+        type: 'record',
+        key,
+        record: {
+          host: '(the egress proxy)',
+          port: 0,
+          method: req.method ?? 'GET',
+          allowed: false,
+          reason: 'a request addressed to the egress proxy itself',
+          bytesOut: 0,
+          bytesIn: 0,
+        },
+      });
     res.writeHead(400, { 'Content-Type': 'text/plain', 'X-Agent-Egress': 'refused', Connection: 'close' });
     res.end('this is the sandbox egress proxy: it only forwards requests to allowed hosts\n');
     return;

@@ -129,6 +129,7 @@ describe('egress proxy (real Docker, real proxy process)', () => {
     expect(out[2]).toBe('400 this is the sandbox egress proxy: it only forwards requests to allowed hosts');
     expect(out[3]).toBe('HTTP/1.1 400 Bad Request');
     expect(allowed.seen).toEqual(['GET /ok']);
+    expect(local.egress).toMatchObject({ allowed: 0, denied: 4, hosts: { '(the egress proxy)': { denied: 3 } } });
   }, 120_000);
 
   it('the proxy adds a private registry token from the host store; the red team finds it nowhere in the sandbox', async () => {
@@ -175,6 +176,21 @@ describe('egress proxy (real Docker, real proxy process)', () => {
     expect(sweep.content).toBe('swept\n[exit code 0]');
     expect(JSON.stringify([fetched, tunnel, redTeam, sweep])).not.toContain(TOKEN);
   }, 120_000);
+
+  it('a credential naming a secret the store does not hold fails the call, naming it, without running it', async () => {
+    const entry = `${ip}:${registry.port}`;
+    const failure = await call('touch /workspace/ran', {
+      allow: [entry],
+      credentials: { [entry]: { header: 'Authorization', secret: 'MISSING_TOKEN' } },
+    }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect(failure).toMatchObject({ type: 'SecretNotFound', nonRetryable: true });
+    expect((failure as Error).message).toContain(`the egress credential for ${entry} needs the secret "MISSING_TOKEN"`);
+    expect((await call('test -e /workspace/ran; echo $?', 'none')).content).toBe('1\n[exit code 0]');
+  });
 
   it('a token echoed by a tool is masked before the result is recorded', async () => {
     const other = await hands.runTool({
