@@ -3,6 +3,7 @@
  * Every problem is one line that names the flag or argument. Coding tasks and schedules are parsed
  * in `task-args.ts`.
  */
+import { parseEgressFlag, type EgressPolicy } from '../common/egress';
 import { parseDuration } from './duration';
 import { parseScheduleCommand, parseTaskCommand, TASK_HELP, type TaskCommand } from './task-args';
 import { UsageError } from './usage-error';
@@ -33,6 +34,8 @@ export type AgentCommand =
       /** `--approvals '<json map>'` (validated with the operation input). */
       approvals?: string;
       approvalTimeoutMs?: number;
+      /** `--egress none|registries|<host,…>|'<json>'` (`common/egress.ts`). */
+      egress?: EgressPolicy;
     }
   | { kind: 'status'; id: string; json: boolean }
   | { kind: 'abort'; id: string; reason?: string }
@@ -151,6 +154,7 @@ export function parseAgentArgs(argv: string[]): AgentCommand {
         json: 'boolean',
         approvals: 'string',
         'approval-timeout': 'string',
+        egress: 'string',
       });
       const maxTurns = flags['max-turns'] as number | undefined;
       if (maxTurns !== undefined && maxTurns > MAX_TURNS_LIMIT)
@@ -283,7 +287,15 @@ function runSessionFlags(flags: Flags): Partial<Extract<AgentCommand, { kind: 'r
     out.approvals = flags.approvals as string;
   }
   if (flags['approval-timeout'] !== undefined) out.approvalTimeoutMs = durationFlag('approval-timeout', flags);
+  if (flags.egress !== undefined) out.egress = egressFlag(String(flags.egress));
   return out;
+}
+
+/** `--egress`, checked like the input field it becomes. */
+export function egressFlag(text: string): EgressPolicy {
+  const parsed = parseEgressFlag(text);
+  if (!parsed.ok) throw new UsageError(parsed.error);
+  return parsed.value;
 }
 
 function durationFlag(name: string, flags: Flags): number {
@@ -368,6 +380,7 @@ export const HELP = `agent — run a durable coding agent on Temporal
         [--session S] [--lane L] [--new] [--detach] [--json] [--with-worker]
         [--id <operation id>] [--model <name>] [--max-turns N] [--eager-sandbox] [--keep-container]
         [--approvals '{"bash:/git push/": "ask"}'] [--approval-timeout 30m]
+        [--egress none|registries|host,…|'{"allow":[…]}']   what the sandbox may reach (default none)
                                     without --session: a new session; a busy lane queues the prompt
   agent session ls|show <S> [--json] the sessions, or one session's lanes, operations and facts
   agent events <S|operation> [--lane L] [--type T[,T]] [--from N] [--to N] [--follow] [--json]

@@ -109,6 +109,7 @@ function promptOf(command: RunCommand, handsQueue: string): { prompt: PromptInpu
     ...(approvals ? { approvals } : {}),
     ...(command.approvalTimeoutMs ? { approvalTimeoutMs: command.approvalTimeoutMs } : {}),
     ...(command.eagerSandbox ? { eagerSandbox: true } : {}),
+    ...(command.egress ? { egress: command.egress } : {}),
   };
   const checked = parsePrompt(prompt);
   if (!checked.ok) throw new Error(`invalid prompt: ${flagNames(checked.error)}`);

@@ -10,6 +10,7 @@
  *        -- <task start flags>
  *   agent schedule ls | pause <name> [--note "…"] | unpause <name> | trigger <name> | delete <name>
  */
+import { parseEgressFlag, type EgressPolicy } from '../common/egress';
 import { parseDuration } from './sandbox';
 import { UsageError } from './usage-error';
 
@@ -22,6 +23,8 @@ export interface TaskSpecArgs {
   verify?: string;
   verifyTimeoutMs?: number;
   model?: string;
+  /** `--egress` (default for tasks: `registries`). */
+  egress?: EgressPolicy;
   budget: {
     featuresPerRun?: number;
     maxTurnsPerFeature?: number;
@@ -67,6 +70,7 @@ const TASK_FLAGS: Record<string, FlagKind> = {
   verify: 'string',
   'verify-timeout': 'duration',
   model: 'string',
+  egress: 'string',
   'features-per-run': 'int',
   'max-turns-per-feature': 'int',
   'max-attempts-per-feature': 'int',
@@ -133,6 +137,12 @@ function flagValue(command: string, name: string, kind: FlagKind, value: string)
   return value;
 }
 
+function egressOf(text: string, command: string): EgressPolicy {
+  const parsed = parseEgressFlag(text);
+  if (!parsed.ok) throw new UsageError(`agent ${command}: ${parsed.error}`);
+  return parsed.value;
+}
+
 /** The task flags of `task start` and of `schedule create … --`. */
 export function parseTaskSpec(flags: FlagValues, command: string): TaskSpecArgs {
   const str = (name: string) => flags[name] as string | undefined;
@@ -167,6 +177,7 @@ export function parseTaskSpec(flags: FlagValues, command: string): TaskSpecArgs 
     ...(str('verify') !== undefined ? { verify: str('verify') } : {}),
     ...(num('verify-timeout') !== undefined ? { verifyTimeoutMs: num('verify-timeout') } : {}),
     ...(str('model') !== undefined ? { model: str('model') } : {}),
+    ...(str('egress') !== undefined ? { egress: egressOf(str('egress')!, command) } : {}),
     budget,
   };
 }
@@ -266,7 +277,7 @@ function scheduleName(name: string, command: string): string {
 export const TASK_HELP = `  agent task start --repo <path> | --git <url> [--ref R]   start an overnight coding task and follow it
         [--branch B] [--spec "…" | --spec-path P] [--verify "npm test"] [--features-per-run N]
         [--max-turns-per-feature N] [--max-attempts-per-feature N] [--max-tokens N] [--max-cost USD]
-        [--max-duration 8h] [--verify-timeout 10m] [--model M] [--id ID] [--detach] [--with-worker]
+        [--max-duration 8h] [--verify-timeout 10m] [--model M] [--egress registries|none|host,…|'{json}'] [--id ID] [--detach] [--with-worker]
   agent schedule create <name> --cron "0 1 * * *" [--timezone Europe/Paris] [--catchup-window 1h]
         [--no-pause-on-failure] -- <task start flags>   run the task on a Temporal Schedule
   agent schedule ls | pause <name> | unpause <name> | trigger <name> | delete <name>`;

@@ -41,6 +41,7 @@ export function taskInput(task: TaskSpecArgs, env: NodeJS.ProcessEnv = process.e
     ...(task.verify ? { verify: task.verify } : {}),
     ...(task.verifyTimeoutMs ? { verifyTimeoutMs: task.verifyTimeoutMs } : {}),
     ...(task.model ? { model: task.model } : {}),
+    ...(task.egress ? { egress: task.egress } : {}),
     ...(Object.keys(task.budget).length ? { budget: task.budget } : {}),
     // The hands run on the queue this environment names (AGENT_HANDS_QUEUE), like its workers.
     handsTaskQueue: queueSettings(env).hands,

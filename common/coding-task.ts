@@ -9,6 +9,7 @@
  */
 import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
+import { egressPolicySchema } from './egress';
 import type { FeatureListViolation } from './feature-list';
 import { mcpServersSchema } from './mcp';
 import type { TokenUsage } from './model-types';
@@ -99,6 +100,11 @@ export const codingTaskInputSchema = z
     handsTaskQueue: z.string().min(1).optional(),
     /** MCP servers every operation of the task may call (`common/mcp.ts`), run by the brain worker. */
     mcpServers: mcpServersSchema.optional(),
+    /**
+     * What the sandbox may reach (`common/egress.ts`); default `registries`: the package registries
+     * the hands host is configured to use, so `init.sh` can install dependencies.
+     */
+    egress: egressPolicySchema.default('registries'),
   })
   .refine((input) => !(input.spec !== undefined && input.specPath !== undefined), {
     message: 'give one of spec or specPath, not both',

@@ -13,6 +13,8 @@
  * Deterministic: types and constants only (imported by workflow code).
  */
 
+import type { EgressPolicy, EgressSummary } from './egress';
+
 /** A repository to copy into the workspace before the first tool call. */
 export type SeedSource = { kind: 'local'; path: string } | { kind: 'git'; url: string; ref?: string };
 
@@ -26,6 +28,8 @@ export interface RunToolInput {
   input: unknown;
   /** The call's time budget; `bash` uses min(timeout_ms, this), other tools at most 60 s. */
   timeoutMs?: number;
+  /** What the sandbox may reach during the call (`common/egress.ts`); `none` when absent. */
+  egress?: EgressPolicy;
 }
 
 /** Where a tool call's full output went when it was too long to return whole. */
@@ -45,6 +49,8 @@ export interface ToolOutcome {
   /** Why the sandbox container was replaced before this call (also stated in `content`). */
   sandboxReplaced?: string;
   spill?: Spill;
+  /** The requests the call made through the egress proxy (absent when it made none). */
+  egress?: EgressSummary;
 }
 
 export interface SeedWorkspaceInput {

@@ -7,6 +7,7 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { contextPolicySchema } from './context';
+import { egressPolicySchema, type EgressSummary } from './egress';
 import {
   APPROVAL_TIMEOUT_DEFAULT_MS,
   APPROVAL_TIMEOUT_MAX_MS,
@@ -140,6 +141,11 @@ export const operationInputSchema = z.strictObject({
   heartbeatTimeoutMs: z.int().min(1_000).max(600_000).optional(),
   /** Default timeout of one tool call in milliseconds. */
   toolTimeoutMs: z.int().positive().max(3_600_000).default(600_000),
+  /**
+   * What the sandbox may reach through the hands' egress proxy (`common/egress.ts`): `none`,
+   * `registries` or `{"allow": ["host", …], "credentials": {…}}`. Subagents inherit it.
+   */
+  egress: egressPolicySchema.default('none'),
   /** When the operation calls itself stuck (`common/stuck.ts`); every limit has a default. */
   stuck: stuckLimitsSchema.prefault({}),
   /** How the context is kept inside the model's window: compaction, context editing, continuations (`common/context.ts`). */
@@ -268,6 +274,8 @@ export interface OperationResult {
   context?: LaneContext;
   /** Steering and session facts accepted but not yet in the context (the lane's next operation gets them). */
   pendingNotes?: string[];
+  /** The requests the sandbox made through the egress proxy (absent when it made none). */
+  egress?: EgressSummary;
 }
 
 export const steerUpdate = defineUpdate<{ accepted: true; position: number }, [{ text: string }]>('steer');

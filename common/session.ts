@@ -52,6 +52,7 @@ export const operationDefaultsSchema = z.strictObject({
   approvals: op.approvals,
   approvalTimeoutMs: op.approvalTimeoutMs.unwrap().optional(),
   toolTimeoutMs: op.toolTimeoutMs.unwrap().optional(),
+  egress: op.egress.unwrap().optional(),
   heartbeatTimeoutMs: op.heartbeatTimeoutMs,
   subagents: op.subagents.unwrap().optional(),
   eagerSandbox: op.eagerSandbox.unwrap().optional(),

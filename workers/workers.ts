@@ -16,6 +16,7 @@ import type { Context } from '@temporalio/activity';
 import type Docker from 'dockerode';
 import { createBrainActivities } from '../activities/brain/activities';
 import { ContextCache } from '../activities/brain/context-cache';
+import { EgressHost } from '../activities/egress/egress-host';
 import { createHandsActivities } from '../activities/hands/activities';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
 import { readHandsSettings, type HandsSettings } from '../activities/hands/settings';
@@ -152,19 +153,32 @@ export function handsActivities(
   options: Pick<HandsWorkerOptions, 'docker' | 'image' | 'namePrefix' | 'host' | 'taskQueue' | 'settings' | 'tasksDir'>,
 ) {
   const settings = options.settings ?? handsSettingsFromEnv();
+  const egress = processEgressHost();
   const manager = new SandboxManager({
     docker: options.docker,
     image: options.image,
     namePrefix: options.namePrefix,
     quota: settings.quota,
     limits: settings.limits,
+    egress,
   });
   const host = options.host ? { host: options.host, taskQueue: hostQueueOf(options.taskQueue, options.host) } : {};
   return {
-    ...createHandsActivities({ manager, host, allowedRoots: settings.allowedRoots }),
+    ...createHandsActivities({ manager, host, allowedRoots: settings.allowedRoots, egress, secrets: egress.secrets }),
     ...createRepoActivities({ manager, tasksDir: options.tasksDir ?? tasksDir() }),
     ...createHealthActivities(),
   };
+}
+
+let egressHost: EgressHost | undefined;
+
+/**
+ * The egress proxy of this process (one, shared by its hands workers) with the host's secret store
+ * (`AGENT_SECRETS_FILE`, `AGENT_SECRET_<NAME>`; see `activities/secrets/store.ts`).
+ */
+export function processEgressHost(): EgressHost {
+  egressHost ??= new EgressHost({ secrets: loadSecretStore() });
+  return egressHost;
 }
 
 /** The host folder of coding tasks' clones: `AGENT_TASKS_DIR`, or `tasks` under the data folder. */

@@ -18,6 +18,7 @@ import { parseOperationInput, type OperationSettings, type OperationStatus } fro
 import type { StuckState } from '../common/stuck';
 import type { LoopWindow } from './loop-detector';
 import { publishRejectedInput } from './visibility';
+import type { EgressSummary } from '../common/egress';
 import { sessionIdFor } from '../common/sandbox-names';
 import { DEFAULT_HANDS_QUEUE } from '../common/task-queues';
 import { openLiveEvents, type LiveEvents } from './live';
@@ -56,6 +57,8 @@ export interface OperationCarry {
   live?: WorkflowStreamState;
   /** The MCP tools listed for this operation (`mcp-tools.ts`); absent without `mcpServers`. */
   mcp?: McpCatalogue;
+  /** The requests made through the egress proxy so far (absent until the first). */
+  egress?: EgressSummary;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';

@@ -181,6 +181,7 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
     ...keepDetails(op),
     ...(carry.handsHost ? { handsRoute: carry.handsHost } : {}),
     tokens: operationTokens(op),
+    ...(carry.egress ? { egress: carry.egress } : {}),
     lane: op.settings.lane,
     context: laneContextOf(op),
     pendingNotes: [

@@ -267,6 +267,7 @@ function operationInput(
     budget: pick('budget'),
     approvalTimeoutMs: pick('approvalTimeoutMs'),
     toolTimeoutMs: pick('toolTimeoutMs'),
+    egress: pick('egress'),
     heartbeatTimeoutMs: pick('heartbeatTimeoutMs'),
     subagents: pick('subagents'),
     eagerSandbox: pick('eagerSandbox'),

@@ -121,6 +121,7 @@ function subagentInput(op: OperationRun, call: ToolUseBlock, task: TaskInput, la
     },
     handsTaskQueue: op.handsQueue,
     toolTimeoutMs: settings.toolTimeoutMs,
+    egress: settings.egress,
     approvalTimeoutMs: settings.approvalTimeoutMs,
     subagents: settings.subagents,
     context: settings.context,

@@ -73,6 +73,7 @@ function operationInput(task: TaskRun, goal: string): OperationInput {
     handsTaskQueue: task.handsQueue,
     ...(carry.handsHost ? { handsHost: carry.handsHost } : {}),
     keepContainer: true,
+    egress: settings.egress,
     ...(settings.model ? { model: settings.model } : {}),
     ...(settings.mcpServers ? { mcpServers: settings.mcpServers } : {}),
     budget: {

@@ -12,6 +12,7 @@
  */
 import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { ApprovalDecision } from '../common/approvals';
+import { addEgress, EMPTY_EGRESS } from '../common/egress';
 import type { HandsActivities } from '../common/hands';
 import { LIVE_EXCERPT_CHARS } from '../common/live';
 import type { TailBlock } from '../common/model-step';
@@ -195,6 +196,7 @@ async function executeToolCall(
             name,
             input: prepared.input,
             timeoutMs,
+            egress: op.settings.egress,
           });
         const host = sandbox.route.host?.host;
         return stuckDetectionOn()
@@ -203,6 +205,7 @@ async function executeToolCall(
       });
     });
     op.toolOutcomes.set(call.id, outcome);
+    if (outcome.egress) op.carry.egress = addEgress(op.carry.egress ?? EMPTY_EGRESS, outcome.egress);
     op.lastTool = { name, summary, isError: outcome.isError };
     return toolResult(call.id, outcome.content, outcome.isError);
   } catch (err) {

@@ -4,6 +4,8 @@
  */
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { EgressHost } from '../egress/egress-host';
+import type { SecretStore } from '../secrets/store';
 import type { HandsHostIdentity } from './claim-host';
 import { spillOptions, type SpillOptions } from './output';
 import type { SandboxManager } from './sandbox-manager';
@@ -34,6 +36,10 @@ export interface HandsActivitiesDeps {
   heartbeatIntervalMs?: number;
   /** This worker's host and its own queue (default: the machine's hostname, no queue of its own). */
   host?: Partial<HandsHostIdentity>;
+  /** egress hook: the proxy every tool call's policy is given to (none: the sandbox has no way out). */
+  egress?: EgressHost;
+  /** The host's secret store: tool outputs are masked with it before they are recorded. */
+  secrets?: SecretStore;
 }
 
 /** The deps with their defaults resolved, as the activity functions take them. */
@@ -44,6 +50,8 @@ export interface HandsContext {
   outputCaptureBytes?: number;
   heartbeatEveryMs: number;
   host: HandsHostIdentity;
+  egress?: EgressHost;
+  secrets?: SecretStore;
 }
 
 export function handsContext(deps: HandsActivitiesDeps): HandsContext {
@@ -58,6 +66,8 @@ export function handsContext(deps: HandsActivitiesDeps): HandsContext {
       ...(deps.host?.taskQueue ? { taskQueue: deps.host.taskQueue } : {}),
       namePrefix: deps.manager.namePrefix,
     },
+    ...(deps.egress ? { egress: deps.egress } : {}),
+    ...(deps.secrets ? { secrets: deps.secrets } : {}),
   };
 }
 

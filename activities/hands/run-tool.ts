@@ -8,6 +8,7 @@ import type { Context } from '@temporalio/activity';
 import { HANDS_FAILURE_TYPES, type RunToolInput, type ToolOutcome } from '../../common/hands';
 import { replayPolicyOf, toolSummary, validateToolCall, type ToolInput, type ToolName } from '../../common/tools';
 import { crashPoint } from '../crash-points';
+import { beginToolEgress, finishToolEgress } from '../egress/tool-egress';
 import { currentActivity, Heartbeat } from '../heartbeat';
 import { sessionOf, type HandsContext } from './deps';
 import { earlierAttempt, type EarlierAttempt } from './earlier-attempt';
@@ -45,6 +46,8 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
   try {
     const sandbox = await hands.manager.ensure(call.sessionId, { operationId: call.operationId });
     let replaced = sandbox.replaced;
+    // egress hook: the proxy serves this call's policy; what the call reached is counted after it.
+    const egressCall = await beginToolEgress(hands.egress, call.sessionId, hands.manager.namePrefix, call.egress);
     let attempt = await attemptToolCall(hands, call, ctx, heartbeat);
     if (attempt.lost) {
       // The container died under the call: replace it; a `never` call then reports itself
@@ -55,15 +58,21 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
       if (attempt.lost) throw new SandboxError('lost', attempt.lost);
     }
     const result = attempt.result!;
+    const egress = finishToolEgress(egressCall);
+    const content = [
+      ...(replaced ? [`[sandbox restarted: ${replaced}; /workspace is preserved]`] : []),
+      result.content,
+      ...egress.notes,
+    ].join('\n');
     return {
-      content: replaced
-        ? `[sandbox restarted: ${replaced}; /workspace is preserved]\n${result.content}`
-        : result.content,
+      // A token a tool echoed never reaches the history.
+      content: hands.secrets ? hands.secrets.mask(content) : content,
       isError: result.isError,
       synthetic: attempt.synthetic,
       ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
       ...(replaced ? { sandboxReplaced: replaced } : {}),
       ...(result.spill ? { spill: result.spill } : {}),
+      ...(egress.summary ? { egress: egress.summary } : {}),
     };
   } catch (err) {
     throw toActivityFailure(err);

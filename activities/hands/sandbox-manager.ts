@@ -42,6 +42,8 @@ import { JOURNAL_DIR, JOURNAL_WRITER, type ToolCallRecords } from './journal-sto
 import { SCRIPTS, type RunExit } from './scripts';
 import { SandboxVolumes } from './sandbox-volumes';
 import { quotaUnsupportedReason, type WorkspaceQuota } from './workspace-quota';
+// egress hook: the container's way out through the host's proxy (activities/egress/).
+import type { SandboxEgressWiring } from '../egress/egress-host';
 
 export { SandboxError, classifyDockerError, type SandboxErrorKind } from './docker-calls';
 
@@ -89,6 +91,12 @@ export interface SandboxManagerOptions {
   labels?: Record<string, string>;
   /** Where warnings go (default: stderr). */
   warn?: (line: string) => void;
+  /**
+   * egress hook: the wiring to the hands worker's egress proxy (`activities/egress/egress-host.ts`):
+   * the proxy socket and CA mounts, the forwarder as the container's first process, and the proxy
+   * and registry environment of every command. Without it the sandbox has no way out at all.
+   */
+  egress?: SandboxEgressWiring;
 }
 
 export interface EnsureResult {
@@ -205,6 +213,7 @@ export class SandboxManager {
   private readonly volumes: SandboxVolumes;
   private readonly pending = new Map<string, Promise<EnsureResult>>();
   readonly namePrefix: string;
+  private readonly egress: SandboxEgressWiring | undefined;
 
   constructor(options: SandboxManagerOptions) {
     if (options.network !== undefined && options.network !== 'none')
@@ -213,6 +222,7 @@ export class SandboxManager {
     this.image = options.image;
     this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
     this.namePrefix = options.namePrefix ?? DEFAULT_NAME_PREFIX;
+    this.egress = options.egress;
     if (!NAME_PREFIX_PATTERN.test(this.namePrefix))
       throw new SandboxError('invalid', `sandbox name prefix "${this.namePrefix}" must be ${NAME_PREFIX_RULE}`);
     this.extraLabels = options.labels ?? {};
@@ -250,7 +260,9 @@ export class SandboxManager {
     if (info) {
       const state = info.State;
       const result = { sessionId, containerName: name, containerId: info.Id, created: false };
-      const current = (info.Mounts ?? []).some((mount) => mount.Destination === JOURNAL_DIR);
+      const mounted = (target: string) => (info.Mounts ?? []).some((mount) => mount.Destination === target);
+      const withoutEgress = this.egress !== undefined && !mounted(this.egress.marker);
+      const current = mounted(JOURNAL_DIR) && !withoutEgress;
       if (current && state.Running && state.Paused)
         await dockerCall('unpause the sandbox container', () => container.unpause());
       if (current && state.Running) return result;
@@ -259,7 +271,7 @@ export class SandboxManager {
         return result;
       }
       replaced = !current
-        ? 'the previous container was made by an older version of the harness (without the tool-call journal volume)'
+        ? `the previous container was made by an older version of the harness (without the ${withoutEgress ? 'egress proxy socket' : 'tool-call journal volume'})`
         : `the previous container was gone (${state.OOMKilled ? `out of memory, exit ${state.ExitCode}` : state.Status === 'dead' ? 'dead' : `exited ${state.ExitCode}`})`;
       await dockerCall('remove the dead sandbox container', () => container.remove({ force: true }), [404, 409]);
     } else if (await this.volumes.workspaceExists(sessionId)) {
@@ -301,15 +313,17 @@ export class SandboxManager {
   }
 
   private containerSpec(sessionId: string, operationId: string | undefined): Docker.ContainerCreateOptions {
+    const name = containerNameOf(sessionId, this.namePrefix);
     return {
-      name: containerNameOf(sessionId, this.namePrefix),
+      name,
       Image: this.image,
-      Cmd: ['sleep', 'infinity'],
+      // egress hook: with egress wiring the first process also runs the forwarder to the proxy.
+      Cmd: this.egress?.command ?? ['sleep', 'infinity'],
       // The container's own processes (init, the idle sleep) belong to the harness: the agent cannot
       // signal them. Every agent process is started as AGENT_USER.
       User: JOURNAL_WRITER,
       WorkingDir: WORKSPACE_DIR,
-      Env: SANDBOX_ENV,
+      Env: this.sandboxEnv(),
       Labels: this.labels(sessionId, operationId),
       HostConfig: {
         NetworkMode: 'none',
@@ -317,6 +331,7 @@ export class SandboxManager {
         Mounts: [
           { Type: 'volume', Source: volumeNameOf(sessionId, this.namePrefix), Target: WORKSPACE_DIR },
           { Type: 'volume', Source: journalVolumeNameOf(sessionId, this.namePrefix), Target: JOURNAL_DIR },
+          ...(this.egress?.mounts(name) ?? []),
         ],
         NanoCpus: Math.round(this.limits.cpus * 1e9),
         Memory: this.limits.memoryBytes,
@@ -328,6 +343,11 @@ export class SandboxManager {
         RestartPolicy: { Name: 'no' },
       },
     };
+  }
+
+  /** The environment of the container and every command in it (egress hook: proxy, CA and registry settings). */
+  private sandboxEnv(): string[] {
+    return this.egress ? [...SANDBOX_ENV, ...this.egress.env()] : SANDBOX_ENV;
   }
 
   private labels(sessionId: string, operationId: string | undefined): Record<string, string> {
@@ -548,7 +568,7 @@ export class SandboxManager {
         Cmd: cmd,
         User: user,
         WorkingDir: WORKSPACE_DIR,
-        Env: SANDBOX_ENV,
+        Env: this.sandboxEnv(),
         AttachStdout: true,
         AttachStderr: true,
         AttachStdin: false,
@@ -608,6 +628,8 @@ export class SandboxManager {
       [404],
     );
     const volume = options.keepVolume ? false : await this.volumes.remove(sessionId);
+    // egress hook: the removed container's proxy socket goes with it.
+    this.egress?.release(containerNameOf(sessionId, this.namePrefix));
     return { container: container ?? false, volume };
   }
 

@@ -37,6 +37,8 @@ export interface CodingTaskScenarioOptions {
   holdBeforeCommit?: string;
   /** The initializer writes a feature list that does not match the schema. */
   malformedFeatureList?: boolean;
+  /** The init.sh the initializer writes (and runs) instead of the default one. */
+  initScript?: string;
 }
 
 interface FeatureScript {
@@ -199,7 +201,7 @@ function initializerTurn(step: number, ids: () => string, options: CodingTaskSce
         text: 'Writing the feature list, init.sh and the handoff.',
         toolCalls: [
           call(ids, 'write_file', { path: 'feature_list.json', content: `${JSON.stringify(list, null, 2)}\n` }),
-          call(ids, 'write_file', { path: 'init.sh', content: INIT_SCRIPT }),
+          call(ids, 'write_file', { path: 'init.sh', content: options.initScript ?? INIT_SCRIPT }),
           call(ids, 'write_file', {
             path: 'HANDOFF.md',
             content: handoff(

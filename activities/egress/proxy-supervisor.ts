@@ -1,0 +1,124 @@
+/**
+ * The hands worker's side of the egress proxy: forks the proxy process (`proxy-process.ts`), tells it
+ * each sandbox's policy, restarts it when it dies (re-serving every socket), and collects the records
+ * of every request so each tool call returns the requests it made.
+ *
+ * Records are handed out once (`drain`): concurrent calls of one sandbox share its socket, so a record
+ * is counted in exactly one call's summary, and the operation's total is exact.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import * as path from 'node:path';
+import type { EgressRecord } from '../../common/egress';
+import type { ProxyMessage, SupervisorMessage } from './proxy-process';
+import type { ResolvedEgress } from './proxy-rules';
+
+const PROXY_ENTRY = path.join(__dirname, 'proxy-process.ts');
+/** Where `tsx` resolves from. */
+const PROJECT_DIR = path.resolve(__dirname, '..', '..');
+
+interface Served {
+  socketPath: string;
+  policy: ResolvedEgress;
+  records: EgressRecord[];
+}
+
+export class ProxySupervisor {
+  private child: ChildProcess | undefined;
+  private readonly served = new Map<string, Served>();
+  private readonly waiting = new Map<string, Array<() => void>>();
+  /** How many times the proxy process has stopped (a call compares it before and after). */
+  deaths = 0;
+  private closed = false;
+
+  constructor(private readonly onExit: (line: string) => void = () => undefined) {}
+
+  /** The proxy process id (tests kill it to prove a restart). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Serves `policy` on `socketPath` for `key`, starting the proxy process if needed; resolves when listening. */
+  async serve(key: string, socketPath: string, policy: ResolvedEgress): Promise<void> {
+    const entry = this.served.get(key);
+    if (entry) {
+      entry.policy = policy;
+      entry.socketPath = socketPath;
+    } else this.served.set(key, { socketPath, policy, records: [] });
+    const child = this.ensureChild();
+    await this.sendAndWait(child, key, { type: 'serve', key, socketPath, policy });
+  }
+
+  /** The records of `key` not yet handed out. */
+  drain(key: string): EgressRecord[] {
+    const entry = this.served.get(key);
+    if (!entry) return [];
+    const records = entry.records;
+    entry.records = [];
+    return records;
+  }
+
+  close(key: string): void {
+    this.served.delete(key);
+    if (this.child?.connected) this.child.send({ type: 'close', key } satisfies SupervisorMessage);
+  }
+
+  /** Stops the proxy process for good (worker shutdown). */
+  shutdown(): void {
+    this.closed = true;
+    this.child?.kill('SIGTERM');
+    this.child = undefined;
+  }
+
+  private sendAndWait(child: ChildProcess, key: string, message: SupervisorMessage): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the egress proxy did not start listening within 10 s')), 10_000);
+      const list = this.waiting.get(key) ?? [];
+      list.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.waiting.set(key, list);
+      child.send(message);
+    });
+  }
+
+  private ensureChild(): ChildProcess {
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null && this.child.connected)
+      return this.child;
+    const child = fork(PROXY_ENTRY, [], {
+      execArgv: ['--import', 'tsx'],
+      cwd: PROJECT_DIR,
+      // The proxy needs no environment of the worker: the secrets it uses arrive in its policies.
+      env: { PATH: process.env.PATH ?? '', NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS ?? '' },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.child = child;
+    child.on('message', (message: ProxyMessage) => {
+      if (message.type === 'record') this.served.get(message.key)?.records.push(message.record);
+      else {
+        const list = this.waiting.get(message.key);
+        list?.shift()?.();
+      }
+    });
+    child.on('exit', (code, signal) => {
+      if (this.child === child) this.child = undefined;
+      if (this.closed) return;
+      this.deaths += 1;
+      this.onExit(`egress proxy stopped (${signal ?? `exit ${code}`}); restarting it`);
+      // Restart at once so sandboxes are not left without their way out.
+      if (this.served.size) {
+        const next = this.ensureChild();
+        for (const [key, entry] of this.served)
+          void this.sendAndWait(next, key, {
+            type: 'serve',
+            key,
+            socketPath: entry.socketPath,
+            policy: entry.policy,
+          }).catch(() => undefined);
+      }
+    });
+    child.unref();
+    (child.channel as { unref?: () => void } | undefined)?.unref?.();
+    return child;
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * The package registries of the `registries` egress policy, read from the hands host's own
+ * configuration — never a list in this code: what the host's npm, pip, Go, Maven and apt are set up
+ * to use is what the sandbox may reach, and the sandbox's package managers are pointed at the same
+ * (`sandboxEnv`).
+ *
+ * | tool  | read from                                                                 |
+ * |-------|---------------------------------------------------------------------------|
+ * | npm   | `npm config list --json`: `registry` and every `@scope:registry`          |
+ * | pip   | `pip config list` / `PIP_INDEX_URL`, `PIP_EXTRA_INDEX_URL`; else pip's own default index and its file host |
+ * | Go    | `GOPROXY` / `go env GOPROXY GOSUMDB`                                      |
+ * | Maven | `~/.m2/settings.xml` mirrors; else, when `mvn` is installed, its built-in central |
+ * | apt   | `/etc/apt/sources.list`, `/etc/apt/sources.list.d/*.list` and `*.sources` |
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface RegistryHost {
+  host: string;
+  port?: number;
+  /** Which tool's configuration named it. */
+  from: string;
+}
+
+export interface HostRegistries {
+  hosts: RegistryHost[];
+  /** Environment for the sandbox's package managers (`NAME=value`), pointing them at the same registries. */
+  env: string[];
+}
+
+/** pip's built-in index and the host its files come from (pip's defaults when nothing is configured). */
+const PIP_DEFAULT_INDEX = 'https://pypi.org/simple';
+const PIP_DEFAULT_FILES = 'https://files.pythonhosted.org';
+/** Maven's built-in central repository (its super-POM default). */
+const MAVEN_DEFAULT_CENTRAL = 'https://repo.maven.apache.org/maven2';
+
+/** Reads the registries of this host. Tools that are not installed contribute nothing. */
+export async function readHostRegistries(env: NodeJS.ProcessEnv = process.env): Promise<HostRegistries> {
+  const hosts: RegistryHost[] = [];
+  const sandboxEnv: string[] = [];
+  const add = (url: string | undefined, from: string): void => {
+    const parsed = urlHost(url);
+    if (parsed && !hosts.some((h) => h.host === parsed.host && h.port === parsed.port)) hosts.push({ ...parsed, from });
+  };
+
+  const npm = await npmRegistries();
+  for (const [key, url] of npm) {
+    add(url, `npm ${key}`);
+    if (key === 'registry') sandboxEnv.push(`NPM_CONFIG_REGISTRY=${url}`);
+  }
+
+  const pip = await pipIndexes(env);
+  for (const url of pip.urls) add(url, 'pip');
+  if (pip.configured) {
+    if (pip.index) sandboxEnv.push(`PIP_INDEX_URL=${pip.index}`);
+    if (pip.extra.length) sandboxEnv.push(`PIP_EXTRA_INDEX_URL=${pip.extra.join(' ')}`);
+  }
+
+  const go = await goSettings(env);
+  if (go.proxy) {
+    for (const entry of go.proxy.split(/[,|]/)) if (/^https?:\/\//.test(entry)) add(entry, 'GOPROXY');
+    sandboxEnv.push(`GOPROXY=${go.proxy}`);
+  }
+  if (go.sumdb && go.sumdb !== 'off') {
+    const sumHost = go.sumdb.split(/\s+/).pop()!;
+    add(sumHost.includes('://') ? sumHost : `https://${sumHost}`, 'GOSUMDB');
+    sandboxEnv.push(`GOSUMDB=${go.sumdb}`);
+  }
+
+  for (const url of await mavenRepositories()) add(url, 'maven');
+  for (const url of aptSources()) add(url, 'apt');
+  return { hosts, env: sandboxEnv };
+}
+
+function urlHost(url: string | undefined): { host: string; port?: number } | undefined {
+  if (!url) return undefined;
+  try {
+    const u = new URL(url);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined;
+    const host = u.hostname.toLowerCase();
+    return u.port ? { host, port: Number(u.port) } : { host };
+  } catch {
+    return undefined;
+  }
+}
+
+async function output(file: string, args: string[], env?: NodeJS.ProcessEnv): Promise<string | undefined> {
+  try {
+    const { stdout } = await run(file, args, { timeout: 15_000, ...(env ? { env } : {}), cwd: os.tmpdir() });
+    return stdout;
+  } catch {
+    return undefined;
+  }
+}
+
+async function npmRegistries(): Promise<Array<[string, string]>> {
+  const text = await output('npm', ['config', 'list', '--json']);
+  if (!text) return [];
+  let config: Record<string, unknown>;
+  try {
+    config = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return [];
+  }
+  return Object.entries(config).filter(
+    (entry): entry is [string, string] =>
+      (entry[0] === 'registry' || /^@[^:]+:registry$/.test(entry[0])) && typeof entry[1] === 'string',
+  );
+}
+
+async function pipIndexes(
+  env: NodeJS.ProcessEnv,
+): Promise<{ urls: string[]; index?: string; extra: string[]; configured: boolean }> {
+  const listed = (await output('python3', ['-m', 'pip', 'config', 'list'])) ?? '';
+  const setting = (key: string): string | undefined => {
+    const match = new RegExp(`^[^\\n]*\\.${key}='([^']*)'`, 'm').exec(listed);
+    return match?.[1];
+  };
+  const index = env.PIP_INDEX_URL || setting('index-url');
+  const extraText = env.PIP_EXTRA_INDEX_URL || setting('extra-index-url') || '';
+  const extra = extraText.split(/\s+/).filter(Boolean);
+  const pipInstalled = listed !== '' || (await output('python3', ['-m', 'pip', '--version'])) !== undefined;
+  if (!pipInstalled) return { urls: [], extra: [], configured: false };
+  const urls = [index ?? PIP_DEFAULT_INDEX, ...extra];
+  if (!index) urls.push(PIP_DEFAULT_FILES);
+  return { urls, ...(index ? { index } : {}), extra, configured: index !== undefined || extra.length > 0 };
+}
+
+async function goSettings(env: NodeJS.ProcessEnv): Promise<{ proxy?: string; sumdb?: string }> {
+  const fromGo = (await output('go', ['env', 'GOPROXY', 'GOSUMDB']))?.split('\n') ?? [];
+  const proxy = env.GOPROXY || fromGo[0]?.trim();
+  const sumdb = env.GOSUMDB || fromGo[1]?.trim();
+  return { ...(proxy ? { proxy } : {}), ...(sumdb ? { sumdb } : {}) };
+}
+
+async function mavenRepositories(): Promise<string[]> {
+  const settings = path.join(os.homedir(), '.m2', 'settings.xml');
+  let text = '';
+  try {
+    text = fs.readFileSync(settings, 'utf8');
+  } catch {
+    // No user settings: Maven's own default below.
+  }
+  const mirrors = [...text.matchAll(/<url>\s*([^<\s]+)\s*<\/url>/g)].map((m) => m[1]!);
+  if (mirrors.length) return mirrors;
+  return (await output('mvn', ['--version'])) !== undefined ? [MAVEN_DEFAULT_CENTRAL] : [];
+}
+
+function aptSources(): string[] {
+  const urls: string[] = [];
+  const read = (file: string): string => {
+    try {
+      return fs.readFileSync(file, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const dir = '/etc/apt/sources.list.d';
+  let files: string[] = [];
+  try {
+    files = fs.readdirSync(dir).map((f) => path.join(dir, f));
+  } catch {
+    // No sources directory.
+  }
+  for (const file of ['/etc/apt/sources.list', ...files]) {
+    const text = read(file);
+    if (file.endsWith('.list')) {
+      for (const m of text.matchAll(/^\s*deb(?:-src)?\s+(?:\[[^\]]*\]\s+)?(\S+)/gm)) urls.push(m[1]!);
+    } else if (file.endsWith('.sources')) {
+      for (const m of text.matchAll(/^URIs:\s*(.+)$/gim)) urls.push(...m[1]!.trim().split(/\s+/));
+    }
+  }
+  return urls;
+}
