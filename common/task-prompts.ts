@@ -53,8 +53,8 @@ export function initializerGoal(input: InitializerGoalInput): string {
     `2. Write \`${INIT_SCRIPT_FILE}\` (executable): how to set up and run the project (install, build, start).`,
     `3. Write \`${HANDOFF_FILE}\` for the next agent with the sections Goal, Completed, Remaining, Changed Files,`,
     '   Decisions, Tests, Known Problems, Next Step and Verification.',
-    `4. Commit these files (\`git add -A && git commit -m "…"\`). The harness pushes the branch; there is no`,
-    '   network in the sandbox.',
+    `4. Commit these files (\`git add -A && git commit -m "…"\`). The harness pushes the branch (do not push:`,
+    '   the sandbox has no git remote and no credentials; it reaches only what the egress policy allows).',
     '',
     'Finish with a short summary of the feature list.',
   ]

@@ -218,7 +218,7 @@ const TOOLS = {
     schema: bashInput,
     replayPolicy: 'never',
     description: [
-      'Run a bash command in the sandbox, in /workspace, as a non-root user with no network access.',
+      'Run a bash command in the sandbox, in /workspace, as a non-root user. The network is reachable only as far as the egress policy allows (package registries, listed hosts, or nothing); a refused request says so in the result.',
       'Returns the combined stdout and stderr and the exit code; a non-zero exit is reported as an error.',
       'Long output is shortened to its first and last lines and saved in full to a file whose path is given, which you can page through with read_file.',
       'Each call starts a fresh shell: cd, exports and background jobs do not carry over. Do not start servers or watchers that never exit; they are killed at the timeout.',
