@@ -45,6 +45,11 @@ export interface ToolOutcome {
   /** Why the sandbox container was replaced before this call (also stated in `content`). */
   sandboxReplaced?: string;
   spill?: Spill;
+  /**
+   * Set when the call ran with `docker exec` because the sandbox's executor (the persistent process
+   * that runs tool commands) could not start: why. Not in `content`: it changes nothing for the model.
+   */
+  executorFallback?: string;
 }
 
 export interface SeedWorkspaceInput {

@@ -144,6 +144,7 @@ export function handsActivities(
     namePrefix: options.namePrefix,
     quota: settings.quota,
     limits: settings.limits,
+    executor: settings.executor,
   });
   const host = options.host ? { host: options.host, taskQueue: hostQueueOf(options.taskQueue, options.host) } : {};
   return {
