@@ -172,6 +172,27 @@ describe('sandbox executor (real Docker)', () => {
     expect(await executorPids(sessionId)).toEqual([]);
   });
 
+  it('an executor that keeps dying before it finishes a command is given up for docker exec, said in the result', async () => {
+    const sessionId = fx.sessionId('executor-broken');
+    await fx.manager.ensure(sessionId);
+    // A python3 that says it is ready, takes one request and exits without answering it.
+    await dockerExec(
+      sessionId,
+      `mv /usr/bin/python3 /usr/bin/python3.real && printf '%s\\n' '#!/bin/bash' 'printf "{\\"t\\":\\"ready\\",\\"pid\\":%d}\\n" $$' 'read -r line' > /usr/bin/python3 && chmod 755 /usr/bin/python3`,
+    );
+    // The first call loses two executors (its command, then the journal read), and fails retryably.
+    await expect(hands.runTool(call(sessionId, 'bash', { command: 'echo one >> runs.log' }))).rejects.toMatchObject({
+      type: 'SandboxUnavailable',
+      nonRetryable: false,
+    });
+    // The third loss in a row switches the sandbox to docker exec, so the next call goes through.
+    const second = call(sessionId, 'bash', { command: 'echo two >> runs.log; cat runs.log' });
+    const outcome = await hands.runTool(second);
+    expect(outcome).toMatchObject({ content: 'two\n[exit code 0]', isError: false, synthetic: false });
+    expect(outcome.executorFallback).toMatch(/3 times in a row before it finished a command/);
+    expect(await count(sessionId, 'runs.log')).toBe(1);
+  });
+
   it('is switched off with AGENT_SANDBOX_EXECUTOR=off (a docker exec per command), and the setting is checked', async () => {
     const defaults = { imageDir: '/tmp/images' };
     expect(readHandsSettings({}, defaults).executor).toBe(true);

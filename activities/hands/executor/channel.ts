@@ -57,6 +57,8 @@ export class ExecutorChannel {
   private payload: { id: number; stream: 'o' | 'e'; remaining: number } | undefined;
   private stopped: string | undefined;
   private started = false;
+  /** Commands whose end it reported. */
+  completed = 0;
   private stderrTail = '';
   private onReady!: (pid: number) => void;
   private onStartFailed!: (err: Error) => void;
@@ -158,6 +160,7 @@ export class ExecutorChannel {
         if (header.n > 0) this.payload = { id: header.id, stream: header.t, remaining: header.n };
         return;
       case 'x':
+        this.completed += 1;
         this.settle(header.id, { kind: 'exited', exitCode: header.code });
         return;
       case 'f':

@@ -22,9 +22,13 @@ export type Acquired = { channel: ExecutorChannel } | { fallback: string };
 export const READY_TIMEOUT_MS = 15_000;
 /** How long commands use `docker exec` after an executor could not start, before it is tried again. */
 export const RETRY_AFTER_MS = 30_000;
+/** Executors in a row that died before finishing any command: after so many, it counts as not starting. */
+const DEATHS_BEFORE_FALLBACK = 3;
 
 interface Entry {
   channel?: ExecutorChannel;
+  /** Executors in a row that died before they finished a command. */
+  barrenDeaths?: number;
   starting?: Promise<Acquired>;
   failed?: { reason: string; until: number };
 }
@@ -52,7 +56,22 @@ export class SandboxExecutors {
     if (entry.channel?.alive) return Promise.resolve({ channel: entry.channel });
     if (entry.starting) return entry.starting;
     if (entry.failed && Date.now() < entry.failed.until) return Promise.resolve({ fallback: entry.failed.reason });
-    entry.channel = undefined;
+    const dead = entry.channel;
+    if (dead) {
+      // One that keeps dying before it finishes anything (a broken image, a crash on every request)
+      // must not turn every call into a lost one: use `docker exec` for a while.
+      entry.barrenDeaths = dead.completed > 0 ? 0 : (entry.barrenDeaths ?? 0) + 1;
+      entry.channel = undefined;
+      if (entry.barrenDeaths >= DEATHS_BEFORE_FALLBACK) {
+        entry.barrenDeaths = 0;
+        return Promise.resolve(
+          this.failed(
+            entry,
+            `${dead.stopReason} (${DEATHS_BEFORE_FALLBACK} times in a row before it finished a command)`,
+          ),
+        );
+      }
+    }
     const starting = this.start(sessionId, entry).finally(() => {
       if (entry.starting === starting) entry.starting = undefined;
     });
