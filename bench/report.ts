@@ -276,9 +276,9 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('');
     out.push(
       'The same scripted task — N steps, each one model call and one `bash: true` in the sandbox — run by a plain in-process loop ' +
-        '(same `sendMessagesRequest` and client, same hands tool code and `SandboxManager`, one `docker exec` per tool call) and by the durable harness ' +
+        "(same `sendMessagesRequest` and client, same hands tool code and `SandboxManager`, tool commands through the sandbox's executor) and by the durable harness " +
         `(operation workflow; ${o.worker}). ` +
-        'A step is the gap between two consecutive model requests at the scripted server; runs alternate plain/durable after one warm-up of each, the first gap of each run (container creation) left out.',
+        'A step is the gap between two consecutive model requests at the scripted server; runs alternate plain/durable (at latency 0: plain, plain with `docker exec`, durable) after one warm-up of each, the first gap of each run (container creation) left out.',
     );
     out.push('');
     out.push(
@@ -310,6 +310,12 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
           p.samples,
         ]),
       ),
+    );
+    out.push('');
+    const ps = o.plainStep;
+    out.push(
+      `The plain step at model latency 0 with the sandbox's executor (a persistent process per sandbox runs each tool command) against a \`docker exec\` per command (create, start, attach), measured in the same run, alternating (${ps.runs} × ${ps.stepsPerRun} steps each, ${ps.samples} samples): ` +
+        `median ${n(ps.executorMsPerStep)} ms vs ${n(ps.dockerExecMsPerStep)} ms — ${n(ps.gainMsPerStep)} ms saved per step; p95 ${n(ps.executorP95Ms)} ms vs ${n(ps.dockerExecP95Ms)} ms.`,
     );
     out.push('');
     if (o.segments.length) {

@@ -41,6 +41,24 @@ export const overheadPointSchema = z.strictObject({
   firstStepMs: z.strictObject({ plain: num, durable: num }),
 });
 
+/**
+ * The plain loop's step at model latency 0 with the sandbox's executor (how the harness runs tool
+ * commands) and with one `docker exec` per command (how it did before, `AGENT_SANDBOX_EXECUTOR=off`),
+ * measured in the same run, alternating: what the executor saves per tool call.
+ */
+export const plainStepSchema = z.strictObject({
+  stepsPerRun: num,
+  runs: num,
+  /** Steps timed per mode. */
+  samples: num,
+  executorMsPerStep: num,
+  executorP95Ms: num,
+  dockerExecMsPerStep: num,
+  dockerExecP95Ms: num,
+  /** dockerExecMsPerStep − executorMsPerStep (medians). */
+  gainMsPerStep: num,
+});
+
 /** Medians of steps `fromStep`–`toStep` of the long runs (model latency 0): does a long run slow down? */
 export const overheadSegmentSchema = z.strictObject({
   fromStep: num,
@@ -228,6 +246,7 @@ export const resultsSchema = z.strictObject({
       latency500: overheadPointSchema,
       /** Steps 1–10, 10–100, 100–500 of the latency-0 runs (as far as they go). */
       segments: z.array(overheadSegmentSchema),
+      plainStep: plainStepSchema,
       /** Where the durable harness's worker process runs (a child process of the bench). */
       worker: z.string(),
       timeline: stepTimelineSchema,
@@ -358,6 +377,7 @@ export type ConcurrencyResult = NonNullable<BenchResults['concurrency']>;
 export type RecoveryResult = NonNullable<BenchResults['recovery']>;
 export type RecoveryMeasurement = z.infer<typeof recoveryMeasurementSchema>;
 export type OverheadSegment = z.infer<typeof overheadSegmentSchema>;
+export type PlainStep = z.infer<typeof plainStepSchema>;
 export type CpuProfileSummary = z.infer<typeof cpuProfileSchema>;
 export type StepTimeline = z.infer<typeof stepTimelineSchema>;
 export type WorkerMetrics = z.infer<typeof workerMetricsSchema>;
@@ -432,6 +452,14 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
       point && point.addedMsPerStep <= TARGET_ADDED_MS,
     );
   }
+  add(
+    'plain-step-executor',
+    `plain step at model latency 0 with the sandbox executor vs a \`docker exec\` per tool call${o ? ` (${o.plainStep.runs} × ${o.plainStep.stepsPerRun} steps each)` : ''}`,
+    'faster than `docker exec`',
+    o &&
+      `${ms(o.plainStep.executorMsPerStep)} vs ${ms(o.plainStep.dockerExecMsPerStep)} (${ms(o.plainStep.gainMsPerStep)} saved per step)`,
+    o && o.plainStep.executorMsPerStep < o.plainStep.dockerExecMsPerStep,
+  );
   add(
     'overhead-ratio-500',
     'durable / plain ms per step at 500 ms model latency',

@@ -51,6 +51,11 @@ export interface ToolOutcome {
   spill?: Spill;
   /** The requests the call made through the egress proxy (absent when it made none). */
   egress?: EgressSummary;
+  /**
+   * Set when the call ran with `docker exec` because the sandbox's executor (the persistent process
+   * that runs tool commands) could not start: why. Not in `content`: it changes nothing for the model.
+   */
+  executorFallback?: string;
 }
 
 export interface SeedWorkspaceInput {

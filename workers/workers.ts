@@ -161,6 +161,7 @@ export function handsActivities(
     quota: settings.quota,
     limits: settings.limits,
     egress,
+    executor: settings.executor,
   });
   const host = options.host ? { host: options.host, taskQueue: hostQueueOf(options.taskQueue, options.host) } : {};
   return {

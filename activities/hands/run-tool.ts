@@ -24,8 +24,11 @@ const TOOL_CALL_ID = /^[A-Za-z0-9_.-]{1,128}$/;
 
 type ValidCall = RunToolInput & { name: ToolName; input: ToolInput<ToolName> };
 
-/** One try of a call on the current container: its result, or the reason the container was lost. */
-type Attempt = { result?: ToolResult; synthetic: boolean; lost?: string };
+/**
+ * One try of a call on the current container: its result, or the reason the container was lost; and
+ * why it ran with `docker exec` if the sandbox's executor could not start.
+ */
+type Attempt = { result?: ToolResult; synthetic: boolean; lost?: string; executorFallback?: string };
 
 export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<ToolOutcome> {
   const ctx = currentActivity();
@@ -73,6 +76,7 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
       ...(replaced ? { sandboxReplaced: replaced } : {}),
       ...(result.spill ? { spill: result.spill } : {}),
       ...(egress.summary ? { egress: egress.summary } : {}),
+      ...(attempt.executorFallback ? { executorFallback: attempt.executorFallback } : {}),
     };
   } catch (err) {
     throw toActivityFailure(err);
@@ -133,8 +137,9 @@ async function attemptToolCall(
         ? { workspaceQuotaBytes: await manager.workspaceQuotaBytes(call.sessionId) }
         : {}),
     });
-    if (!notes.length) return { result, synthetic: false };
-    return { result: { ...result, content: `${result.content}\n${notes.join('\n')}` }, synthetic: false };
+    const fallback = run.executorFallback ? { executorFallback: run.executorFallback } : {};
+    if (!notes.length) return { result, synthetic: false, ...fallback };
+    return { result: { ...result, content: `${result.content}\n${notes.join('\n')}` }, synthetic: false, ...fallback };
   };
   const earlier = (asPolicy: typeof policy): Promise<EarlierAttempt> =>
     earlierAttempt({
@@ -163,6 +168,17 @@ async function attemptToolCall(
       run = await manager.exec(call.sessionId, { ...options, journal: { ...journal, mode: 'append' } });
     else if (found.kind === 'finished') run = found.run;
     else return { result: interruptedResult(hands, call, found), synthetic: true };
+  }
+  if (run.kind === 'executor-lost') {
+    // The sandbox's executor died under the call, the container did not: the command may still run.
+    // As on a retried attempt, a finished run is taken and a running one awaited; for one that never
+    // finished, the replay policy decides.
+    const found = await earlier('never');
+    if (found.kind === 'finished') run = found.run;
+    else if (found.kind === 'run' || policy !== 'never')
+      run = await manager.exec(call.sessionId, { ...options, journal: { ...journal, mode: 'append' } });
+    else return { result: interruptedResult(hands, call, found), synthetic: true };
+    if (run.kind === 'executor-lost') throw new SandboxError('unavailable', run.reason);
   }
   if (run.kind === 'lost') return { lost: run.reason, synthetic: false };
   if (run.kind !== 'finished') throw new SandboxError('failed', 'the journal appeared while the call ran');

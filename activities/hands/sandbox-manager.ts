@@ -22,8 +22,10 @@
  * - `exec` runs a command under the run wrapper (scripts.ts): as `agent`, in /workspace, with a
  *   timeout enforced inside the container, an output cap, and a process identity (pid = pgid) that
  *   `kill` can target later, even from another process.
+ * - Commands reach the container through its executor (`executor/`), one long-running process per
+ *   sandbox that runs them on request without a `docker exec` round trip each; through `docker exec`
+ *   when it cannot start (the result says so) or when the manager is made with `executor: false`.
  */
-import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import {
@@ -44,6 +46,7 @@ import { SandboxVolumes } from './sandbox-volumes';
 import { quotaUnsupportedReason, type WorkspaceQuota } from './workspace-quota';
 // egress hook: the container's way out through the host's proxy (activities/egress/).
 import type { SandboxEgressWiring } from '../egress/egress-host';
+import { commandRunner, type CommandRun, type CommandRunner } from './executor/runner';
 
 export { SandboxError, classifyDockerError, type SandboxErrorKind } from './docker-calls';
 
@@ -97,6 +100,8 @@ export interface SandboxManagerOptions {
    * and registry environment of every command. Without it the sandbox has no way out at all.
    */
   egress?: SandboxEgressWiring;
+  /** Run commands through a persistent executor per sandbox (default), or `false`: a `docker exec` each. */
+  executor?: boolean;
 }
 
 export interface EnsureResult {
@@ -152,7 +157,20 @@ export interface ExecOptions {
 }
 
 export type ExecResult =
-  | { kind: 'finished'; exit: RunExit; output: Buffer; process: ProcessIdentity; outputPath: string }
+  | {
+      kind: 'finished';
+      exit: RunExit;
+      output: Buffer;
+      process: ProcessIdentity;
+      outputPath: string;
+      /** Set when it ran with `docker exec` because the sandbox's executor could not start: why. */
+      executorFallback?: string;
+    }
+  /**
+   * The sandbox's executor stopped before the command's end reached the hands; the container runs
+   * on, so the command may too: its records (`runStatus`) tell.
+   */
+  | { kind: 'executor-lost'; reason: string; process?: ProcessIdentity }
   /** `fresh` mode found an earlier attempt: nothing ran; consult `runStatus`. */
   | { kind: 'journal-exists'; journal: string }
   /** The container stopped while the command ran. */
@@ -212,6 +230,7 @@ export class SandboxManager {
   private readonly extraLabels: Record<string, string>;
   private readonly volumes: SandboxVolumes;
   private readonly pending = new Map<string, Promise<EnsureResult>>();
+  private readonly runner: CommandRunner;
   readonly namePrefix: string;
   private readonly egress: SandboxEgressWiring | undefined;
 
@@ -235,6 +254,22 @@ export class SandboxManager {
     }
     this.quota = options.quota && !unsupported ? options.quota : null;
     this.volumes = new SandboxVolumes(this.docker, this.quota, AGENT_UID, this.namePrefix);
+    this.runner = commandRunner({
+      executor: options.executor !== false,
+      demux: (stream, stdout, stderr) => this.docker.modem.demuxStream(stream, stdout, stderr),
+      createExec: (sessionId, cmd, user, attachStdin) =>
+        this.createExec(this.docker.getContainer(containerNameOf(sessionId, this.namePrefix)), cmd, user, attachStdin),
+    });
+  }
+
+  /** The pid of the session's executor in its container, when one is live (diagnostics, tests). */
+  executorPid(sessionId: string): Promise<number | undefined> {
+    return this.runner.executorPid(sessionId);
+  }
+
+  /** Closes the executors this manager started (they exit once their commands end). */
+  close(): void {
+    this.runner.close();
   }
 
   /** The disk quota of the session's workspace, or undefined when it has none (a plain volume). */
@@ -247,7 +282,13 @@ export class SandboxManager {
     checkSessionId(sessionId);
     const inFlight = this.pending.get(sessionId);
     if (inFlight) return inFlight;
-    const creation = this.doEnsure(sessionId, options.operationId).finally(() => this.pending.delete(sessionId));
+    const creation = this.doEnsure(sessionId, options.operationId)
+      .then((result) => {
+        // A new container: whatever executor the session had belonged to the old one.
+        if (result.created) this.runner.forget(sessionId);
+        return result;
+      })
+      .finally(() => this.pending.delete(sessionId));
     this.pending.set(sessionId, creation);
     return creation;
   }
@@ -381,9 +422,6 @@ export class SandboxManager {
         : (journal?.mode ?? 'append'),
       ...(options.args ?? []),
     ];
-    const exec = await this.createExec(container, argv, JOURNAL_WRITER);
-    const stream = await dockerCall('start a command in the sandbox', () => exec.start({ hijack: true, stdin: false }));
-
     let identity: ProcessIdentity | undefined;
     let killing: Promise<void> | undefined;
     const killNow = () => {
@@ -396,8 +434,7 @@ export class SandboxManager {
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let head = '';
-    const out = new PassThrough();
-    out.on('data', (chunk: Buffer) => {
+    const onStdout = (chunk: Buffer) => {
       stdout.push(chunk);
       if (identity || head.length > 200) return;
       head += chunk.toString('latin1');
@@ -409,42 +446,43 @@ export class SandboxManager {
         options.onProcess?.(identity);
         if (options.signal?.aborted) killNow();
       }
-    });
-    const err = new PassThrough();
-    err.on('data', (chunk: Buffer) => stderr.push(chunk));
+    };
 
-    // The wrapper enforces the timeout; this guard only catches a wedged engine.
+    // The wrapper enforces the timeout; this guard only catches a wedged engine or executor.
     const guardMs = options.timeoutMs + 60_000;
+    let guard: NodeJS.Timeout | undefined;
+    let run: CommandRun;
     try {
-      await new Promise<void>((resolve, reject) => {
-        const guard = setTimeout(
-          () =>
-            reject(new SandboxError('unavailable', `the sandbox command did not end ${guardMs} ms after it started`)),
-          guardMs,
-        );
-        this.docker.modem.demuxStream(stream, out, err);
-        const done = () => {
-          clearTimeout(guard);
-          resolve();
-        };
-        stream.on('end', done);
-        stream.on('close', done);
-        stream.on('error', (e) => {
-          clearTimeout(guard);
-          reject(classifyDockerError('read a sandbox command', e));
-        });
-      });
+      run = await Promise.race([
+        this.runner.run(
+          sessionId,
+          argv,
+          JOURNAL_WRITER,
+          { stdout: onStdout, stderr: (chunk) => stderr.push(chunk) },
+          { exitCode: false },
+        ),
+        new Promise<never>((_, reject) => {
+          guard = setTimeout(
+            () =>
+              reject(new SandboxError('unavailable', `the sandbox command did not end ${guardMs} ms after it started`)),
+            guardMs,
+          );
+        }),
+      ]);
     } finally {
+      clearTimeout(guard);
       options.signal?.removeEventListener('abort', onAbort);
     }
     await killing;
+    const fallback = run.executorFallback ? { executorFallback: run.executorFallback } : {};
 
     const all = Buffer.concat(stdout);
     if (all.subarray(0, 16).toString('latin1') === '@@agent-journal\n') {
       return { kind: 'journal-exists', journal: all.subarray(16).toString('utf8') };
     }
     const parsed = parseRunOutput(all);
-    if (parsed) {
+    // With the executor lost mid-output, what arrived may be cut short: the records have it whole.
+    if (parsed && !(run.executorLost && parsed.output.length < parsed.exit.outputBytes)) {
       const runDir = `${options.runBase}/${parsed.attempt}`;
       const process: ProcessIdentity = identity ?? {
         pid: parsed.exit.pid,
@@ -458,11 +496,13 @@ export class SandboxManager {
         output: parsed.output,
         process,
         outputPath: parsed.exit.outputPath ?? options.outputLink ?? `${runDir}/out`,
+        ...fallback,
       };
     }
     // No result: the container probably died under the command. Docker updates its state a moment
-    // after the exec stream ends, so look for a little while.
-    for (let i = 0; i < 50; i++) {
+    // after the exec stream ends, so look for a little while; an executor that died alone leaves the
+    // container running.
+    for (let i = 0; i < (run.executorLost ? 10 : 50); i++) {
       const state = await dockerCall('inspect the sandbox container', () => container.inspect(), [404]);
       if (!state || !state.State.Running) {
         const why = !state ? 'removed' : state.State.OOMKilled ? 'out of memory' : `exited ${state.State.ExitCode}`;
@@ -474,6 +514,8 @@ export class SandboxManager {
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    if (run.executorLost)
+      return { kind: 'executor-lost', reason: run.executorLost, ...(identity ? { process: identity } : {}) };
     throw new SandboxError(
       'failed',
       `the run wrapper ended without a result: ${Buffer.concat(stderr).toString('utf8').trim().slice(0, 500) || 'no output'}`,
@@ -541,28 +583,30 @@ export class SandboxManager {
     args: string[] = [],
     options: { user?: string } = {},
   ): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
-    const container = this.docker.getContainer(containerNameOf(sessionId, this.namePrefix));
-    const exec = await this.createExec(container, ['bash', '-c', script, 'agent-script', ...args], options.user);
-    const stream = await dockerCall('start a command in the sandbox', () => exec.start({ hijack: true, stdin: false }));
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
-    const out = new PassThrough().on('data', (c: Buffer) => stdout.push(c));
-    const err = new PassThrough().on('data', (c: Buffer) => stderr.push(c));
-    await new Promise<void>((resolve, reject) => {
-      this.docker.modem.demuxStream(stream, out, err);
-      stream.on('end', () => resolve());
-      stream.on('close', () => resolve());
-      stream.on('error', (e) => reject(classifyDockerError('read a sandbox command', e)));
-    });
-    const info = await dockerCall('inspect a sandbox command', () => exec.inspect());
+    const run = await this.runner.run(
+      sessionId,
+      ['bash', '-c', script, 'agent-script', ...args],
+      options.user ?? AGENT_USER,
+      { stdout: (c) => stdout.push(c), stderr: (c) => stderr.push(c) },
+      { exitCode: true },
+    );
+    if (run.executorLost)
+      throw new SandboxError('unavailable', `${run.executorLost}; a sandbox script's outcome is unknown`);
     return {
-      exitCode: info.ExitCode ?? -1,
+      exitCode: run.exitCode ?? -1,
       stdout: Buffer.concat(stdout),
       stderr: Buffer.concat(stderr).toString('utf8'),
     };
   }
 
-  private async createExec(container: Docker.Container, cmd: string[], user = AGENT_USER): Promise<Docker.Exec> {
+  private async createExec(
+    container: Docker.Container,
+    cmd: string[],
+    user = AGENT_USER,
+    attachStdin = false,
+  ): Promise<Docker.Exec> {
     try {
       return await container.exec({
         Cmd: cmd,
@@ -571,7 +615,7 @@ export class SandboxManager {
         Env: this.sandboxEnv(),
         AttachStdout: true,
         AttachStderr: true,
-        AttachStdin: false,
+        AttachStdin: attachStdin,
         Tty: false,
       });
     } catch (err) {
@@ -619,6 +663,7 @@ export class SandboxManager {
   async remove(sessionId: string, options: { keepVolume: boolean }): Promise<{ container: boolean; volume: boolean }> {
     checkSessionId(sessionId);
     await this.pending.get(sessionId)?.catch(() => undefined);
+    this.runner.forget(sessionId);
     const container = await dockerCall(
       'remove the sandbox container',
       async () => {

@@ -9,6 +9,7 @@
  * | `AGENT_SANDBOX_PIDS`          | processes and threads a sandbox may run at once               | 1024                            |
  * | `AGENT_SANDBOX_MEMORY`        | memory of a sandbox (`4G`, `512M`; no swap)                   | `4G`                            |
  * | `AGENT_SANDBOX_CPUS`          | CPU cores of a sandbox (fractions allowed)                    | 2                               |
+ * | `AGENT_SANDBOX_EXECUTOR`      | run tool commands through a persistent executor per sandbox (`on`) or a `docker exec` each (`off`) | `on` |
  */
 import * as path from 'node:path';
 import { defaultAllowedRoots } from './deps';
@@ -22,6 +23,7 @@ export const HANDS_ENV = {
   pids: 'AGENT_SANDBOX_PIDS',
   memory: 'AGENT_SANDBOX_MEMORY',
   cpus: 'AGENT_SANDBOX_CPUS',
+  executor: 'AGENT_SANDBOX_EXECUTOR',
 } as const;
 
 export const DEFAULT_WORKSPACE_QUOTA = '10G';
@@ -31,6 +33,8 @@ export interface HandsSettings {
   /** Null: workspaces get no disk quota (`AGENT_WORKSPACE_QUOTA=off`). */
   quota: WorkspaceQuota | null;
   limits: SandboxLimits;
+  /** Commands run through the sandbox's executor (else a `docker exec` each). */
+  executor: boolean;
 }
 
 /** Reads the hands settings; throws one Error listing every problem, each naming its variable. */
@@ -75,6 +79,14 @@ export function readHandsSettings(
       problems.push(`${HANDS_ENV.memory}: ${(err as Error).message}`);
     }
   }
+  const executorText = env[HANDS_ENV.executor]?.trim().toLowerCase() || 'on';
+  if (executorText !== 'on' && executorText !== 'off')
+    problems.push(`${HANDS_ENV.executor}: ${JSON.stringify(env[HANDS_ENV.executor])} is not "on" or "off"`);
   if (problems.length) throw new Error(`hands settings: ${problems.join('; ')}`);
-  return { allowedRoots, quota: sizeBytes === null ? null : { sizeBytes, imageDir }, limits };
+  return {
+    allowedRoots,
+    quota: sizeBytes === null ? null : { sizeBytes, imageDir },
+    limits,
+    executor: executorText !== 'off',
+  };
 }

@@ -32,6 +32,7 @@ export async function verifyWorkspace(ctx: RepoContext, input: VerifyInput): Pro
         signal: activity?.cancellationSignal,
       });
       if (result.kind === 'lost') throw new SandboxError('lost', result.reason);
+      if (result.kind === 'executor-lost') throw new SandboxError('unavailable', result.reason);
       if (result.kind !== 'finished') throw new SandboxError('failed', 'the verification did not run');
       if (result.exit.cancelled) throw new CancelledFailure('verification cancelled');
       const outcome: CheckOutcome = {

@@ -7,7 +7,10 @@
  * are also reported in segments (steps 1–10, 10–100, 100–500), so a slowdown of long runs shows.
  *
  * The durable harness runs as deployed: brain and hands workers in a worker process of their own
- * (`worker-process.ts`), which `--profile` starts with V8's CPU profiler.
+ * (`worker-process.ts`), which `--profile` starts with V8's CPU profiler. Both run tool commands
+ * through the sandbox's executor; at latency 0 the plain loop also runs with a `docker exec` per
+ * command (`executor: false`), alternating with the others, so the executor's gain is measured in the
+ * same run (`plainStep`).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -24,7 +27,8 @@ import { freePort } from '../../platform/dev-server';
 import { benchModelSettings, goalParam, markerText, requestsOf, stepsScript } from '../model';
 import { runPlainLoop } from '../plain-loop';
 import type { BenchProfile, OverheadRuns } from '../profiles';
-import type { OverheadPoint, OverheadResult, OverheadSegment } from '../results';
+import type { HandsActivities } from '../../common/hands';
+import type { OverheadPoint, OverheadResult, OverheadSegment, PlainStep } from '../results';
 import { gaps, median, p95, round } from '../stats';
 import { spawnWorkerChild } from '../worker-child';
 
@@ -68,16 +72,20 @@ export async function runOverhead(
   );
   const settings = benchModelSettings(server.url);
   const client = createAnthropicClient(settings);
-  const hands = createHandsActivities({ manager: new SandboxManager({ docker: ctx.docker, image: ctx.image }) });
+  const withExecutor = new SandboxManager({ docker: ctx.docker, image: ctx.image });
+  const withDockerExec = new SandboxManager({ docker: ctx.docker, image: ctx.image, executor: false });
+  const managers = [withExecutor, withDockerExec];
+  const hands: HandsActivities = createHandsActivities({ manager: withExecutor });
+  const handsDockerExec: HandsActivities = createHandsActivities({ manager: withDockerExec });
   const sandboxes: string[] = [];
 
-  const runPlain = async (steps: number): Promise<number[]> => {
-    const id = runId('overhead', 'plain');
+  const runPlain = async (steps: number, via: HandsActivities = hands): Promise<number[]> => {
+    const id = runId('overhead', via === hands ? 'plain' : 'plain-docker-exec');
     sandboxes.push(id);
     await runPlainLoop({
       client,
       settings,
-      hands,
+      hands: via,
       sessionId: id,
       goal: `${markerText(id)} steps=${steps}: run cheap commands`,
       maxTurns: steps + 1,
@@ -98,7 +106,8 @@ export async function runOverhead(
 
   const measure = async (
     runs: OverheadRuns,
-  ): Promise<{ point: OverheadPoint; plain: number[][]; durable: number[][] }> => {
+    withDockerExec = false,
+  ): Promise<{ point: OverheadPoint; plain: number[][]; durable: number[][]; plainDockerExec: number[][] }> => {
     server.setScript(
       stepsScript({
         steps: (request) => goalParam(request, 'steps') ?? 0,
@@ -107,20 +116,23 @@ export async function runOverhead(
       }),
     );
     await runPlain(2);
+    if (withDockerExec) await runPlain(2, handsDockerExec);
     await runDurable(2);
     const plain: number[][] = [];
+    const plainDockerExec: number[][] = [];
     const durable: number[][] = [];
     for (let run = 0; run < runs.runs; run++) {
       plain.push(await runPlain(runs.steps));
+      if (withDockerExec) plainDockerExec.push(await runPlain(runs.steps, handsDockerExec));
       durable.push(await runDurable(runs.steps));
       ctx.log(`overhead: latency ${runs.latencyMs} ms, run ${run + 1}/${runs.runs} (${runs.steps} steps) done`);
     }
-    return { point: overheadPoint(runs, plain, durable), plain, durable };
+    return { point: overheadPoint(runs, plain, durable), plain, durable, plainDockerExec };
   };
 
   let stopped = false;
   try {
-    const latency0 = await measure(profile.latency0);
+    const latency0 = await measure(profile.latency0, true);
     const latency200 = await measure(profile.latency200);
     const latency500 = await measure(profile.latency500);
     const workerMetrics = await scrapeWorkerMetrics(`http://${metricsAddress}/metrics`);
@@ -132,6 +144,7 @@ export async function runOverhead(
       latency200: latency200.point,
       latency500: latency500.point,
       segments: overheadSegments(latency0.plain, latency0.durable),
+      plainStep: plainStepOf(profile.latency0, latency0.plain, latency0.plainDockerExec),
       worker: 'brain + hands workers in one worker process (bench/worker-process.ts), as `agent worker dev` runs them',
       timeline,
       workerMetrics,
@@ -147,6 +160,7 @@ export async function runOverhead(
   } finally {
     if (!stopped) await worker.stop();
     await ctx.removeSandboxes(sandboxes);
+    for (const manager of managers) manager.close();
     await server.stop();
   }
 }
@@ -188,6 +202,23 @@ export function overheadPoint(runs: OverheadRuns, plainRuns: number[][], durable
     ratio: round(durableMedian / plainMedian, 3),
     p95AddedMs: round(p95(durable) - p95(plain)),
     firstStepMs: { plain: round(first(plainRuns)), durable: round(first(durableRuns)) },
+  };
+}
+
+/** The plain loop's steady steps with the executor and with `docker exec`, side by side. */
+export function plainStepOf(runs: OverheadRuns, executorRuns: number[][], dockerExecRuns: number[][]): PlainStep {
+  const steady = (all: number[][]) => all.flatMap((times) => gaps(times).slice(1));
+  const executor = steady(executorRuns);
+  const dockerExec = steady(dockerExecRuns);
+  return {
+    stepsPerRun: runs.steps,
+    runs: runs.runs,
+    samples: Math.min(executor.length, dockerExec.length),
+    executorMsPerStep: round(median(executor)),
+    executorP95Ms: round(p95(executor)),
+    dockerExecMsPerStep: round(median(dockerExec)),
+    dockerExecP95Ms: round(p95(dockerExec)),
+    gainMsPerStep: round(median(dockerExec) - median(executor)),
   };
 }
 

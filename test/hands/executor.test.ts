@@ -1,0 +1,216 @@
+/**
+ * The sandbox's executor (activities/hands/executor/): tool calls run through one persistent process
+ * per sandbox that the agent cannot reach; when it is SIGKILLed mid-call the call follows its replay
+ * policy (a `never` command never runs twice) and the next call starts a new executor; when it cannot
+ * start, calls run with `docker exec` and the result says so. Real Docker, real image.
+ *
+ * A call is held "in flight" without timing by a named pipe: its command blocks reading (or, for
+ * ripgrep, opening) it until the test writes to it.
+ */
+import { randomUUID } from 'node:crypto';
+import { PassThrough } from 'node:stream';
+import { createHandsActivities } from '../../activities/hands/activities';
+import { recordsOf } from '../../activities/hands/journal-store';
+import { readHandsSettings } from '../../activities/hands/settings';
+import { parseJournal } from '../../activities/hands/journal';
+import type { RunToolInput, ToolOutcome } from '../../common/hands';
+import { containerNameOf } from '../../common/sandbox-names';
+import { dockerClient } from '../../platform/docker-engine';
+import { handsFixture } from '../support/hands';
+
+const docker = dockerClient();
+
+/** Runs a script in the container with a plain `docker exec` (not through the executor under test). */
+async function dockerExec(sessionId: string, script: string, user = '0:0'): Promise<string> {
+  const exec = await docker.getContainer(containerNameOf(sessionId)).exec({
+    Cmd: ['bash', '-c', script],
+    User: user,
+    WorkingDir: '/workspace',
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const out: Buffer[] = [];
+  const stdout = new PassThrough().on('data', (c: Buffer) => out.push(c));
+  const stderr = new PassThrough().on('data', (c: Buffer) => out.push(c));
+  docker.modem.demuxStream(stream, stdout, stderr);
+  await new Promise((resolve) => stream.on('end', resolve));
+  const info = await exec.inspect();
+  const text = Buffer.concat(out).toString('utf8');
+  if (info.ExitCode !== 0) throw new Error(`docker exec failed (${info.ExitCode}): ${text}`);
+  return text;
+}
+
+/** Pids of the executors running in the container. */
+async function executorPids(sessionId: string): Promise<number[]> {
+  const text = await dockerExec(
+    sessionId,
+    `for c in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$c" 2>/dev/null | grep -q ' agent-executor $' && { p=\${c#/proc/}; echo \${p%/cmdline}; }; done; true`,
+  );
+  return text.split('\n').filter(Boolean).map(Number);
+}
+
+describe('sandbox executor (real Docker)', () => {
+  const fx = handsFixture();
+  const hands = createHandsActivities({ manager: fx.manager });
+  const call = (sessionId: string, name: string, input: unknown): RunToolInput => ({
+    sessionId,
+    toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
+    name,
+    input,
+  });
+  /** Waits (polling the records, not the clock) until the call's command runs; its pid and wrapper pid. */
+  const commandRunning = async (sessionId: string, toolCallId: string): Promise<{ pid: number; wrapper: number }> => {
+    const dir = `${recordsOf(toolCallId).runBase}/1`;
+    for (let i = 0; i < 400; i++) {
+      const text = await dockerExec(sessionId, `cat ${dir}/pid ${dir}/wrapper 2>/dev/null; true`);
+      const [pid, , wrapper] = text.split(/\s+/).map(Number);
+      if (pid && wrapper) return { pid, wrapper };
+    }
+    throw new Error(`the command of ${toolCallId} never started`);
+  };
+  const count = async (sessionId: string, file: string) =>
+    Number((await dockerExec(sessionId, `touch ${file}; wc -l < ${file}`, '1000:1000')).trim());
+
+  afterAll(async () => {
+    await fx.cleanup();
+    fx.manager.close();
+  });
+
+  it('runs every call of a sandbox through one executor the agent can neither signal nor read', async () => {
+    const sessionId = fx.sessionId('executor');
+    const first = await hands.runTool(call(sessionId, 'bash', { command: 'id -u; pwd' }));
+    expect(first).toMatchObject({ content: '1000\n/workspace\n[exit code 0]', isError: false });
+    expect(first.executorFallback).toBeUndefined();
+    const pid = await fx.manager.executorPid(sessionId);
+    expect(pid).toBeGreaterThan(1);
+    const probe = await hands.runTool(
+      call(sessionId, 'bash', {
+        command: `kill -0 ${pid} 2>&1; ls /proc/${pid}/fd 2>&1; cat /proc/${pid}/environ 2>&1 | head -c 80; true`,
+      }),
+    );
+    expect(probe.content).toMatch(/kill: \(\d+\) - Operation not permitted/);
+    expect(probe.content).toMatch(/ls: cannot open directory '\/proc\/\d+\/fd': Permission denied/);
+    expect(probe.content).toMatch(/cat: \/proc\/\d+\/environ: Permission denied/);
+    const parallel = await Promise.all(
+      ['a', 'b', 'c'].map((x) => hands.runTool(call(sessionId, 'bash', { command: `echo ${x}` }))),
+    );
+    expect(parallel.map((o) => o.content)).toEqual(['a\n[exit code 0]', 'b\n[exit code 0]', 'c\n[exit code 0]']);
+    expect(await fx.manager.executorPid(sessionId)).toBe(pid);
+    expect(await executorPids(sessionId)).toEqual([pid]);
+  });
+
+  it('a never call whose executor is SIGKILLed mid-call runs once and returns its real result; the next call restarts the executor', async () => {
+    const sessionId = fx.sessionId('executor-kill');
+    await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
+    const killed = (await fx.manager.executorPid(sessionId))!;
+    const running = call(sessionId, 'bash', { command: 'echo ran >> runs.log; cat gate; echo after' });
+    const outcome = hands.runTool(running);
+    await commandRunning(sessionId, running.toolCallId);
+    await dockerExec(sessionId, `kill -KILL ${killed}`);
+    // The command goes on without the executor; released, it finishes and its result is recorded.
+    await dockerExec(sessionId, 'echo released > gate', '1000:1000');
+    expect(await outcome).toMatchObject({ content: 'released\nafter\n[exit code 0]', synthetic: false });
+    expect(await count(sessionId, 'runs.log')).toBe(1);
+
+    const next = await hands.runTool(call(sessionId, 'bash', { command: 'echo next' }));
+    expect(next.content).toBe('next\n[exit code 0]');
+    const restarted = await fx.manager.executorPid(sessionId);
+    expect(restarted).not.toBe(killed);
+    expect(await executorPids(sessionId)).toEqual([restarted]);
+  });
+
+  it('a never call that dies with its executor is reported interrupted and is not run again', async () => {
+    const sessionId = fx.sessionId('executor-never');
+    await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
+    const executor = (await fx.manager.executorPid(sessionId))!;
+    const running = call(sessionId, 'bash', { command: 'echo ran >> runs.log; echo partial; cat gate' });
+    const outcome = hands.runTool(running);
+    const { pid, wrapper } = await commandRunning(sessionId, running.toolCallId);
+    await dockerExec(sessionId, `kill -KILL ${wrapper} ${executor}; kill -KILL -- -${pid}`);
+    const result: ToolOutcome = await outcome;
+    expect(result).toMatchObject({ isError: true, synthetic: true });
+    expect(result.content).toMatch(/^\[interrupted: this bash call was already started \(attempt 1, process \d+/);
+    expect(result.content).toContain('partial');
+    expect(await count(sessionId, 'runs.log')).toBe(1);
+    const journal = parseJournal(await dockerExec(sessionId, `cat ${recordsOf(running.toolCallId).journalPath}`));
+    expect(journal!.events.filter((e) => e.type === 'started')).toHaveLength(1);
+    expect((await hands.runTool(call(sessionId, 'bash', { command: 'echo next' }))).content).toBe(
+      'next\n[exit code 0]',
+    );
+    expect(await fx.manager.executorPid(sessionId)).not.toBe(executor);
+  });
+
+  it('a safe call that dies with its executor runs again and returns a real result', async () => {
+    const sessionId = fx.sessionId('executor-safe');
+    await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
+    const executor = (await fx.manager.executorPid(sessionId))!;
+    const search = call(sessionId, 'grep', { pattern: 'needle', path: 'gate' });
+    const outcome = hands.runTool(search);
+    const { pid, wrapper } = await commandRunning(sessionId, search.toolCallId);
+    await dockerExec(sessionId, `kill -KILL ${wrapper} ${executor}; kill -KILL -- -${pid}`);
+    // The second attempt opens the pipe again; this writer waits for it.
+    await dockerExec(sessionId, 'echo "a needle here" > gate', '1000:1000');
+    expect(await outcome).toMatchObject({ isError: false, synthetic: false });
+    expect((await outcome).content).toContain('a needle here');
+    const journal = parseJournal(await dockerExec(sessionId, `cat ${recordsOf(search.toolCallId).journalPath}`));
+    expect(journal!.events.filter((e) => e.type === 'started').map((e) => (e as { attempt: number }).attempt)).toEqual([
+      1, 2,
+    ]);
+    expect(await fx.manager.executorPid(sessionId)).not.toBe(executor);
+  });
+
+  it('falls back to docker exec when the executor cannot start, and says so in the result', async () => {
+    const sessionId = fx.sessionId('executor-fallback');
+    await fx.manager.ensure(sessionId);
+    // No python3, no executor.
+    await dockerExec(sessionId, 'mv /usr/bin/python3 /usr/bin/python3.hidden');
+    const outcome = await hands.runTool(call(sessionId, 'bash', { command: 'echo via docker exec' }));
+    expect(outcome).toMatchObject({ content: 'via docker exec\n[exit code 0]', isError: false, synthetic: false });
+    expect(outcome.executorFallback).toMatch(/^the sandbox executor could not start: /);
+    expect(await fx.manager.executorPid(sessionId)).toBeUndefined();
+    expect(await executorPids(sessionId)).toEqual([]);
+  });
+
+  it('an executor that keeps dying before it finishes a command is given up for docker exec, said in the result', async () => {
+    const sessionId = fx.sessionId('executor-broken');
+    await fx.manager.ensure(sessionId);
+    // A python3 that says it is ready, takes one request and exits without answering it.
+    await dockerExec(
+      sessionId,
+      `mv /usr/bin/python3 /usr/bin/python3.real && printf '%s\\n' '#!/bin/bash' 'printf "{\\"t\\":\\"ready\\",\\"pid\\":%d}\\n" $$' 'read -r line' > /usr/bin/python3 && chmod 755 /usr/bin/python3`,
+    );
+    // The first call loses two executors (its command, then the journal read), and fails retryably.
+    await expect(hands.runTool(call(sessionId, 'bash', { command: 'echo one >> runs.log' }))).rejects.toMatchObject({
+      type: 'SandboxUnavailable',
+      nonRetryable: false,
+    });
+    // The third loss in a row switches the sandbox to docker exec, so the next call goes through.
+    const second = call(sessionId, 'bash', { command: 'echo two >> runs.log; cat runs.log' });
+    const outcome = await hands.runTool(second);
+    expect(outcome).toMatchObject({ content: 'two\n[exit code 0]', isError: false, synthetic: false });
+    expect(outcome.executorFallback).toMatch(/3 times in a row before it finished a command/);
+    expect(await count(sessionId, 'runs.log')).toBe(1);
+  });
+
+  it('is switched off with AGENT_SANDBOX_EXECUTOR=off (a docker exec per command), and the setting is checked', async () => {
+    const defaults = { imageDir: '/tmp/images' };
+    expect(readHandsSettings({}, defaults).executor).toBe(true);
+    expect(readHandsSettings({ AGENT_SANDBOX_EXECUTOR: 'off' }, defaults).executor).toBe(false);
+    expect(() => readHandsSettings({ AGENT_SANDBOX_EXECUTOR: 'sometimes' }, defaults)).toThrow(
+      'AGENT_SANDBOX_EXECUTOR: "sometimes" is not "on" or "off"',
+    );
+    const plain = handsFixture({ executor: false });
+    try {
+      const sessionId = plain.sessionId('executor-off');
+      const outcome = await createHandsActivities({ manager: plain.manager }).runTool(
+        call(sessionId, 'bash', { command: 'echo plain' }),
+      );
+      expect(outcome).toMatchObject({ content: 'plain\n[exit code 0]', isError: false });
+      expect(outcome.executorFallback).toBeUndefined();
+      expect(await executorPids(sessionId)).toEqual([]);
+    } finally {
+      await plain.cleanup();
+    }
+  });
+});
