@@ -90,7 +90,9 @@ describe("a lane's context across operations, compactions and clear batches", ()
       if (cold) s.h.cache.clear();
     };
 
-    const one = await s.submit(sessionId, { prompt: 'lane context one', context: POLICY });
+    // The container stays between operations: whether an idle session's teardown finishes before the
+    // next prompt arrives is a race, and a removed container shows in the next tool result's bytes.
+    const one = await s.submit(sessionId, { prompt: 'lane context one', context: POLICY }, { keepContainer: true });
     const handle = s.operation(one.operationId);
     await waitFor(async () => {
       const status = await handle.query(statusQuery).catch(() => undefined);
