@@ -42,6 +42,8 @@ const FORWARDER_SOURCE = path.join(__dirname, 'sandbox', 'forwarder.cjs');
 
 /** What the sandbox manager needs to give a container its way out. */
 export interface SandboxEgressWiring {
+  /** Resolves once `env()` is complete (the host's registries are read at start, asynchronously). */
+  ready(): Promise<void>;
   /** Environment of every command in the sandbox. */
   env(): string[];
   /** Bind mounts of a new container (its socket directory is made here). */
@@ -89,10 +91,16 @@ export class EgressHost implements SandboxEgressWiring {
       '-c',
       `(while :; do node ${SHARED_DIR}/forwarder.cjs ${SANDBOX_PROXY_PORT} ${SOCKET_DIR}/proxy.sock; sleep 1; done) & exec sleep infinity`,
     ];
-    this.supervisor = new ProxySupervisor(options.warn ?? ((line) => process.stderr.write(`${line}\n`)));
+    const warn = options.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
+    this.supervisor = new ProxySupervisor(warn);
     this.registriesLoading = options.registries
       ? Promise.resolve(options.registries)
-      : readHostRegistries(env).catch(() => ({ hosts: [], env: [] }));
+      : readHostRegistries(env).catch((err: unknown) => {
+          warn(
+            `WARNING: egress: the host's package registries could not be read (${String(err)}); the "registries" policy allows none`,
+          );
+          return { hosts: [], env: [] };
+        });
     void this.registriesLoading.then((r) => (this.registries = r));
   }
 
@@ -104,6 +112,10 @@ export class EgressHost implements SandboxEgressWiring {
   /** The proxy process id (tests stop it to prove the restart). */
   get proxyPid(): number | undefined {
     return this.supervisor.pid;
+  }
+
+  async ready(): Promise<void> {
+    await this.registriesLoading;
   }
 
   env(): string[] {

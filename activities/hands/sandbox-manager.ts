@@ -320,6 +320,7 @@ export class SandboxManager {
     }
 
     await this.volumes.ensure(sessionId, this.labels(sessionId, operationId));
+    await this.egress?.ready();
     let created: Docker.Container;
     try {
       created = await this.docker.createContainer(this.containerSpec(sessionId, operationId));
@@ -607,6 +608,7 @@ export class SandboxManager {
     user = AGENT_USER,
     attachStdin = false,
   ): Promise<Docker.Exec> {
+    await this.egress?.ready();
     try {
       return await container.exec({
         Cmd: cmd,
