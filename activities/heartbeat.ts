@@ -15,9 +15,14 @@ export function currentActivity(): Context | undefined {
 }
 
 /**
- * Heartbeats `details` now and every `everyMs` until `stop()`. The SDK throttles what reaches the
- * server; `set` and `merge` replace the details and, by default, heartbeat at once. Without an
- * activity context every method does nothing.
+ * Heartbeats `details` every `everyMs` until `stop()`, and at once unless `sendNow` is false. The SDK
+ * throttles what reaches the server; `set` and `merge` replace the details and, by default,
+ * heartbeat at once. Without an activity context every method does nothing.
+ *
+ * Every heartbeat that reaches the server is a write of the workflow's state there. A call that
+ * needs nothing recorded before its first second (its details are only for a person looking at the
+ * pending activity) passes `sendNow: false`: a call that ends sooner sends none, and a dead worker
+ * is still noticed, since the heartbeat timeout runs from the attempt's start until a heartbeat.
  */
 export class Heartbeat<D extends object> {
   private current: D;
@@ -27,10 +32,11 @@ export class Heartbeat<D extends object> {
     private readonly ctx: Context | undefined,
     everyMs: number,
     details: D,
+    sendNow = true,
   ) {
     this.current = details;
     if (!ctx) return;
-    ctx.heartbeat(details);
+    if (sendNow) ctx.heartbeat(details);
     this.timer = setInterval(() => ctx.heartbeat(this.current), everyMs);
   }
 
@@ -44,8 +50,8 @@ export class Heartbeat<D extends object> {
     if (send) this.ctx?.heartbeat(details);
   }
 
-  merge(more: Partial<D>): void {
-    this.set({ ...this.current, ...more });
+  merge(more: Partial<D>, send = true): void {
+    this.set({ ...this.current, ...more }, send);
   }
 
   stop(): void {

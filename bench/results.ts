@@ -200,6 +200,13 @@ export const recoveryMeasurementSchema = z.strictObject({
   completed: z.boolean(),
   /** SIGKILL → the interrupted activity completed (from the history). */
   killToActivityCompletedMs: num,
+  /**
+   * The interrupted attempt's last heartbeat the server had recorded → SIGKILL (from a describe just
+   * before the kill): the heartbeat timeout runs from there, not from the kill.
+   */
+  lastHeartbeatBeforeKillMs: num.optional(),
+  /** SIGKILL → the retried attempt started on the standby worker (from the history). */
+  killToRetryStartedMs: num.optional(),
   /** Attempts of the interrupted activity. */
   attempts: num,
   /**
@@ -334,7 +341,17 @@ export const resultsSchema = z.strictObject({
        * timeout shows up as an activity timeout (and a retried attempt), one that misses its sticky
        * queue's schedule-to-start timeout as a workflow-task timeout. 0 means no false timeouts.
        */
-      timeouts: z.strictObject({ activity: num, workflowTask: num, retriedActivities: num }),
+      timeouts: z.strictObject({
+        activity: num,
+        workflowTask: num,
+        retriedActivities: num,
+        /**
+         * Of `workflowTask`: how many were a task left too long on a worker's sticky queue
+         * (schedule-to-start: the worker that ran the workflow last did not poll in time; the task
+         * moves to the shared queue and is replayed there) rather than a task that ran too long.
+         */
+        workflowTaskStickyScheduleToStart: num.optional(),
+      }),
       /** Where the machine's CPU went during the run (Linux), to see what bounds the throughput. */
       cpu: z
         .strictObject({

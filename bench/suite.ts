@@ -154,7 +154,9 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
       `Recovery: ${sec(r.tool.killToProgressMs)} during a tool call, ${sec(r.model.killToProgressMs)} during a model call. The dead worker is noticed when the call's ` +
         `${sec(r.tool.heartbeatTimeoutMs)} heartbeat timeout expires (a second worker stands by); the call is retried after ` +
         "0.25 s (tool) or 0.5 s (model), and the retried attempt resets the workflow's sticky queue, so the workflow task that follows goes to the live worker at once instead of waiting " +
-        "for the dead one's sticky queue to time out. " +
+        "for the dead one's sticky queue to time out. The timeout runs from the last heartbeat the server recorded (heartbeats go out every second), so detection takes between 2 and 3 s of it; " +
+        "the rest is the standby's first work: its first workflow task replays the history in a cold workflow thread (module evaluation, protobuf and source-map set-up: about 0.5 s of CPU on this machine) " +
+        "and its first tool call starts the sandbox's executor. " +
         (r.tool.toolResult === 'recorded' && r.tool.effects === 1
           ? 'The retried `never` (bash) call returned the journalled output of the interrupted attempt; the command ran once.'
           : `The retried bash call returned ${r.tool.toolResult} and the command ran ${r.tool.effects} time(s) — see the table.`),
@@ -168,7 +170,10 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
     notes.push(
       `Concurrency: ${c.operations} operations × ${c.stepsPerOperation} steps on one worker process (default tuning: 100 activity slots per worker, 40 workflow-task slots), model latency 0; ` +
         `every operation creates its own container (included in the wall time; kept until the end so that its CPU time is counted). Timeouts under this load: ${c.timeouts.activity} activity timeouts, ` +
-        `${c.timeouts.retriedActivities} retried activity attempts, ${c.timeouts.workflowTask} workflow-task timeouts.` +
+        `${c.timeouts.retriedActivities} retried activity attempts, ${c.timeouts.workflowTask} workflow-task timeouts` +
+        (c.timeouts.workflowTaskStickyScheduleToStart !== undefined
+          ? ` (${c.timeouts.workflowTaskStickyScheduleToStart} of them a task left on a busy worker's sticky queue past its schedule-to-start timeout, then run from the shared queue; ${c.timeouts.workflowTask - c.timeouts.workflowTaskStickyScheduleToStart} a task that ran too long).`
+          : '.') +
         (cpu
           ? ` The machine was busy ${cpu.machineBusyS.toFixed(0)} of ${(cpu.wallS * cpu.cores).toFixed(0)} CPU seconds: Docker (dockerd, containerd, the containers' shims, runc and tool processes) ` +
             `${(share(/dockerd|containerd|containers/) * 100).toFixed(0)} %, the worker process ${(share(/^worker/) * 100).toFixed(0)} %, the Temporal server ${(share(/Temporal/) * 100).toFixed(0)} %, ` +

@@ -59,9 +59,18 @@ export interface DevServer {
  * and durability do not depend on it (it only paces the shard's reads of its own queue); the cost
  * is more, smaller database reads. On a production cluster it is the operator's call (many shards,
  * and each read takes up to 100 tasks, so the pacing costs a busy cluster little).
+ *
+ * `history.timerProcessorMaxTimeShift` (server default 1 s): a new timer task never fires earlier
+ * than "now + the shift" at the shard's last read of its timer queue — a margin for clocks that
+ * differ between the hosts of a cluster. Every timer shorter than that fires up to a second late:
+ * an activity's retry after 0.25 s, and the re-armed heartbeat timeout that notices a dead worker.
+ * Failover after a killed worker took about a second longer for it. A dev server is one process
+ * with one clock, so 50 ms keeps timers close to their time; the cost is more frequent reads of
+ * the timer queue when timers are short. On a production cluster it is the operator's call.
  */
 export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'history.transferProcessorMaxPollRPS': 1000,
+  'history.timerProcessorMaxTimeShift': '50ms',
 };
 
 export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {

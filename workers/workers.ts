@@ -82,12 +82,14 @@ const GRACE = '2 minutes';
 const HEARTBEAT_FLUSH = '1 second';
 /**
  * How long a workflow task waits for the worker that ran the workflow's previous task before any
- * worker may take it (SDK default 10 s). A healthy worker polls its sticky queue constantly, so a
- * short wait only matters when that worker died: the operation moves on after 2 s instead of 10.
- * (When the worker died in the middle of a call, the retried call releases the workflow from the
- * sticky queue at once: `activities/failover.ts`.)
+ * worker may take it (SDK default 10 s). A dead worker's workflows move on after 5 s instead of 10.
+ * Not shorter: a live worker that is busy polls its sticky queue only when a workflow-task slot is
+ * free, and with hundreds of operations on two cores a task can wait seconds for one; past the
+ * timeout it moves to the shared queue and is replayed from the start — more work for a worker that
+ * is already behind. (When the worker died in the middle of a call, the retried call releases the
+ * workflow from the sticky queue at once: `activities/failover.ts`.)
  */
-const STICKY_FAILOVER = '2 seconds';
+const STICKY_FAILOVER = '5 seconds';
 
 /**
  * What every worker shares: a graceful shutdown, the heartbeat flush, and the activity interceptors

@@ -42,10 +42,14 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
   if (!checked.ok) return { content: checked.error, isError: true, synthetic: false };
   const call: ValidCall = { ...raw, sessionId: sessionOf(raw), name: raw.name as ToolName, input: checked.input };
 
-  const heartbeat = new Heartbeat<Record<string, unknown>>(ctx, hands.heartbeatEveryMs, {
-    toolCallId: call.toolCallId,
-    tool: call.name,
-  });
+  // Most tool calls end within a second: none of them writes a heartbeat (the details are for the
+  // Web UI's pending-activity view; recovery reads the workspace journal, not heartbeats).
+  const heartbeat = new Heartbeat<Record<string, unknown>>(
+    ctx,
+    hands.heartbeatEveryMs,
+    { toolCallId: call.toolCallId, tool: call.name },
+    false,
+  );
   try {
     const sandbox = await hands.manager.ensure(call.sessionId, { operationId: call.operationId });
     let replaced = sandbox.replaced;
@@ -126,7 +130,7 @@ async function attemptToolCall(
     ...(signal ? { signal } : {}),
     onProcess: (process) => {
       crashPoint(`tool: process running (${call.name} ${call.toolCallId})`);
-      heartbeat.merge({ pid: process.pid, attempt: process.attempt });
+      heartbeat.merge({ pid: process.pid, attempt: process.attempt }, false);
     },
   };
   const formatted = async (run: Extract<ExecResult, { kind: 'finished' }>): Promise<Attempt> => {

@@ -103,12 +103,19 @@ export async function runConcurrency(
 /** Timeouts and retried activities over the operations' histories (every run of each). */
 async function timeoutsIn(client: Client, ids: readonly string[]): Promise<ConcurrencyResult['timeouts']> {
   const EventType = temporal.api.enums.v1.EventType;
-  const counts = { activity: 0, workflowTask: 0, retriedActivities: 0 };
+  const counts = { activity: 0, workflowTask: 0, retriedActivities: 0, workflowTaskStickyScheduleToStart: 0 };
   for (const id of ids) {
     const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
     for (const event of events) {
       if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT) counts.activity += 1;
-      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) counts.workflowTask += 1;
+      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) {
+        counts.workflowTask += 1;
+        if (
+          event.workflowTaskTimedOutEventAttributes?.timeoutType ===
+          temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START
+        )
+          counts.workflowTaskStickyScheduleToStart += 1;
+      }
       if ((event.activityTaskStartedEventAttributes?.attempt ?? 1) > 1) counts.retriedActivities += 1;
     }
   }

@@ -115,13 +115,19 @@ async function recoverOnce(
             activity.activityType?.name === activityType &&
             activity.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
         );
-        return call?.lastWorkerIdentity ? Number(call.lastWorkerIdentity.split('@')[0]) : undefined;
+        return call?.lastWorkerIdentity && call.lastHeartbeatTime
+          ? { pid: Number(call.lastWorkerIdentity.split('@')[0]), lastHeartbeatMs: tsToMs(call.lastHeartbeatTime) }
+          : undefined;
       },
       `the ${during} call to run`,
       60_000,
     );
-    const victim = workers.find((worker) => worker.pid === holder);
-    if (!victim) throw new Error(`recovery: the ${during} call runs on ${holder}, not on a bench worker`);
+    const victim = workers.find((worker) => worker.pid === holder.pid);
+    if (!victim) throw new Error(`recovery: the ${during} call runs on ${holder.pid}, not on a bench worker`);
+    // The last heartbeat the server recorded just before the kill (a fresh describe: heartbeats go out every second).
+    const lastHeartbeat = (await handle.describe()).raw.pendingActivities?.find(
+      (activity) => activity.activityType?.name === activityType,
+    )?.lastHeartbeatTime;
     const killedAt = Date.now();
     await victim.kill();
     if (during === 'tool') execFileSync('docker', ['exec', '-u', AGENT_USER, container, 'touch', '/workspace/release']);
@@ -156,6 +162,8 @@ async function recoverOnce(
       killToProgressMs: progressAt - killedAt,
       completed: result.state === 'completed',
       killToActivityCompletedMs: completed?.eventTime ? tsToMs(completed.eventTime) - killedAt : Number.NaN,
+      lastHeartbeatBeforeKillMs: lastHeartbeat ? killedAt - tsToMs(lastHeartbeat) : undefined,
+      killToRetryStartedMs: started?.eventTime ? tsToMs(started.eventTime) - killedAt : undefined,
       attempts: started?.activityTaskStartedEventAttributes?.attempt ?? Number.NaN,
       toolResult:
         during === 'model'
