@@ -71,9 +71,10 @@ export function summarizeCpuProfiles(
     files: files.map((file) => path.relative(options.relativeTo, file)),
     sampledMs: round(sampledUs / 1000),
     idleMs: round(idleUs / 1000),
+    // Every module of at least 0.1 % (the report shows the first `top`; shares are summed over all).
     byModule: [...byModule]
       .sort((a, b) => b[1] - a[1])
-      .slice(0, top)
+      .filter(([, us], index) => index < top || us / busyUs >= 0.001)
       .map(([module, us]) => ({ module, selfMs: round(us / 1000), share: round(us / busyUs, 3) })),
     topFunctions: [...byFunction.values()]
       .sort((a, b) => b.selfUs - a.selfUs)

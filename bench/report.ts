@@ -361,7 +361,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
       out.push(
         table(
           ['module', 'self time', 'share of busy'],
-          cpu.byModule.map((row) => [`\`${row.module}\``, `${n(row.selfMs, 0)} ms`, pct(row.share)]),
+          cpu.byModule.slice(0, 15).map((row) => [`\`${row.module}\``, `${n(row.selfMs, 0)} ms`, pct(row.share)]),
         ),
       );
       out.push('');

@@ -112,7 +112,7 @@ export const cpuProfileSchema = z.strictObject({
   /** Sampled time over all threads, and the part of it that was idle. */
   sampledMs: num,
   idleMs: num,
-  /** Busy time per module (package or project file), largest first. */
+  /** Busy time per module (package or project file) of at least 0.1 % of it, largest first. */
   byModule: z.array(z.strictObject({ module: z.string(), selfMs: num, share: num })),
   /** The functions with the most self time. */
   topFunctions: z.array(z.strictObject({ function: z.string(), where: z.string(), selfMs: num, share: num })),
@@ -351,6 +351,8 @@ export const resultsSchema = z.strictObject({
          * moves to the shared queue and is replayed there) rather than a task that ran too long.
          */
         workflowTaskStickyScheduleToStart: num.optional(),
+        /** What the retried activities' earlier attempts failed with (their last failure), most frequent first. */
+        retryCauses: z.array(z.strictObject({ activity: z.string(), failure: z.string(), count: num })).optional(),
       }),
       /** Where the machine's CPU went during the run (Linux), to see what bounds the throughput. */
       cpu: z

@@ -168,12 +168,15 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
     const share = (label: RegExp) =>
       cpu ? cpu.byGroup.filter((row) => label.test(row.label)).reduce((sum, row) => sum + row.shareOfMachine, 0) : 0;
     notes.push(
-      `Concurrency: ${c.operations} operations × ${c.stepsPerOperation} steps on one worker process (default tuning: 100 activity slots per worker, 40 workflow-task slots), model latency 0; ` +
+      `Concurrency: ${c.operations} operations × ${c.stepsPerOperation} steps on one worker process (default tuning: 100 activity slots per worker, 10 workflow-task slots for the brain), model latency 0; ` +
         `every operation creates its own container (included in the wall time; kept until the end so that its CPU time is counted). Timeouts under this load: ${c.timeouts.activity} activity timeouts, ` +
         `${c.timeouts.retriedActivities} retried activity attempts, ${c.timeouts.workflowTask} workflow-task timeouts` +
         (c.timeouts.workflowTaskStickyScheduleToStart !== undefined
           ? ` (${c.timeouts.workflowTaskStickyScheduleToStart} of them a task left on a busy worker's sticky queue past its schedule-to-start timeout, then run from the shared queue; ${c.timeouts.workflowTask - c.timeouts.workflowTaskStickyScheduleToStart} a task that ran too long).`
           : '.') +
+        (c.timeouts.retryCauses?.length
+          ? ` Retried activities, by the failure of their earlier attempt: ${c.timeouts.retryCauses.map((cause) => `${cause.activity} ×${cause.count} (${cause.failure})`).join('; ')}.`
+          : '') +
         (cpu
           ? ` The machine was busy ${cpu.machineBusyS.toFixed(0)} of ${(cpu.wallS * cpu.cores).toFixed(0)} CPU seconds: Docker (dockerd, containerd, the containers' shims, runc and tool processes) ` +
             `${(share(/dockerd|containerd|containers/) * 100).toFixed(0)} %, the worker process ${(share(/^worker/) * 100).toFixed(0)} %, the Temporal server ${(share(/Temporal/) * 100).toFixed(0)} %, ` +
@@ -194,6 +197,7 @@ function overheadNotes(o: NonNullable<BenchResults['overhead']>, dynamicConfig: 
         ? "This server reads its transfer queue at most 20 times a second (`history.transferProcessorMaxPollRPS` default): every hand-off from a completed activity to the workflow then waits for the next 50 ms slot once the first second's burst is spent, so steps settle on a 100 ms grid (two hand-offs per step)."
         : `The server runs with \`history.transferProcessorMaxPollRPS\` ${String(rps)} (the dev-server default of \`platform/dev-server.ts\`); at the server default of 20 every hand-off from a completed activity to the workflow waits for the next 50 ms slot of the single shard's transfer-queue reader once the first second's burst is spent, and steps settle on a 100 ms grid (two hand-offs per step).`),
   );
+  notes.push(stepBudgetNote(o));
   const p = o.cpuProfile;
   if (p) {
     const busy = p.sampledMs - p.idleMs;
@@ -206,4 +210,41 @@ function overheadNotes(o: NonNullable<BenchResults['overhead']>, dynamicConfig: 
     );
   }
   return notes;
+}
+
+/**
+ * Where the added time per step goes: the hand-offs every durable step makes through the server
+ * (from the step timeline and the SDK's metrics) and, with `--profile`, the worker's CPU per step.
+ */
+function stepBudgetNote(o: NonNullable<BenchResults['overhead']>): string {
+  const t = o.timeline;
+  const m = o.workerMetrics;
+  const workflowTasks = 2 * (t.workflowTaskScheduleToStartMs + t.workflowTaskStartToCompleteMs);
+  const handOffs = workflowTasks + t.toolScheduleToStartMs + 2 * t.completedToWorkflowTaskMs;
+  const ms = (value: number) => `${value.toFixed(1)} ms`;
+  let note =
+    `Where the added ${ms(o.latency0.addedMsPerStep)} per step (model latency 0) goes: a durable step makes two workflow tasks ` +
+    `(${ms(workflowTasks)} together: each ${ms(t.workflowTaskScheduleToStartMs)} to reach the worker and ${ms(t.workflowTaskStartToCompleteMs)} from start to completion, ` +
+    `of which ${ms(m.workflowTaskExecutionMs)} is the worker's turn and ${ms(m.respondWorkflowTaskCompletedMs)} its completion call, a write on the server) ` +
+    `and dispatches the tool call through the server's matching (${ms(t.toolScheduleToStartMs)}); that is ${ms(handOffs)} of hand-offs before the activities' own ` +
+    `completion calls (${ms(m.respondActivityTaskCompletedMs)} each, inside their run times). None of it waits on a timer or a poll interval: on this machine it is CPU time ` +
+    'of the worker and the server taking turns on two cores, with Docker and the model server on the same cores.';
+  const p = o.cpuProfile;
+  const durableSteps = m.workflowTasks / 2;
+  if (p && durableSteps > 0) {
+    const busy = p.sampledMs - p.idleMs;
+    const share = (test: (module: string) => boolean) =>
+      p.byModule.filter((row) => test(row.module)).reduce((sum, row) => sum + row.share, 0);
+    const sdk = share((module) => module.startsWith('@temporalio/') || ['rxjs', 'protobufjs', 'long'].includes(module));
+    const gc = share((module) => module === '(garbage collector)');
+    const ours = share(
+      (module) => module === 'workflow bundle' || /^(activities|workflows|common|workers|platform)\//.test(module),
+    );
+    note +=
+      ` Profiled, the worker process spent ${ms(busy / durableSteps)} of CPU per durable step (both threads, model and tool call included): ` +
+      `${(sdk * 100).toFixed(0)} % in the Temporal SDK's own modules (activations, the core bridge, protobuf, its rxjs pipelines; the workflow sandbox's ` +
+      "promise hook also records a stack trace for every promise the workflow creates, for the Web UI's stack-trace view), " +
+      `${(gc * 100).toFixed(0)} % in garbage collection and ${(ours * 100).toFixed(0)} % in the harness's own code (the rest is Node's internals, V8 and native code the SDK calls).`;
+  }
+  return note;
 }

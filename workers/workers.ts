@@ -92,6 +92,16 @@ const HEARTBEAT_FLUSH = '1 second';
 const STICKY_FAILOVER = '5 seconds';
 
 /**
+ * Workflow tasks a brain worker runs at once (SDK default 40). Every workflow of the process runs in
+ * one workflow thread, one activation after another; an activation takes a few milliseconds, so a
+ * handful in flight keep that thread busy while the rest wait for their completion calls. More only
+ * queue inside the worker, where the workflow-task timeout (10 s) is already running: under a load of
+ * hundreds of operations on two cores, 40 queued tasks took over 5 s each and some timed out (to be
+ * retried, then replayed). Tasks beyond these wait on the server, where no such timeout runs.
+ */
+const WORKFLOW_TASK_SLOTS = 10;
+
+/**
  * What every worker shares: a graceful shutdown, the heartbeat flush, and the activity interceptors
  * — a retried attempt releases its workflow from a dead worker's sticky queue
  * (`activities/failover.ts`); in crash test mode a boundary after each activity, and a 1 s sticky
@@ -198,6 +208,7 @@ export async function createBrainWorker(options: BrainWorkerOptions): Promise<Wo
     activities: { ...brainActivities(options), ...createOpsActivities({ client: options.client }) },
     sinks: crashPointSinks,
     stickyQueueScheduleToStartTimeout: STICKY_FAILOVER,
+    maxConcurrentWorkflowTaskExecutions: WORKFLOW_TASK_SLOTS,
     ...everyWorkerOptions(),
     ...options.tuning,
   });

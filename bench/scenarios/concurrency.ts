@@ -104,9 +104,25 @@ export async function runConcurrency(
 async function timeoutsIn(client: Client, ids: readonly string[]): Promise<ConcurrencyResult['timeouts']> {
   const EventType = temporal.api.enums.v1.EventType;
   const counts = { activity: 0, workflowTask: 0, retriedActivities: 0, workflowTaskStickyScheduleToStart: 0 };
+  const causes = new Map<string, { activity: string; failure: string; count: number }>();
   for (const id of ids) {
     const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const typeOf = new Map<string, string>();
     for (const event of events) {
+      const scheduled = event.activityTaskScheduledEventAttributes;
+      if (scheduled) typeOf.set(String(event.eventId), scheduled.activityType?.name ?? '?');
+      const started = event.activityTaskStartedEventAttributes;
+      if (started && (started.attempt ?? 1) > 1) {
+        const activity = typeOf.get(String(started.scheduledEventId)) ?? '?';
+        // Ids and numbers vary per call; the cause is the message's shape.
+        const failure = (started.lastFailure?.message ?? '(no failure recorded)')
+          .replace(/[0-9a-f-]{8,}|\d+/g, '#')
+          .slice(0, 160);
+        const key = `${activity}\u0000${failure}`;
+        const entry = causes.get(key) ?? { activity, failure, count: 0 };
+        entry.count += 1;
+        causes.set(key, entry);
+      }
       if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT) counts.activity += 1;
       if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) {
         counts.workflowTask += 1;
@@ -119,7 +135,8 @@ async function timeoutsIn(client: Client, ids: readonly string[]): Promise<Concu
       if ((event.activityTaskStartedEventAttributes?.attempt ?? 1) > 1) counts.retriedActivities += 1;
     }
   }
-  return counts;
+  const retryCauses = [...causes.values()].sort((a, b) => b.count - a.count).slice(0, 8);
+  return { ...counts, retryCauses };
 }
 
 /** The processes whose CPU time the scenario reports (the Docker daemons are shared with anything else using Docker). */
