@@ -166,6 +166,7 @@ export function handsActivities(
 ) {
   const settings = options.settings ?? handsSettingsFromEnv();
   const egress = processEgressHost();
+  egress.warm();
   const manager = new SandboxManager({
     docker: options.docker,
     image: options.image,

@@ -114,6 +114,14 @@ export class EgressHost implements SandboxEgressWiring {
     return this.supervisor.pid;
   }
 
+  /**
+   * Starts the proxy process ahead of the first tool call (a hands worker does at start: a worker
+   * that takes over a dead one's call then does not wait for a process to boot).
+   */
+  warm(): void {
+    this.supervisor.start();
+  }
+
   async ready(): Promise<void> {
     await this.registriesLoading;
   }

@@ -37,6 +37,11 @@ export class ProxySupervisor {
     return this.child?.pid;
   }
 
+  /** Starts the proxy process now, so that the first call served does not wait for it to boot. */
+  start(): void {
+    if (!this.closed) this.ensureChild();
+  }
+
   /** Serves `policy` on `socketPath` for `key`, starting the proxy process if needed; resolves when listening. */
   async serve(key: string, socketPath: string, policy: ResolvedEgress): Promise<void> {
     const entry = this.served.get(key);
