@@ -4,7 +4,8 @@
  * replaces the worker each time it dies, until the operation ends. The next worker is always
  * started ahead and stands by (`test/support/standby-worker.ts`): it takes over the moment the
  * previous one dies, and the first worker of the next scenario starts while this one runs, so the
- * matrix does not wait for processes to start.
+ * matrix does not wait for processes to start. Scenarios share nothing but the Temporal server, the
+ * Docker engine and the (stateless) scripted model, so several may run at once.
  */
 import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -124,6 +125,8 @@ export class CrashMatrix {
   private readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crash-matrix-'));
   /** First workers of scenarios still to run, already standing by. */
   private readonly prepared = new Map<string, WorkerProcess>();
+  /** Scenarios already run or running: a late `prepare` for one of them starts nothing. */
+  private readonly started = new Set<string>();
 
   constructor(
     private readonly client: Client,
@@ -132,11 +135,13 @@ export class CrashMatrix {
 
   /** Starts the first worker of a scenario that runs later, so that it stands by when it does. */
   prepare(options: ScenarioOptions): void {
-    if (!this.prepared.has(options.name)) this.prepared.set(options.name, this.spawnWorker(options, 0));
+    if (!this.prepared.has(options.name) && !this.started.has(options.name))
+      this.prepared.set(options.name, this.spawnWorker(options, 0));
   }
 
   async run(options: ScenarioOptions): Promise<ScenarioOutcome> {
     const started = Date.now();
+    this.started.add(options.name);
     const { id, queues } = scenarioNames(options);
     const boundaries: string[][] = [];
     let crashes = 0;
