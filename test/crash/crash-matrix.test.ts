@@ -9,9 +9,13 @@
  * By default one boundary of each kind runs (`representativeBoundaries`): the same boundary of
  * another tool with the same replay policy, or of a later model turn on the same side of the
  * steering, exercises the same recovery path. CRASH_MATRIX_FULL=1 runs every boundary.
+ *
+ * Scenarios run three at a time (CRASH_MATRIX_CONCURRENCY=N, 1 for one after another); the table
+ * and the checks are in boundary order either way.
  */
 import { replayPolicyOf } from '../../common/tools';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
+import { crashMatrixConcurrency, runInPool } from '../support/scenario-pool';
 import { connectTestTemporal, TestTemporal } from '../support/temporal';
 import {
   CrashMatrix,
@@ -23,6 +27,9 @@ import {
 } from './crash-matrix';
 
 jest.setTimeout(60 * 60 * 1000);
+
+/** Scenarios run at once unless CRASH_MATRIX_CONCURRENCY says otherwise. */
+const DEFAULT_CONCURRENCY = 3;
 
 /**
  * The 1-based numbers of one boundary per kind: a boundary's kind is its label with the tool named by
@@ -108,12 +115,17 @@ describe('crash matrix', () => {
     const scenarios = numbers
       .filter((n) => !only || only.includes(n))
       .map((n) => ({ name: `b${n}`, crashAt: n, crashAgainOnRecovery: full || n % 3 === 0 }));
-    for (const [index, scenario] of scenarios.entries()) {
+    const concurrency = crashMatrixConcurrency(DEFAULT_CONCURRENCY);
+    const outcomes = await runInPool(scenarios, concurrency, (scenario, index) => {
       // The next scenario's first worker starts now and stands by (process start is most of a run's cost).
       if (scenarios[index + 1]) matrix.prepare(scenarios[index + 1]);
+      return matrix.run(scenario);
+    });
+    // Rows and checks in boundary order, whatever order the scenarios ended in.
+    for (const [index, scenario] of scenarios.entries()) {
+      const outcome = outcomes[index];
       const n = scenario.crashAt;
       const recoveryCrash = scenario.crashAgainOnRecovery;
-      const outcome = await matrix.run(scenario);
       const synthetic = outcome.transcript
         .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
         .filter((b) => b.type === 'tool_result' && JSON.stringify(b.content).includes('[interrupted:')).length;
@@ -148,7 +160,7 @@ describe('crash matrix', () => {
     }
     console.log(
       [
-        `crash matrix: ${rows.length} boundaries, ${rows.filter((r) => r.recoveryCrash).length} with a second crash during recovery, ${((Date.now() - started) / 1000).toFixed(0)} s`,
+        `crash matrix: ${rows.length} boundaries, ${rows.filter((r) => r.recoveryCrash).length} with a second crash during recovery, ${concurrency} at a time, ${((Date.now() - started) / 1000).toFixed(0)} s`,
         '| # | boundary | 2nd crash | outcome | synthetic results | duplicates | lost steering | s |',
         '|---|---|---|---|---|---|---|---|',
         ...rows.map(

@@ -4,7 +4,8 @@
  * replaces the worker each time it dies, until the operation ends. The next worker is always
  * started ahead and stands by (`test/support/standby-worker.ts`): it takes over the moment the
  * previous one dies, and the first worker of the next scenario starts while this one runs, so the
- * matrix does not wait for processes to start.
+ * matrix does not wait for processes to start. Scenarios share nothing but the Temporal server, the
+ * Docker engine and the (stateless) scripted model, so several may run at once.
  */
 import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -12,7 +13,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
-import type { Client } from '@temporalio/client';
+import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
 import { rebuildContextFromHistory } from '../../activities/brain/history-context';
 import { operationResult } from '../../client/operation-result';
 import { OPERATION_WORKFLOW_TYPE, OperationResult, steerUpdate } from '../../common/operation';
@@ -124,6 +125,8 @@ export class CrashMatrix {
   private readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crash-matrix-'));
   /** First workers of scenarios still to run, already standing by. */
   private readonly prepared = new Map<string, WorkerProcess>();
+  /** Scenarios already run or running: a late `prepare` for one of them starts nothing. */
+  private readonly started = new Set<string>();
 
   constructor(
     private readonly client: Client,
@@ -132,11 +135,13 @@ export class CrashMatrix {
 
   /** Starts the first worker of a scenario that runs later, so that it stands by when it does. */
   prepare(options: ScenarioOptions): void {
-    if (!this.prepared.has(options.name)) this.prepared.set(options.name, this.spawnWorker(options, 0));
+    if (!this.prepared.has(options.name) && !this.started.has(options.name))
+      this.prepared.set(options.name, this.spawnWorker(options, 0));
   }
 
   async run(options: ScenarioOptions): Promise<ScenarioOutcome> {
     const started = Date.now();
+    this.started.add(options.name);
     const { id, queues } = scenarioNames(options);
     const boundaries: string[][] = [];
     let crashes = 0;
@@ -185,7 +190,7 @@ export class CrashMatrix {
           stdio: ['ignore', 'pipe', 'ignore'],
         }).includes(EFFECTS[0]),
       );
-      await handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }] });
+      await steerOnce(() => handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }] }));
       await until(async () => {
         execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(id), 'touch', '/workspace/release'], {
           stdio: 'ignore',
@@ -282,6 +287,29 @@ async function stop(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await exited;
   clearTimeout(timer);
+}
+
+/** gRPC status FAILED_PRECONDITION. */
+const FAILED_PRECONDITION = 9;
+
+/**
+ * Sends the steering until the server admits it. The server refuses an Update outright (not
+ * admitted, so nothing to duplicate) while the workflow task is being retried, e.g. after a worker
+ * died holding it or a slow worker let it time out; any other error fails the scenario.
+ */
+async function steerOnce(send: () => Promise<unknown>, timeoutMs = 180_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await send();
+      return;
+    } catch (err) {
+      const cause = err instanceof ServiceError ? err.cause : err;
+      const refused = isGrpcServiceError(cause) && cause.code === FAILED_PRECONDITION;
+      if (!refused || Date.now() > deadline) throw err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 /** Retries `check` (which may throw while no worker is up) until it returns true. */

@@ -6,8 +6,11 @@
  * (every one with CRASH_MATRIX_FULL=1) also kills the restarted worker at its first boundary. Each
  * run must accept both prompts exactly once (0 lost, 0 duplicated), run each `never` tool exactly
  * once, decide the approval once and end with the idle container removed. CRASH_MATRIX_ONLY=2,5 runs just those cases.
+ * Cases run three at a time (CRASH_MATRIX_CONCURRENCY=N, 1 for one after another); the table and the
+ * checks are in case order either way.
  */
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
+import { crashMatrixConcurrency, runInPool } from '../support/scenario-pool';
 import { connectTestTemporal, TestTemporal } from '../support/temporal';
 import {
   isSessionBoundary,
@@ -18,6 +21,9 @@ import {
 } from './session-crash-matrix';
 
 jest.setTimeout(60 * 60 * 1000);
+
+/** Cases run at once unless CRASH_MATRIX_CONCURRENCY says otherwise. */
+const DEFAULT_CONCURRENCY = 3;
 
 interface Row {
   case: number;
@@ -99,11 +105,16 @@ describe('session crash matrix', () => {
     const rows: Row[] = [];
     const failures: string[] = [];
     const started = Date.now();
-    for (const [i, point] of points.entries()) {
-      const n = i + 1;
-      if (only && !only.includes(n)) continue;
-      const recoveryCrash = full || n % 3 === 0;
-      const outcome = await matrix.run({ name: `s${n}`, crashAtPoint: point, crashAgainOnRecovery: recoveryCrash });
+    const cases = points
+      .map((point, i) => ({ n: i + 1, point, recoveryCrash: full || (i + 1) % 3 === 0 }))
+      .filter(({ n }) => !only || only.includes(n));
+    const concurrency = crashMatrixConcurrency(DEFAULT_CONCURRENCY);
+    const outcomes = await runInPool(cases, concurrency, ({ n, point, recoveryCrash }) =>
+      matrix.run({ name: `s${n}`, crashAtPoint: point, crashAgainOnRecovery: recoveryCrash }),
+    );
+    // Rows and checks in case order, whatever order the cases ended in.
+    for (const [index, { n, point, recoveryCrash }] of cases.entries()) {
+      const outcome = outcomes[index];
       const problems = [
         outcome.crashes < (recoveryCrash ? 2 : 1)
           ? `expected ${recoveryCrash ? 2 : 1} crashes, saw ${outcome.crashes}`
@@ -128,7 +139,7 @@ describe('session crash matrix', () => {
     }
     console.log(
       [
-        `session crash matrix: ${rows.length} session boundaries, ${rows.filter((r) => r.recoveryCrash).length} with a second crash during recovery, ${((Date.now() - started) / 1000).toFixed(0)} s`,
+        `session crash matrix: ${rows.length} session boundaries, ${rows.filter((r) => r.recoveryCrash).length} with a second crash during recovery, ${concurrency} at a time, ${((Date.now() - started) / 1000).toFixed(0)} s`,
         '| # | boundary | 2nd crash | outcome | lost prompts | duplicated prompts | duplicated effects | approvals decided | s |',
         '|---|---|---|---|---|---|---|---|---|',
         ...rows.map(
