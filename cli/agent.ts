@@ -24,6 +24,12 @@ import { scheduleCommand } from './schedule';
 import { approveCommand, factCommand, sessionCommand } from './sessions';
 import { setupCommand } from './setup';
 import { taskStart, taskStatus } from './task';
+import { sendUntilAdmitted } from '../client/update-admission';
+
+/** Progress line while the server refuses an Update because the workflow's task is being retried. */
+function waitingForWorkflowTask(): void {
+  console.error('the workflow task is being retried (a worker died or timed out); sending again until it is accepted…');
+}
 
 export async function main(argv: string[]): Promise<number> {
   let command: AgentCommand;
@@ -47,7 +53,9 @@ export async function main(argv: string[]): Promise<number> {
       return withHandle(
         command.id,
         async (handle) => {
-          await handle.executeUpdate(abortUpdate, { args: [{ reason: command.reason }] });
+          await sendUntilAdmitted(() => handle.executeUpdate(abortUpdate, { args: [{ reason: command.reason }] }), {
+            onRefused: waitingForWorkflowTask,
+          });
           console.log(`abort accepted for ${command.id}: running tools are being stopped`);
           return 0;
         },
@@ -57,7 +65,10 @@ export async function main(argv: string[]): Promise<number> {
       return withHandle(
         command.id,
         async (handle) => {
-          const accepted = await handle.executeUpdate(steerUpdate, { args: [{ text: command.text }] });
+          const accepted = await sendUntilAdmitted(
+            () => handle.executeUpdate(steerUpdate, { args: [{ text: command.text }] }),
+            { onRefused: waitingForWorkflowTask },
+          );
           console.log(
             `steering accepted for ${command.id} (queued #${accepted.position}); it enters the context at the next checkpoint`,
           );
@@ -190,7 +201,10 @@ async function compact(id: string, reason: string | undefined): Promise<number> 
       throw new Error(`cannot compact ${id}: the operation has ended (${status.name.toLowerCase()})`);
     }
     try {
-      await handle.executeUpdate(compactUpdate, { args: [reason === undefined ? {} : { reason }] });
+      await sendUntilAdmitted(
+        () => handle.executeUpdate(compactUpdate, { args: [reason === undefined ? {} : { reason }] }),
+        { onRefused: waitingForWorkflowTask },
+      );
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError)
         throw new Error(`cannot compact ${id}: ${err.cause?.message ?? err.message}`);

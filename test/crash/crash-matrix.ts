@@ -13,9 +13,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
-import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { rebuildContextFromHistory } from '../../activities/brain/history-context';
 import { operationResult } from '../../client/operation-result';
+import { sendUntilAdmitted } from '../../client/update-admission';
 import { OPERATION_WORKFLOW_TYPE, OperationResult, steerUpdate } from '../../common/operation';
 import { PROJECT_ROOT } from '../../platform/paths';
 import type { ScriptedModelServer } from '../../scripted-model/server';
@@ -190,7 +191,9 @@ export class CrashMatrix {
           stdio: ['ignore', 'pipe', 'ignore'],
         }).includes(EFFECTS[0]),
       );
-      await steerOnce(() => handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }] }));
+      await sendUntilAdmitted(() => handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }] }), {
+        timeoutMs: 180_000,
+      });
       await until(async () => {
         execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(id), 'touch', '/workspace/release'], {
           stdio: 'ignore',
@@ -287,29 +290,6 @@ async function stop(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await exited;
   clearTimeout(timer);
-}
-
-/** gRPC status FAILED_PRECONDITION. */
-const FAILED_PRECONDITION = 9;
-
-/**
- * Sends the steering until the server admits it. The server refuses an Update outright (not
- * admitted, so nothing to duplicate) while the workflow task is being retried, e.g. after a worker
- * died holding it or a slow worker let it time out; any other error fails the scenario.
- */
-async function steerOnce(send: () => Promise<unknown>, timeoutMs = 180_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await send();
-      return;
-    } catch (err) {
-      const cause = err instanceof ServiceError ? err.cause : err;
-      const refused = isGrpcServiceError(cause) && cause.code === FAILED_PRECONDITION;
-      if (!refused || Date.now() > deadline) throw err;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 /** Retries `check` (which may throw while no worker is up) until it returns true. */
