@@ -139,20 +139,10 @@ async function recoverOnce(
       240_000,
     );
     const result = await operationResult(handle);
-    const events = (await handle.fetchHistory()).events ?? [];
-    const scheduled = events.filter(
-      (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === activityType,
-    )[during === 'tool' ? 0 : 1];
-    const ofScheduled = (scheduledEventId: unknown) => String(scheduledEventId) === String(scheduled?.eventId);
-    const completed = events.find(
-      (event) =>
-        event.activityTaskCompletedEventAttributes &&
-        ofScheduled(event.activityTaskCompletedEventAttributes.scheduledEventId),
-    );
-    const started = events.find(
-      (event) =>
-        event.activityTaskStartedEventAttributes &&
-        ofScheduled(event.activityTaskStartedEventAttributes.scheduledEventId),
+    const { scheduled, started, completed } = interruptedCall(
+      (await handle.fetchHistory()).events ?? [],
+      activityType,
+      during === 'tool' ? 0 : 1,
     );
     const heartbeatTimeout = scheduled?.activityTaskScheduledEventAttributes?.heartbeatTimeout;
     const toolResult = toolResultOf(requestsOf(server.requests, id)[1]?.body);
@@ -187,6 +177,33 @@ async function recoverOnce(
     for (const worker of workers) await worker.stop();
     await ctx.removeSandboxes([id]);
   }
+}
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** The `index`-th `activityType` call of the history: its scheduled, (last) started and completed events. */
+function interruptedCall(
+  events: HistoryEvent[],
+  activityType: string,
+  index: number,
+): { scheduled?: HistoryEvent; started?: HistoryEvent; completed?: HistoryEvent } {
+  const scheduled = events.filter(
+    (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === activityType,
+  )[index];
+  const ofScheduled = (scheduledEventId: unknown) => String(scheduledEventId) === String(scheduled?.eventId);
+  return {
+    scheduled,
+    started: events.find(
+      (event) =>
+        event.activityTaskStartedEventAttributes &&
+        ofScheduled(event.activityTaskStartedEventAttributes.scheduledEventId),
+    ),
+    completed: events.find(
+      (event) =>
+        event.activityTaskCompletedEventAttributes &&
+        ofScheduled(event.activityTaskCompletedEventAttributes.scheduledEventId),
+    ),
+  };
 }
 
 function tryExec(container: string, script: string, user = AGENT_USER): string | undefined {
