@@ -9,7 +9,7 @@ import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
 import type { RunToolInput } from '../../common/hands';
 import { parseJournal } from '../../activities/hands/journal';
-import { legacyRecordsOf, recordsOf } from '../../activities/hands/journal-store';
+import { JOURNAL_WRITER, legacyRecordsOf, recordsOf } from '../../activities/hands/journal-store';
 import { containerNameOf } from '../../common/sandbox-names';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
@@ -110,6 +110,30 @@ describe('tool-call journal and replay (real Docker)', () => {
     expect(await effects('effects-running.log')).toBe(1);
     const journal = await journalOf(call.toolCallId);
     expect(journal!.events.filter((e) => e.type === 'started')).toHaveLength(1);
+  });
+
+  it('reads a call whose command has ended but whose wrapper is still recording the result as running, not dead', async () => {
+    // The window between the command's exit and its wrapper writing `exit`: a retry polling then must
+    // wait, not report the call interrupted. The wrapper is played by a process named after the run base.
+    const records = recordsOf(`toolu_${randomUUID().slice(0, 12)}`);
+    const d = `${records.runBase}/1`;
+    const asWriter = async (script: string) => {
+      const { exitCode, stdout, stderr } = await fx.manager.script(sessionId, script, [], { user: JOURNAL_WRITER });
+      if (exitCode !== 0) throw new Error(`sandbox script failed (${exitCode}): ${stderr}`);
+      return stdout.toString('utf8').trim();
+    };
+    await asWriter(
+      // the command's pid: a process that has ended
+      `mkdir -p ${d}; sh -c 'echo $$ 1' > ${d}/pid; ` +
+        `bash -c 'sleep 60; :' wrapper ${records.runBase} </dev/null >/dev/null 2>&1 & echo $! > ${d}/wrapper`,
+    );
+    expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'running' });
+
+    await asWriter(`kill $(cat ${d}/wrapper)`);
+    expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'dead' });
+
+    await asWriter(`printf '{"exitCode":0}' > ${d}/exit`);
+    expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'finished' });
   });
 
   it('reports a started call whose process died as interrupted, with its partial output, and never runs it again', async () => {

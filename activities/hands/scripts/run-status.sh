@@ -1,7 +1,8 @@
 # Reports the latest attempt under a run base, then prints its output (possibly partial).
 # One JSON line: {"attempt","state","exit","process","journal"}, then the raw output.
 # state: none (no attempt) | unstarted (the command never started and its wrapper is gone)
-#        | starting (wrapper alive, no pid yet) | running | finished | dead
+#        | starting (wrapper alive, no pid yet) | running (the command, or its wrapper recording the
+#        result, is alive) | finished | dead
 # $1 runBase  $2 journal path (may be empty)
 set -u
 base=$1 jp=$2
@@ -10,6 +11,13 @@ alive() {
   local f
   read -r -a f < "/proc/$1/stat" 2>/dev/null || return 1
   [ "${f[21]}" = "$2" ] && [ "${f[2]}" != Z ]
+}
+# Is the wrapper that claimed attempt directory $1 still alive (about to start the command, or
+# writing its result after it ended)?
+wrapping() {
+  local wp
+  wp=$(cat "$1/wrapper" 2>/dev/null)
+  [ -n "$wp" ] && [ -r "/proc/$wp/cmdline" ] && tr '\0' ' ' < "/proc/$wp/cmdline" | grep -qF -- "$base"
 }
 journal=null
 [ -n "$jp" ] && [ -s "$jp" ] && journal=$(cat "$jp")
@@ -29,12 +37,19 @@ if [ "$n" -gt 0 ]; then
   elif [ -s "$d/pid" ]; then
     read -r p st < "$d/pid"
     proc="{\"pid\":$p,\"pgid\":$p,\"startTime\":$st}"
-    if alive "$p" "$st"; then state=running; else state=dead; fi
+    # The command's group leader has exited but its wrapper is still recording the result: not dead yet.
+    if alive "$p" "$st" || wrapping "$d"; then
+      state=running
+    elif [ -s "$d/exit" ]; then # the wrapper finished between the first look and now
+      state=finished
+      exit=$(cat "$d/exit")
+    else
+      state=dead
+    fi
   else
     # No command yet: is the wrapper that claimed this attempt still about to start it?
     state=unstarted
-    wp=$(cat "$d/wrapper" 2>/dev/null)
-    if [ -n "$wp" ] && [ -r "/proc/$wp/cmdline" ] && tr '\0' ' ' < "/proc/$wp/cmdline" | grep -qF -- "$base"; then state=starting; fi
+    if wrapping "$d"; then state=starting; fi
   fi
 fi
 printf '{"attempt":%d,"state":"%s","exit":%s,"process":%s,"journal":%s}\n' "$n" "$state" "$exit" "$proc" "$journal"
