@@ -23,7 +23,12 @@ export function currentActivity(): Context | undefined {
  * needs nothing recorded before its first second (its details are only for a person looking at the
  * pending activity) passes `sendNow: false`: a call that ends sooner sends none, and a dead worker
  * is still noticed, since the heartbeat timeout runs from the attempt's start until a heartbeat.
+ * Except on a worker that is behind: when the activity begins more than `LATE_START_MS` after its
+ * attempt was scheduled, the attempt's heartbeat timeout has been running for part of that time and
+ * the worker's timers may run late too, so the first heartbeat goes out at once.
  */
+const LATE_START_MS = 500;
+
 export class Heartbeat<D extends object> {
   private current: D;
   private readonly timer: NodeJS.Timeout | undefined;
@@ -36,7 +41,7 @@ export class Heartbeat<D extends object> {
   ) {
     this.current = details;
     if (!ctx) return;
-    if (sendNow) ctx.heartbeat(details);
+    if (sendNow || Date.now() - ctx.info.currentAttemptScheduledTimestampMs > LATE_START_MS) ctx.heartbeat(details);
     this.timer = setInterval(() => ctx.heartbeat(this.current), everyMs);
   }
 

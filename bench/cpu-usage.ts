@@ -1,16 +1,19 @@
 /**
  * Where the machine's CPU went during a scenario (Linux `/proc`): CPU time of chosen processes —
- * counting the children they reaped, so a container shim includes its `runc` calls and the tool
- * processes — against the whole machine's busy time. The concurrency scenario uses it to say what
+ * counting the children they reaped, so a container shim includes its `runc` calls and a sandbox's
+ * executor its tool processes — against the whole machine's busy time. The concurrency scenario uses it to say what
  * bounds its throughput.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { round } from './stats';
 
-interface ProcessTicks {
+export interface ProcessTicks {
   comm: string;
   args: string;
+  ppid: number;
+  /** `/proc/<pid>/cgroup` (a container's processes name its id there). */
+  cgroup: string;
   /** utime + stime + cutime + cstime. */
   ticks: number;
 }
@@ -24,7 +27,15 @@ export interface CpuSnapshot {
 
 export interface ProcessGroup {
   label: string;
-  matches(pid: number, process: { comm: string; args: string }): boolean;
+  /** `processes`: every process of the later snapshot, for questions about ancestry. */
+  matches(pid: number, process: ProcessTicks, processes: ReadonlyMap<number, ProcessTicks>): boolean;
+}
+
+/** Whether `pid` is `ancestor` or one of its descendants in `processes`. */
+export function descendsFrom(processes: ReadonlyMap<number, ProcessTicks>, pid: number, ancestor: number): boolean {
+  for (let at: number | undefined = pid, hops = 0; at && hops < 64; at = processes.get(at)?.ppid, hops++)
+    if (at === ancestor) return true;
+  return false;
 }
 
 export interface CpuUsage {
@@ -54,7 +65,14 @@ export function cpuSnapshot(): CpuSnapshot | undefined {
       // After the comm: state(0) … utime(11) stime(12) cutime(13) cstime(14).
       const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
       const args = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-      processes.set(Number(entry), { comm: stat.slice(stat.indexOf('(') + 1, close), args, ticks });
+      const cgroup = fs.readFileSync(`/proc/${entry}/cgroup`, 'utf8');
+      processes.set(Number(entry), {
+        comm: stat.slice(stat.indexOf('(') + 1, close),
+        args,
+        ppid: Number(fields[1]),
+        cgroup,
+        ticks,
+      });
     } catch {
       // The process ended while we looked.
     }
@@ -70,7 +88,7 @@ export function cpuSnapshot(): CpuSnapshot | undefined {
 export function cpuUsageBetween(before: CpuSnapshot, after: CpuSnapshot, groups: readonly ProcessGroup[]): CpuUsage {
   const totals = groups.map(() => 0);
   for (const [pid, process] of after.processes) {
-    const index = groups.findIndex((group) => group.matches(pid, process));
+    const index = groups.findIndex((group) => group.matches(pid, process, after.processes));
     if (index < 0) continue;
     const earlier = before.processes.get(pid);
     totals[index]! += process.ticks - (earlier && earlier.comm === process.comm ? earlier.ticks : 0);

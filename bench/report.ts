@@ -581,6 +581,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
           'steps / s',
           'operation time median / p95',
           'worker peak RSS',
+          'worker event-loop delay p99 / max',
           'timeouts: activity / retried attempts / workflow task',
         ],
         [
@@ -592,6 +593,9 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
             n(c.stepsPerSecond, 2),
             `${(c.operationMs.median / 1000).toFixed(1)} / ${(c.operationMs.p95 / 1000).toFixed(1)} s`,
             `${n(c.workerPeakRssMb, 0)} MiB`,
+            c.workerEventLoopDelayMs
+              ? `${n(c.workerEventLoopDelayMs.p99, 0)} / ${n(c.workerEventLoopDelayMs.max, 0)} ms`
+              : '–',
             `${c.timeouts.activity} / ${c.timeouts.retriedActivities} / ${c.timeouts.workflowTask}`,
           ],
         ],

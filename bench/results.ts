@@ -334,6 +334,11 @@ export const resultsSchema = z.strictObject({
       stepsPerSecond: num,
       /** VmHWM of the worker process (brain + hands in one child process). */
       workerPeakRssMb: num,
+      /**
+       * How late the worker's main event loop ran during the run (99th percentile and worst, ms):
+       * activities, their heartbeats and the SDK's calls run there, so a heartbeat is at least this late.
+       */
+      workerEventLoopDelayMs: z.strictObject({ p99: num, max: num }).optional(),
       /** Median and p95 time from submit to completion of one operation. */
       operationMs: z.strictObject({ median: num, p95: num }),
       /**

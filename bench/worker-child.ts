@@ -17,6 +17,11 @@ export interface WorkerChild {
   readyMonotonicUs: number;
   /** Peak resident set size so far (VmHWM), in MiB. */
   peakRssMb(): number;
+  /**
+   * How late the worker's event loop ran since the previous call (or since it was ready): the 99th
+   * percentile and the worst delay, in ms.
+   */
+  eventLoopDelay(): Promise<{ p99Ms: number; maxMs: number }>;
   /** SIGKILL, as a crash would; resolves when the process is gone. */
   kill(): Promise<void>;
   /** SIGTERM (graceful worker shutdown); resolves when the process is gone. */
@@ -90,5 +95,26 @@ export async function spawnWorkerChild(
     if (child.exitCode === null && child.signalCode === null) child.kill(name);
     await exited;
   };
-  return { pid, readyAt, readyMonotonicUs, peakRssMb, kill: () => signal('SIGKILL'), stop: () => signal('SIGTERM') };
+  const eventLoopDelay = () =>
+    new Promise<{ p99Ms: number; maxMs: number }>((resolve, reject) => {
+      const answer = (message: { type?: string; p99Ms?: number; maxMs?: number }) => {
+        if (message?.type !== 'event-loop') return;
+        child.off('message', answer);
+        resolve({ p99Ms: message.p99Ms ?? Number.NaN, maxMs: message.maxMs ?? Number.NaN });
+      };
+      child.on('message', answer);
+      if (!child.send({ type: 'event-loop' })) {
+        child.off('message', answer);
+        reject(new Error('the bench worker process is gone'));
+      }
+    });
+  return {
+    pid,
+    readyAt,
+    readyMonotonicUs,
+    peakRssMb,
+    eventLoopDelay,
+    kill: () => signal('SIGKILL'),
+    stop: () => signal('SIGTERM'),
+  };
 }

@@ -5,6 +5,7 @@
  * process sends `{ type: 'ready', monotonicUs }` over IPC once both workers poll, and shuts down gracefully on
  * SIGTERM/SIGINT (the Temporal runtime's default shutdown signals).
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { dockerClient } from '../platform/docker-engine';
@@ -50,11 +51,28 @@ async function main(config: WorkerProcessConfig): Promise<void> {
     await createHandsWorker({ ...common, taskQueue: config.handsQueue, docker: dockerClient(), image: config.image }),
   ];
   const running = Promise.all(workers.map((worker) => worker.run()));
+  answerEventLoopDelay();
   // The monotonic clock of V8's CPU profiles: what came before is start-up.
   process.send?.({ type: 'ready', monotonicUs: Number(process.hrtime.bigint() / 1000n) });
   await running;
   await nativeConnection.close();
   await connection.close();
+}
+
+/**
+ * How late the main thread's event loop ran (activities, heartbeats, the SDK's calls into the worker
+ * core), since the previous question: `{ type: 'event-loop' }` over IPC, answered with
+ * `{ type: 'event-loop', p99Ms, maxMs }`. A heartbeat that is due runs only when the loop gets to it.
+ */
+function answerEventLoopDelay(): void {
+  const delay = monitorEventLoopDelay({ resolution: 20 });
+  delay.enable();
+  process.on('message', (message: { type?: string }) => {
+    if (message?.type !== 'event-loop') return;
+    const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+    process.send?.({ type: 'event-loop', p99Ms: ms(delay.percentile(99)), maxMs: ms(delay.max) });
+    delay.reset();
+  });
 }
 
 main(JSON.parse(process.argv[2] ?? '{}') as WorkerProcessConfig).then(

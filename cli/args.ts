@@ -4,7 +4,7 @@
  * in `task-args.ts`.
  */
 import { parseEgressFlag, type EgressPolicy } from '../common/egress';
-import { parseDuration } from './duration';
+import { parseDuration } from '../common/duration';
 import { parseScheduleCommand, parseTaskCommand, TASK_HELP, type TaskCommand } from './task-args';
 import { UsageError } from './usage-error';
 

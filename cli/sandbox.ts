@@ -2,7 +2,7 @@
  * `agent sandbox ls | rm <id> [--keep-volume] | gc [--older-than 24h] [--volumes]`: inspect and clean up
  * the sandboxes (containers + workspace volumes) this harness made, found by their labels.
  */
-import { parseDuration } from './duration';
+import { parseDuration } from '../common/duration';
 import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
 import { handsHostSettings } from '../workers/hands-host';

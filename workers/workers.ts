@@ -32,6 +32,7 @@ import type { ModelSettings } from '../activities/model/settings';
 import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
 import { DATA_DIR } from '../platform/paths';
 import { ReleaseStickyOnRetryInterceptor } from '../activities/failover';
+import { readBrainWorkerSettings, type BrainWorkerSettings } from './worker-settings';
 
 export interface CommonWorkerOptions {
   connection: NativeConnection;
@@ -51,6 +52,11 @@ export interface BrainWorkerOptions extends CommonWorkerOptions {
   mcp?: McpHostSettings;
   /** The host-side secret store MCP servers take their tokens from (default: `loadSecretStore()`). */
   secrets?: SecretStore;
+  /**
+   * Sticky failover and workflow-task slots (default: `AGENT_STICKY_FAILOVER`,
+   * `AGENT_WORKFLOW_TASK_SLOTS`; see `worker-settings.ts`).
+   */
+  settings?: BrainWorkerSettings;
 }
 
 export interface HandsWorkerOptions extends CommonWorkerOptions {
@@ -80,27 +86,6 @@ const GRACE = '2 minutes';
  * activity only with a heartbeat's response, so this bounds how long an abort takes to stop a tool.
  */
 const HEARTBEAT_FLUSH = '1 second';
-/**
- * How long a workflow task waits for the worker that ran the workflow's previous task before any
- * worker may take it (SDK default 10 s). A dead worker's workflows move on after 5 s instead of 10.
- * Not shorter: a live worker that is busy polls its sticky queue only when a workflow-task slot is
- * free, and with hundreds of operations on two cores a task can wait seconds for one; past the
- * timeout it moves to the shared queue and is replayed from the start — more work for a worker that
- * is already behind. (When the worker died in the middle of a call, the retried call releases the
- * workflow from the sticky queue at once: `activities/failover.ts`.)
- */
-const STICKY_FAILOVER = '5 seconds';
-
-/**
- * Workflow tasks a brain worker runs at once (SDK default 40). Every workflow of the process runs in
- * one workflow thread, one activation after another; an activation takes a few milliseconds, so a
- * handful in flight keep that thread busy while the rest wait for their completion calls. More only
- * queue inside the worker, where the workflow-task timeout (10 s) is already running: under a load of
- * hundreds of operations on two cores, 40 queued tasks took over 5 s each and some timed out (to be
- * retried, then replayed). Tasks beyond these wait on the server, where no such timeout runs.
- */
-const WORKFLOW_TASK_SLOTS = 10;
-
 /**
  * What every worker shares: a graceful shutdown, the heartbeat flush, and the activity interceptors
  * — a retried attempt releases its workflow from a dead worker's sticky queue
@@ -201,6 +186,7 @@ export function tasksDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 export async function createBrainWorker(options: BrainWorkerOptions): Promise<Worker> {
+  const settings = options.settings ?? readBrainWorkerSettings(process.env);
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
@@ -208,8 +194,8 @@ export async function createBrainWorker(options: BrainWorkerOptions): Promise<Wo
     ...(await workflowCode(options)),
     activities: { ...brainActivities(options), ...createOpsActivities({ client: options.client }) },
     sinks: crashPointSinks,
-    stickyQueueScheduleToStartTimeout: STICKY_FAILOVER,
-    maxConcurrentWorkflowTaskExecutions: WORKFLOW_TASK_SLOTS,
+    stickyQueueScheduleToStartTimeout: settings.stickyFailoverMs,
+    maxConcurrentWorkflowTaskExecutions: settings.workflowTaskSlots,
     ...everyWorkerOptions(),
     ...options.tuning,
   });

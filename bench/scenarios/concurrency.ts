@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { operationResult } from '../../client/operation-result';
 import { containerNameOf } from '../../common/sandbox-names';
-import { cpuSnapshot, cpuUsageBetween, type ProcessGroup } from '../cpu-usage';
+import { cpuSnapshot, cpuUsageBetween, descendsFrom, type ProcessGroup } from '../cpu-usage';
 import { startScriptedModelServer } from '../../scripted-model/server';
 import { runId, startOperation, uniqueQueues, type BenchContext } from '../context';
 import { goalParam, markerText, stepsScript } from '../model';
@@ -43,6 +43,7 @@ export async function runConcurrency(
   );
   const ids = Array.from({ length: profile.operations }, (_, index) => runId('concurrency', `${index}`));
   try {
+    await worker.eventLoopDelay(); // from here on
     const cpuBefore = cpuSnapshot();
     const submitted = Date.now();
     const outcomes = await Promise.all(
@@ -69,6 +70,7 @@ export async function runConcurrency(
     );
     const wallMs = Math.max(...outcomes.map((outcome) => outcome.endedAt)) - submitted;
     const cpuAfter = cpuSnapshot();
+    const loop = await worker.eventLoopDelay();
     const cpu =
       cpuBefore && cpuAfter
         ? cpuUsageBetween(cpuBefore, cpuAfter, await processGroups(ctx, worker.pid, ids))
@@ -84,12 +86,14 @@ export async function runConcurrency(
       wallMs,
       stepsPerSecond: round((completed * profile.steps) / (wallMs / 1000), 2),
       workerPeakRssMb: round(worker.peakRssMb()),
+      workerEventLoopDelayMs: { p99: loop.p99Ms, max: loop.maxMs },
       operationMs: { median: round(median(durations)), p95: round(p95(durations)) },
       timeouts,
       ...(cpu ? { cpu } : {}),
     };
     ctx.log(
       `concurrency: ${completed}/${profile.operations} completed in ${(wallMs / 1000).toFixed(1)} s, worker peak RSS ${result.workerPeakRssMb} MiB, ` +
+        `event loop delay p99 ${loop.p99Ms} ms (max ${loop.maxMs} ms), ` +
         `timeouts: ${timeouts.activity} activity, ${timeouts.workflowTask} workflow task`,
     );
     return result;
@@ -151,7 +155,10 @@ async function processGroups(ctx: BenchContext, workerPid: number, ids: readonly
   }
   const port = ctx.address.split(':').at(-1);
   return [
-    { label: 'worker process (brain + hands)', matches: (pid) => pid === workerPid },
+    {
+      label: 'worker process (brain + hands; its egress proxy)',
+      matches: (pid, _p, all) => descendsFrom(all, pid, workerPid),
+    },
     {
       label: 'Temporal dev server',
       matches: (_pid, p) => p.comm === 'temporal' && p.args.includes(`--port ${port}`),
@@ -159,8 +166,11 @@ async function processGroups(ctx: BenchContext, workerPid: number, ids: readonly
     { label: 'dockerd', matches: (_pid, p) => p.comm === 'dockerd' },
     { label: 'containerd', matches: (_pid, p) => p.comm === 'containerd' },
     {
-      label: "the operations' containers (shims, runc, tool processes)",
-      matches: (_pid, p) => p.comm.startsWith('containerd-shim') && [...containerIds].some((id) => p.args.includes(id)),
+      label: "the operations' containers (shims, runc; executors, tool processes)",
+      matches: (_pid, p) =>
+        [...containerIds].some(
+          (id) => p.cgroup.includes(id) || (p.comm.startsWith('containerd-shim') && p.args.includes(id)),
+        ),
     },
     { label: 'bench process (scripted model server, client)', matches: (pid) => pid === process.pid },
   ];

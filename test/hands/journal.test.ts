@@ -122,11 +122,15 @@ describe('tool-call journal and replay (real Docker)', () => {
       if (exitCode !== 0) throw new Error(`sandbox script failed (${exitCode}): ${stderr}`);
       return stdout.toString('utf8').trim();
     };
-    await asWriter(
+    const wrapper = await asWriter(
       // the command's pid: a process that has ended
       `mkdir -p ${d}; sh -c 'echo $$ 1' > ${d}/pid; ` +
-        `bash -c 'sleep 60; :' wrapper ${records.runBase} </dev/null >/dev/null 2>&1 & echo $! > ${d}/wrapper`,
+        `bash -c 'sleep 60; :' wrapper ${records.runBase} </dev/null >/dev/null 2>&1 & echo $! > ${d}/wrapper; ` +
+        // until it runs as the wrapper (not the forked copy of this script)
+        `until [ "$(tr '\\0' '\\n' < /proc/$!/cmdline | sed -n 4p)" = wrapper ]; do sleep 0.05; done; ` +
+        `tr '\\0' ' ' < /proc/$!/cmdline`,
     );
+    expect(wrapper).toContain(records.runBase);
     expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'running' });
 
     await asWriter(`kill $(cat ${d}/wrapper)`);

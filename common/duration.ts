@@ -1,4 +1,4 @@
-/** Durations on the command line. Pure. */
+/** Durations on the command line and in settings (`90s`, `1h30m`). Pure. */
 
 /** `90s`, `30m`, `1h`, `2d`, `1h30m`, or plain milliseconds. */
 export function parseDuration(text: string): number {

@@ -1,0 +1,29 @@
+/**
+ * When a lazy heartbeat (`sendNow: false`) writes its first heartbeat: not at the start of an
+ * activity that began on time, at once when the activity began late (the worker is behind and the
+ * attempt's heartbeat timeout has been running).
+ */
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { Context } from '@temporalio/activity';
+import { Heartbeat } from '../../activities/heartbeat';
+
+async function heartbeatsAtStart(scheduledAgoMs: number): Promise<unknown[]> {
+  const env = new MockActivityEnvironment({ currentAttemptScheduledTimestampMs: Date.now() - scheduledAgoMs });
+  const sent: unknown[] = [];
+  env.on('heartbeat', (details: unknown) => sent.push(details));
+  await env.run(async () => {
+    const heartbeat = new Heartbeat(Context.current(), 60_000, { stage: 'start' }, false);
+    heartbeat.stop();
+  });
+  return sent;
+}
+
+describe('lazy heartbeats', () => {
+  it('send nothing at the start of an activity that began on time', async () => {
+    expect(await heartbeatsAtStart(0)).toEqual([]);
+  });
+
+  it('send the first heartbeat at once when the activity began long after its attempt was scheduled', async () => {
+    expect(await heartbeatsAtStart(2_000)).toEqual([{ stage: 'start' }]);
+  });
+});

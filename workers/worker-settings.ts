@@ -1,0 +1,74 @@
+/**
+ * Brain worker settings from the environment, validated in one place; every problem names the
+ * variable.
+ *
+ * | variable                    | meaning                                                                 | default |
+ * |-----------------------------|-------------------------------------------------------------------------|---------|
+ * | `AGENT_STICKY_FAILOVER`     | how long a workflow task waits for the worker that ran the workflow's previous task before any worker may take it (`5s`, `30s`, `1m`; 1 s – 10 min) | `5s` |
+ * | `AGENT_WORKFLOW_TASK_SLOTS` | workflow tasks a brain worker runs at once (1 – 200)                      | `10`    |
+ *
+ * The sticky failover trades two things. Shorter: a brain worker that dies while its workflows wait
+ * (on a signal, on another host's tool call) hands them on sooner. Longer: a live worker that is
+ * behind keeps its workflows instead of seeing them moved to the shared queue, where they are replayed
+ * from their first event — extra work for a worker that is already behind. A worker that dies in the
+ * middle of a model or tool call is not affected either way: the retried call releases its workflow at
+ * once (`activities/failover.ts`). Raise it on a brain worker that runs far more operations than its
+ * cores keep up with (`npm run bench` reports the sticky timeouts under load).
+ */
+import { parseDuration } from '../common/duration';
+
+export const WORKER_ENV = {
+  stickyFailover: 'AGENT_STICKY_FAILOVER',
+  workflowTaskSlots: 'AGENT_WORKFLOW_TASK_SLOTS',
+} as const;
+
+export interface BrainWorkerSettings {
+  stickyFailoverMs: number;
+  workflowTaskSlots: number;
+}
+
+/**
+ * Defaults. Sticky failover 5 s (the SDK's is 10 s): a dead worker's waiting workflows move on within
+ * the recovery budget. Workflow-task slots 10 (the SDK's is 40): every workflow of the process runs in
+ * one workflow thread, one activation after another; an activation takes a few milliseconds, so a
+ * handful in flight keep that thread busy while the rest wait for their completion calls. More only
+ * queue inside the worker, where the workflow-task timeout (10 s) is already running: under a load
+ * of hundreds of operations on two cores, 40 queued tasks took over 5 s each and some timed out.
+ * Tasks beyond the slots wait on the server, where no such timeout runs.
+ */
+export const DEFAULT_BRAIN_WORKER_SETTINGS: BrainWorkerSettings = { stickyFailoverMs: 5_000, workflowTaskSlots: 10 };
+
+const STICKY_FAILOVER_RANGE_MS = { min: 1_000, max: 600_000 };
+const WORKFLOW_TASK_SLOTS_RANGE = { min: 1, max: 200 };
+
+/** Reads the brain worker settings; throws one Error listing every problem, each naming its variable. */
+export function readBrainWorkerSettings(env: Record<string, string | undefined>): BrainWorkerSettings {
+  const problems: string[] = [];
+  const settings = { ...DEFAULT_BRAIN_WORKER_SETTINGS };
+  const sticky = env[WORKER_ENV.stickyFailover]?.trim();
+  if (sticky) {
+    let ms: number | undefined;
+    try {
+      // A bare number is seconds here (a sticky failover in milliseconds is never meant).
+      ms = /^\d+(\.\d+)?$/.test(sticky) ? Number(sticky) * 1_000 : parseDuration(sticky);
+    } catch (err) {
+      problems.push(`${WORKER_ENV.stickyFailover}: ${(err as Error).message}`);
+    }
+    if (ms !== undefined) {
+      if (ms < STICKY_FAILOVER_RANGE_MS.min || ms > STICKY_FAILOVER_RANGE_MS.max)
+        problems.push(`${WORKER_ENV.stickyFailover}: ${JSON.stringify(sticky)} is not between 1s and 10m`);
+      else settings.stickyFailoverMs = ms;
+    }
+  }
+  const slots = env[WORKER_ENV.workflowTaskSlots]?.trim();
+  if (slots) {
+    const value = Number(slots);
+    if (!Number.isInteger(value) || value < WORKFLOW_TASK_SLOTS_RANGE.min || value > WORKFLOW_TASK_SLOTS_RANGE.max)
+      problems.push(
+        `${WORKER_ENV.workflowTaskSlots}: ${JSON.stringify(slots)} is not a whole number from ${WORKFLOW_TASK_SLOTS_RANGE.min} to ${WORKFLOW_TASK_SLOTS_RANGE.max}`,
+      );
+    else settings.workflowTaskSlots = value;
+  }
+  if (problems.length) throw new Error(`brain worker settings: ${problems.join('; ')}`);
+  return settings;
+}
