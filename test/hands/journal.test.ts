@@ -36,6 +36,13 @@ describe('tool-call journal and replay (real Docker)', () => {
     throw new Error(`the command of ${toolCallId} never started`);
   };
 
+  /** Runs a script as the journal store's writer (root in the sandbox, like the run wrapper). */
+  const asWriter = async (script: string) => {
+    const { exitCode, stdout, stderr } = await fx.manager.script(sessionId, script, [], { user: JOURNAL_WRITER });
+    if (exitCode !== 0) throw new Error(`sandbox script failed (${exitCode}): ${stderr}`);
+    return stdout.toString('utf8').trim();
+  };
+
   afterAll(() => fx.cleanup());
 
   it('journals started, process and finished with the result', async () => {
@@ -117,11 +124,6 @@ describe('tool-call journal and replay (real Docker)', () => {
     // wait, not report the call interrupted. The wrapper is played by a process named after the run base.
     const records = recordsOf(`toolu_${randomUUID().slice(0, 12)}`);
     const d = `${records.runBase}/1`;
-    const asWriter = async (script: string) => {
-      const { exitCode, stdout, stderr } = await fx.manager.script(sessionId, script, [], { user: JOURNAL_WRITER });
-      if (exitCode !== 0) throw new Error(`sandbox script failed (${exitCode}): ${stderr}`);
-      return stdout.toString('utf8').trim();
-    };
     const wrapper = await asWriter(
       // the command's pid: a process that has ended
       `mkdir -p ${d}; sh -c 'echo $$ 1' > ${d}/pid; ` +
@@ -138,6 +140,21 @@ describe('tool-call journal and replay (real Docker)', () => {
 
     await asWriter(`printf '{"exitCode":0}' > ${d}/exit`);
     expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'finished' });
+  });
+
+  it("holds none of the call's output open in the wrapper's watchdog, so a sleep it leaves behind cannot keep the call waiting", async () => {
+    // The watchdog's sleep (root, `sleep <timeout>`) once kept the output pipe open after the command
+    // ended when it outlived its watchdog: the call then waited for the whole timeout.
+    const call = newCall('sleep 2; echo done');
+    const running = hands.runTool(call);
+    await waitForProcess(call.toolCallId);
+    // The wrapper's children are the command's session and the watchdog; the watchdog's child is its sleep.
+    const fds = await asWriter(
+      `wp=$(cat ${recordsOf(call.toolCallId).runBase}/1/wrapper); for c in $(pgrep -P "$wp"); do for p in $(pgrep -u 0 -P "$c" -x sleep); do ` +
+        `echo "$(tr '\\0' ' ' < /proc/$p/cmdline)"; readlink /proc/$p/fd/0 /proc/$p/fd/1 /proc/$p/fd/2; done; done`,
+    );
+    expect(fds.split('\n')).toEqual([expect.stringMatching(/^sleep \d+(\.\d+)? $/), '/dev/null', '/dev/null', '/dev/null']);
+    expect(await running).toMatchObject({ isError: false, content: 'done\n[exit code 0]' });
   });
 
   it('reports a started call whose process died as interrupted, with its partial output, and never runs it again', async () => {

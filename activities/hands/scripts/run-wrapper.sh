@@ -78,18 +78,21 @@ setsid -w bash -c '
   exit "${PIPESTATUS[0]}"
 ' agent-session "$@" &
 s=$!
+# The watchdog: kills the group when the time is up. Stopped early, it takes its sleep with it —
+# every background job, even one forked a moment before the signal, before `$!` was read — and it
+# holds none of the wrapper's output: a sleep left behind must never keep the caller waiting for
+# the end of that output.
 (
-  w=
-  trap '[ -n "$w" ] && kill $w 2>/dev/null; exit 0' TERM
-  sleep "$t" & w=$!; wait $w
+  trap 'kill $(jobs -p) 2>/dev/null; exit 0' TERM
+  sleep "$t" & wait $!
   [ -e "$d/exit" ] && exit 0
   : > "$d/timedout"
   p=
   read -r p _ < "$d/pid" 2>/dev/null && kill -TERM -- "-$p" 2>/dev/null
-  sleep 2 & w=$!; wait $w
+  sleep 2 & wait $!
   [ -n "$p" ] && kill -KILL -- "-$p" 2>/dev/null
   exit 0
-) &
+) </dev/null >/dev/null 2>&1 &
 wd=$!
 wait $s
 code=$?
