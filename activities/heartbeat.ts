@@ -20,7 +20,7 @@ export function currentActivity(): Context | undefined {
  * heartbeat at once. Without an activity context every method does nothing.
  *
  * Every heartbeat that reaches the server is a write of the workflow's state there. A call that
- * needs nothing recorded before its first second (its details are only for a person looking at the
+ * needs nothing recorded in its first half second (its details are only for a person looking at the
  * pending activity) passes `sendNow: false`: a call that ends sooner sends none, and a dead worker
  * is still noticed, since the heartbeat timeout runs from the attempt's start until a heartbeat.
  * Except on a worker that is behind: when the activity begins more than `LATE_START_MS` after its
@@ -28,10 +28,17 @@ export function currentActivity(): Context | undefined {
  * the worker's timers may run late too, so the first heartbeat goes out at once.
  */
 const LATE_START_MS = 500;
+/**
+ * A lazy heartbeat's first one goes out this soon (or at the first interval, if sooner): a call
+ * that ends sooner writes none, and the rest keep most of the heartbeat timeout (3 s) as slack for
+ * a worker whose event loop runs late under load.
+ */
+const LAZY_FIRST_MS = 500;
 
 export class Heartbeat<D extends object> {
   private current: D;
   private readonly timer: NodeJS.Timeout | undefined;
+  private readonly first: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly ctx: Context | undefined,
@@ -42,6 +49,7 @@ export class Heartbeat<D extends object> {
     this.current = details;
     if (!ctx) return;
     if (sendNow || Date.now() - ctx.info.currentAttemptScheduledTimestampMs > LATE_START_MS) ctx.heartbeat(details);
+    else if (everyMs > LAZY_FIRST_MS) this.first = setTimeout(() => ctx.heartbeat(this.current), LAZY_FIRST_MS);
     this.timer = setInterval(() => ctx.heartbeat(this.current), everyMs);
   }
 
@@ -60,6 +68,7 @@ export class Heartbeat<D extends object> {
   }
 
   stop(): void {
+    if (this.first) clearTimeout(this.first);
     if (this.timer) clearInterval(this.timer);
   }
 }

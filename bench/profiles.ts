@@ -15,7 +15,17 @@ export interface OverheadRuns {
 
 export interface BenchProfile {
   /** The three model latencies (0, 200 and 500 ms). Runs of at least 100 steps also give the per-segment figures. */
-  overhead: { latency0: OverheadRuns; latency200: OverheadRuns; latency500: OverheadRuns };
+  overhead: {
+    latency0: OverheadRuns;
+    latency200: OverheadRuns;
+    latency500: OverheadRuns;
+    /**
+     * Steps of a separate durable run at model latency 0 on a second worker with V8's CPU profiler on,
+     * after the timed runs (so the profiler does not slow what is timed), for the report's step budget;
+     * 0: none. `--profile` profiles the timed runs instead.
+     */
+    profiledSteps: number;
+  };
   history: { points: number[] };
   tokens: {
     turns: number;
@@ -44,6 +54,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
       latency0: { latencyMs: 0, steps: 500, runs: 1 },
       latency200: { latencyMs: 200, steps: 100, runs: 2 },
       latency500: { latencyMs: 500, steps: 40, runs: 2 },
+      profiledSteps: 100,
     },
     history: { points: [10, 100, 500] },
     tokens: { turns: 200, minBytes: 20 * 1024, maxBytes: 200 * 1024, replyChars: 4000, sweepTurns: 60 },
@@ -56,6 +67,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
       latency0: { latencyMs: 0, steps: 120, runs: 1 },
       latency200: { latencyMs: 200, steps: 25, runs: 1 },
       latency500: { latencyMs: 500, steps: 10, runs: 1 },
+      profiledSteps: 0,
     },
     history: { points: [10, 40, 80] },
     tokens: {
@@ -76,6 +88,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
       latency0: { latencyMs: 0, steps: 3, runs: 1 },
       latency200: { latencyMs: 200, steps: 3, runs: 1 },
       latency500: { latencyMs: 500, steps: 2, runs: 1 },
+      profiledSteps: 2,
     },
     history: { points: [2, 4] },
     tokens: { turns: 2, minBytes: 20 * 1024, maxBytes: 40 * 1024, replyChars: 200, sweepTurns: 2 },

@@ -354,7 +354,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     const cpu = o.cpuProfile;
     if (cpu) {
       out.push(
-        `CPU profile of the worker process (\`--profile\`; ${cpu.files.length} thread profile(s) in \`${cpu.files[0]?.split('/')[0] ?? 'profile'}/\`): ` +
+        `CPU profile of the worker process (${cpu.durableSteps ? `a separate durable run of ${cpu.durableSteps} steps after the timed runs, on a worker with V8's profiler on` : '`--profile`, during the timed runs'}; ${cpu.files.length} thread profile(s) in \`${cpu.files[0]?.split('/')[0] ?? 'profile'}/\`, not committed): ` +
           `${n((cpu.sampledMs - cpu.idleMs) / 1000)} s busy of ${n(cpu.sampledMs / 1000)} s sampled. Self time by module and the busiest functions:`,
       );
       out.push('');

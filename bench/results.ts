@@ -116,6 +116,11 @@ export const cpuProfileSchema = z.strictObject({
   byModule: z.array(z.strictObject({ module: z.string(), selfMs: num, share: num })),
   /** The functions with the most self time. */
   topFunctions: z.array(z.strictObject({ function: z.string(), where: z.string(), selfMs: num, share: num })),
+  /**
+   * Durable steps the profiled worker ran, when it was a separate profiled run (the full bench's
+   * `profiledSteps`); absent when `--profile` profiled the timed runs.
+   */
+  durableSteps: num.optional(),
 });
 
 export const historyPointSchema = z.strictObject({
@@ -332,6 +337,8 @@ export const resultsSchema = z.strictObject({
       failed: num,
       wallMs: num,
       stepsPerSecond: num,
+      /** The worker's `AGENT_STICKY_FAILOVER` during the run. */
+      stickyFailover: z.string().optional(),
       /** VmHWM of the worker process (brain + hands in one child process). */
       workerPeakRssMb: num,
       /**
@@ -357,7 +364,20 @@ export const resultsSchema = z.strictObject({
          */
         workflowTaskStickyScheduleToStart: num.optional(),
         /** What the retried activities' earlier attempts failed with (their last failure), most frequent first. */
-        retryCauses: z.array(z.strictObject({ activity: z.string(), failure: z.string(), count: num })).optional(),
+        retryCauses: z
+          .array(
+            z.strictObject({
+              activity: z.string(),
+              failure: z.string(),
+              count: num,
+              /**
+               * Of these, how many had a heartbeat recorded before the timeout (a heartbeat timeout
+               * with none: the attempt's first heartbeat never reached the server).
+               */
+              withHeartbeat: num.optional(),
+            }),
+          )
+          .optional(),
       }),
       /** Where the machine's CPU went during the run (Linux), to see what bounds the throughput. */
       cpu: z

@@ -168,14 +168,21 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
     const share = (label: RegExp) =>
       cpu ? cpu.byGroup.filter((row) => label.test(row.label)).reduce((sum, row) => sum + row.shareOfMachine, 0) : 0;
     notes.push(
-      `Concurrency: ${c.operations} operations × ${c.stepsPerOperation} steps on one worker process (default tuning: 100 activity slots per worker, 10 workflow-task slots for the brain), model latency 0; ` +
+      `Concurrency: ${c.operations} operations × ${c.stepsPerOperation} steps on one worker process (default tuning: 100 activity slots per worker, 10 workflow-task slots for the brain` +
+        (c.stickyFailover
+          ? `; \`AGENT_STICKY_FAILOVER=${c.stickyFailover}\`, as the README advises for a brain worker loaded far beyond its cores — with the default 5 s, a run of this load on this machine had 942 workflow tasks time out on the busy worker's sticky queue and replay from the shared queue`
+          : '') +
+        `), model latency 0; ` +
         `every operation creates its own container (included in the wall time; kept until the end so that its CPU time is counted). Timeouts under this load: ${c.timeouts.activity} activity timeouts, ` +
         `${c.timeouts.retriedActivities} retried activity attempts, ${c.timeouts.workflowTask} workflow-task timeouts` +
         (c.timeouts.workflowTaskStickyScheduleToStart !== undefined
           ? ` (${c.timeouts.workflowTaskStickyScheduleToStart} of them a task left on a busy worker's sticky queue past its schedule-to-start timeout, then run from the shared queue; ${c.timeouts.workflowTask - c.timeouts.workflowTaskStickyScheduleToStart} a task that ran too long).`
           : '.') +
         (c.timeouts.retryCauses?.length
-          ? ` Retried activities, by the failure of their earlier attempt: ${c.timeouts.retryCauses.map((cause) => `${cause.activity} ×${cause.count} (${cause.failure})`).join('; ')}.`
+          ? ` Retried activities, by the failure of their earlier attempt: ${c.timeouts.retryCauses.map((cause) => `${cause.activity} ×${cause.count} (${cause.failure}${cause.withHeartbeat !== undefined ? `; ${cause.withHeartbeat} with a heartbeat recorded before` : ''})`).join('; ')}.`
+          : '') +
+        (c.workerEventLoopDelayMs
+          ? ` The worker's event loop (activities, heartbeats, the SDK's calls) ran up to ${c.workerEventLoopDelayMs.p99.toFixed(0)} ms late at the 99th percentile, ${c.workerEventLoopDelayMs.max.toFixed(0)} ms at worst.`
           : '') +
         (cpu
           ? ` The machine was busy ${cpu.machineBusyS.toFixed(0)} of ${(cpu.wallS * cpu.cores).toFixed(0)} CPU seconds: Docker (dockerd, containerd, the containers' shims, runc and tool processes) ` +
@@ -206,7 +213,7 @@ function overheadNotes(o: NonNullable<BenchResults['overhead']>, dynamicConfig: 
       .map((row) => `${row.module} ${(row.share * 100).toFixed(0)} %`)
       .join(', ');
     notes.push(
-      `CPU profile of the worker process during the overhead scenario (\`--profile\`): ${(busy / 1000).toFixed(1)} s busy of ${(p.sampledMs / 1000).toFixed(1)} s sampled over ${p.files.length} thread(s); busy time by module: ${modules}.`,
+      `CPU profile of the worker process ${p.durableSteps ? `during a separate durable run of ${p.durableSteps} steps at model latency 0 (after the timed runs, so the profiler slows none of them)` : 'during the overhead scenario (`--profile`)'}: ${(busy / 1000).toFixed(1)} s busy of ${(p.sampledMs / 1000).toFixed(1)} s sampled over ${p.files.length} thread(s); busy time by module: ${modules}.`,
     );
   }
   return notes;
@@ -230,7 +237,7 @@ function stepBudgetNote(o: NonNullable<BenchResults['overhead']>): string {
     `completion calls (${ms(m.respondActivityTaskCompletedMs)} each, inside their run times). None of it waits on a timer or a poll interval: on this machine it is CPU time ` +
     'of the worker and the server taking turns on two cores, with Docker and the model server on the same cores.';
   const p = o.cpuProfile;
-  const durableSteps = m.workflowTasks / 2;
+  const durableSteps = p?.durableSteps ?? m.workflowTasks / 2;
   if (p && durableSteps > 0) {
     const busy = p.sampledMs - p.idleMs;
     const share = (test: (module: string) => boolean) =>
@@ -241,7 +248,7 @@ function stepBudgetNote(o: NonNullable<BenchResults['overhead']>): string {
       (module) => module === 'workflow bundle' || /^(activities|workflows|common|workers|platform)\//.test(module),
     );
     note +=
-      ` Profiled, the worker process spent ${ms(busy / durableSteps)} of CPU per durable step (both threads, model and tool call included): ` +
+      ` Profiled${p.durableSteps ? ' (a separate run)' : ''}, the worker process spent ${ms(busy / durableSteps)} of CPU per durable step (both threads, model and tool call included): ` +
       `${(sdk * 100).toFixed(0)} % in the Temporal SDK's own modules (activations, the core bridge, protobuf, its rxjs pipelines; the workflow sandbox's ` +
       "promise hook also records a stack trace for every promise the workflow creates, for the Web UI's stack-trace view), " +
       `${(gc * 100).toFixed(0)} % in garbage collection and ${(ours * 100).toFixed(0)} % in the harness's own code (the rest is Node's internals, V8 and native code the SDK calls).`;

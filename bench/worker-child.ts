@@ -32,6 +32,8 @@ export interface WorkerChildOptions {
   /** Write V8 CPU profiles of every thread of the process into this directory (written when it stops). */
   cpuProfileDir?: string;
   readyTimeoutMs?: number;
+  /** Environment variables over the bench's own (worker settings such as `AGENT_STICKY_FAILOVER`). */
+  env?: Record<string, string>;
 }
 
 export async function spawnWorkerChild(
@@ -44,6 +46,7 @@ export async function spawnWorkerChild(
   const profiling = options.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir] : [];
   const child = spawn(process.execPath, [...profiling, '--import', 'tsx', entry, JSON.stringify(config)], {
     cwd: PROJECT_ROOT,
+    env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   const pid = child.pid;

@@ -42,7 +42,7 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
   if (!checked.ok) return { content: checked.error, isError: true, synthetic: false };
   const call: ValidCall = { ...raw, sessionId: sessionOf(raw), name: raw.name as ToolName, input: checked.input };
 
-  // Most tool calls end within a second: none of them writes a heartbeat (the details are for the
+  // Most tool calls end within half a second: none of them writes a heartbeat (the details are for the
   // Web UI's pending-activity view; recovery reads the workspace journal, not heartbeats).
   const heartbeat = new Heartbeat<Record<string, unknown>>(
     ctx,

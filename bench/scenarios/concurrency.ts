@@ -1,10 +1,11 @@
 /**
  * Concurrency: N operations of M steps (model call + `bash: true` each, model latency 0) started at
- * once against one worker process running brain and hands (default worker tuning). Reports how many
- * completed, steps per second over the wall time from the first submit to the last completion, the
- * worker process's peak RSS (VmHWM), every timeout in the operations' histories (under this load a
- * live worker must not miss a heartbeat or sticky-queue timeout: the failover settings are tight,
- * see `workflows/policies.ts`), and where the machine's CPU went (`cpu-usage.ts`).
+ * once against one worker process running brain and hands (default worker tuning, except the sticky
+ * failover below). Reports how many completed, steps per second over the wall time from the first
+ * submit to the last completion, the worker process's peak RSS (VmHWM) and event-loop delay, every
+ * timeout in the operations' histories (under this load a live worker must not miss a heartbeat or
+ * sticky-queue timeout: the failover settings are tight, see `workflows/policies.ts`), and where the
+ * machine's CPU went (`cpu-usage.ts`).
  */
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -18,6 +19,15 @@ import type { BenchProfile } from '../profiles';
 import type { ConcurrencyResult } from '../results';
 import { median, p95, round } from '../stats';
 import { spawnWorkerChild } from '../worker-child';
+import { WORKER_ENV } from '../../workers/worker-settings';
+
+/**
+ * The worker's `AGENT_STICKY_FAILOVER` here. 200 operations on two cores keep every workflow task
+ * waiting tens of seconds for the one worker; past the default 5 s each would move to the shared
+ * queue and be replayed (942 such timeouts in a run with the default). The README advises a longer
+ * failover for a brain worker loaded far beyond its cores, and this is that worker.
+ */
+const STICKY_FAILOVER_UNDER_LOAD = '60s';
 
 export async function runConcurrency(
   ctx: BenchContext,
@@ -40,6 +50,7 @@ export async function runConcurrency(
       ...queues,
     },
     ctx.log,
+    { env: { [WORKER_ENV.stickyFailover]: STICKY_FAILOVER_UNDER_LOAD } },
   );
   const ids = Array.from({ length: profile.operations }, (_, index) => runId('concurrency', `${index}`));
   try {
@@ -85,6 +96,7 @@ export async function runConcurrency(
       failed: profile.operations - completed,
       wallMs,
       stepsPerSecond: round((completed * profile.steps) / (wallMs / 1000), 2),
+      stickyFailover: STICKY_FAILOVER_UNDER_LOAD,
       workerPeakRssMb: round(worker.peakRssMb()),
       workerEventLoopDelayMs: { p99: loop.p99Ms, max: loop.maxMs },
       operationMs: { median: round(median(durations)), p95: round(p95(durations)) },
@@ -108,7 +120,7 @@ export async function runConcurrency(
 async function timeoutsIn(client: Client, ids: readonly string[]): Promise<ConcurrencyResult['timeouts']> {
   const EventType = temporal.api.enums.v1.EventType;
   const counts = { activity: 0, workflowTask: 0, retriedActivities: 0, workflowTaskStickyScheduleToStart: 0 };
-  const causes = new Map<string, { activity: string; failure: string; count: number }>();
+  const causes = new Map<string, { activity: string; failure: string; count: number; withHeartbeat: number }>();
   for (const id of ids) {
     const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
     const typeOf = new Map<string, string>();
@@ -123,8 +135,9 @@ async function timeoutsIn(client: Client, ids: readonly string[]): Promise<Concu
           .replace(/[0-9a-f-]{8,}|\d+/g, '#')
           .slice(0, 160);
         const key = `${activity}\u0000${failure}`;
-        const entry = causes.get(key) ?? { activity, failure, count: 0 };
+        const entry = causes.get(key) ?? { activity, failure, count: 0, withHeartbeat: 0 };
         entry.count += 1;
+        if (started.lastFailure?.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.length) entry.withHeartbeat += 1;
         causes.set(key, entry);
       }
       if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT) counts.activity += 1;

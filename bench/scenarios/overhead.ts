@@ -93,28 +93,68 @@ export async function runOverhead(
     return timesOf(server, id, steps);
   };
   let longest = { steps: 0, id: '' };
-  const runDurable = async (steps: number): Promise<number[]> => {
+  const runDurable = async (steps: number, on = queues): Promise<number[]> => {
     const id = runId('overhead', 'durable');
     sandboxes.push(id);
-    if (steps > longest.steps) longest = { steps, id };
+    if (steps > longest.steps && on === queues) longest = { steps, id };
     const input = { goal: `${markerText(id)} steps=${steps}: run cheap commands`, budget: { maxTurns: steps + 1 } };
-    const result = await operationResult(await startOperation(ctx.client, queues, input, id));
+    const result = await operationResult(await startOperation(ctx.client, on, input, id));
     if (result.state !== 'completed')
       throw new Error(`overhead: durable run ${id} ended ${result.state}: ${result.reason}`);
     return timesOf(server, id, steps);
+  };
+
+  const useLatency = (latencyMs: number) =>
+    server.setScript(
+      stepsScript({
+        steps: (request) => goalParam(request, 'steps') ?? 0,
+        call: () => CHEAP_CALL,
+        latencyMs,
+      }),
+    );
+
+  /**
+   * One durable run at model latency 0 on a second worker with the CPU profiler on: where the
+   * worker's CPU goes per step, without slowing the timed runs.
+   */
+  const profiledPass = async (steps: number): Promise<NonNullable<OverheadResult['cpuProfile']>> => {
+    const dir = path.join(options.outDir, 'profile');
+    fs.mkdirSync(dir, { recursive: true });
+    const before = new Set(listProfiles(dir));
+    const profiledQueues = uniqueQueues('bench-overhead-profiled');
+    const profiled = await spawnWorkerChild(
+      {
+        address: ctx.address,
+        namespace: ctx.namespace,
+        workflowBundlePath: ctx.workflowBundlePath,
+        image: ctx.image,
+        modelUrl: server.url,
+        ...profiledQueues,
+      },
+      ctx.log,
+      { cpuProfileDir: dir },
+    );
+    try {
+      useLatency(0);
+      await runDurable(steps, profiledQueues);
+    } finally {
+      await profiled.stop();
+    }
+    ctx.log(`overhead: profiled run (${steps} steps) done`);
+    return {
+      ...summarizeCpuProfiles(
+        listProfiles(dir).filter((file) => !before.has(file)),
+        { relativeTo: options.outDir, fromUs: profiled.readyMonotonicUs },
+      ),
+      durableSteps: steps,
+    };
   };
 
   const measure = async (
     runs: OverheadRuns,
     withDockerExec = false,
   ): Promise<{ point: OverheadPoint; plain: number[][]; durable: number[][]; plainDockerExec: number[][] }> => {
-    server.setScript(
-      stepsScript({
-        steps: (request) => goalParam(request, 'steps') ?? 0,
-        call: () => CHEAP_CALL,
-        latencyMs: runs.latencyMs,
-      }),
-    );
+    useLatency(runs.latencyMs);
     await runPlain(2);
     if (withDockerExec) await runPlain(2, handsDockerExec);
     await runDurable(2);
@@ -139,6 +179,8 @@ export async function runOverhead(
     await worker.stop();
     stopped = true;
     const timeline = stepTimeline((await ctx.client.workflow.getHandle(longest.id).fetchHistory()).events ?? []);
+    const profiled =
+      !options.cpuProfileDir && profile.profiledSteps > 0 ? await profiledPass(profile.profiledSteps) : undefined;
     return {
       latency0: latency0.point,
       latency200: latency200.point,
@@ -155,7 +197,9 @@ export async function runOverhead(
               { relativeTo: options.outDir, fromUs: worker.readyMonotonicUs },
             ),
           }
-        : {}),
+        : profiled
+          ? { cpuProfile: profiled }
+          : {}),
     };
   } finally {
     if (!stopped) await worker.stop();

@@ -1,5 +1,5 @@
 /**
- * When a lazy heartbeat (`sendNow: false`) writes its first heartbeat: not at the start of an
+ * When a lazy heartbeat (`sendNow: false`) writes its first heartbeat: half a second into an
  * activity that began on time, at once when the activity began late (the worker is behind and the
  * attempt's heartbeat timeout has been running).
  */
@@ -21,6 +21,30 @@ async function heartbeatsAtStart(scheduledAgoMs: number): Promise<unknown[]> {
 describe('lazy heartbeats', () => {
   it('send nothing at the start of an activity that began on time', async () => {
     expect(await heartbeatsAtStart(0)).toEqual([]);
+  });
+
+  it('send the first heartbeat after half a second, then every interval', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      const env = new MockActivityEnvironment({ currentAttemptScheduledTimestampMs: Date.now() });
+      const sent: unknown[] = [];
+      env.on('heartbeat', (details: unknown) => sent.push(details));
+      await env.run(async () => {
+        const heartbeat = new Heartbeat(Context.current(), 1_000, { stage: 'start' }, false);
+        jest.advanceTimersByTime(499);
+        expect(sent).toHaveLength(0);
+        jest.advanceTimersByTime(1);
+        expect(sent).toEqual([{ stage: 'start' }]);
+        heartbeat.merge({ stage: 'running' }, false);
+        jest.advanceTimersByTime(500);
+        expect(sent).toEqual([{ stage: 'start' }, { stage: 'running' }]);
+        heartbeat.stop();
+        jest.advanceTimersByTime(5_000);
+        expect(sent).toHaveLength(2);
+      });
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('send the first heartbeat at once when the activity began long after its attempt was scheduled', async () => {
