@@ -341,7 +341,12 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
         `model step ${n(tl.modelScheduleToStartMs)} ms to start (eager) + ${n(tl.modelStartToCloseMs)} ms to run; ` +
         `tool call ${n(tl.toolScheduleToStartMs)} ms to start (through matching) + ${n(tl.toolStartToCloseMs)} ms to run; ` +
         `each of the two workflow tasks ${n(tl.completedToWorkflowTaskMs)} ms to be scheduled after the result, ${n(tl.workflowTaskScheduleToStartMs)} ms to reach the worker ` +
-        `and ${n(tl.workflowTaskStartToCompleteMs)} ms from start to completion (the workflow's turn, the completion call and the server's write).`,
+        `and ${n(tl.workflowTaskStartToCompleteMs)} ms from start to completion (the workflow's turn, the completion call and the server's write).` +
+        (o.timeline200
+          ? ` At model latency 200 ms (first run): model step ${n(o.timeline200.modelScheduleToStartMs)} + ${n(o.timeline200.modelStartToCloseMs)} ms, ` +
+            `tool call ${n(o.timeline200.toolScheduleToStartMs)} + ${n(o.timeline200.toolStartToCloseMs)} ms, workflow tasks ${n(o.timeline200.completedToWorkflowTaskMs)} + ` +
+            `${n(o.timeline200.workflowTaskScheduleToStartMs)} + ${n(o.timeline200.workflowTaskStartToCompleteMs)} ms.`
+          : ''),
     );
     out.push('');
     const wm = o.workerMetrics;

@@ -262,6 +262,8 @@ export const resultsSchema = z.strictObject({
       /** Where the durable harness's worker process runs (a child process of the bench). */
       worker: z.string(),
       timeline: stepTimelineSchema,
+      /** The same for the first durable run at model latency 200 ms. */
+      timeline200: stepTimelineSchema.optional(),
       workerMetrics: workerMetricsSchema,
       cpuProfile: cpuProfileSchema.optional(),
     })

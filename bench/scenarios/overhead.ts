@@ -93,10 +93,12 @@ export async function runOverhead(
     return timesOf(server, id, steps);
   };
   let longest = { steps: 0, id: '' };
+  let at200: string | undefined;
   const runDurable = async (steps: number, on = queues): Promise<number[]> => {
     const id = runId('overhead', 'durable');
     sandboxes.push(id);
     if (steps > longest.steps && on === queues) longest = { steps, id };
+    if (latency === 200 && steps > 2) at200 ??= id;
     const input = { goal: `${markerText(id)} steps=${steps}: run cheap commands`, budget: { maxTurns: steps + 1 } };
     const result = await operationResult(await startOperation(ctx.client, on, input, id));
     if (result.state !== 'completed')
@@ -104,7 +106,9 @@ export async function runOverhead(
     return timesOf(server, id, steps);
   };
 
-  const useLatency = (latencyMs: number) =>
+  let latency = 0;
+  const useLatency = (latencyMs: number) => {
+    latency = latencyMs;
     server.setScript(
       stepsScript({
         steps: (request) => goalParam(request, 'steps') ?? 0,
@@ -112,6 +116,7 @@ export async function runOverhead(
         latencyMs,
       }),
     );
+  };
 
   /**
    * One durable run at model latency 0 on a second worker with the CPU profiler on: where the
@@ -178,7 +183,10 @@ export async function runOverhead(
     const workerMetrics = await scrapeWorkerMetrics(`http://${metricsAddress}/metrics`);
     await worker.stop();
     stopped = true;
-    const timeline = stepTimeline((await ctx.client.workflow.getHandle(longest.id).fetchHistory()).events ?? []);
+    const timelineOf = async (id: string) =>
+      stepTimeline((await ctx.client.workflow.getHandle(id).fetchHistory()).events ?? []);
+    const timeline = await timelineOf(longest.id);
+    const timeline200 = at200 ? await timelineOf(at200) : undefined;
     const profiled =
       !options.cpuProfileDir && profile.profiledSteps > 0 ? await profiledPass(profile.profiledSteps) : undefined;
     return {
@@ -189,6 +197,7 @@ export async function runOverhead(
       plainStep: plainStepOf(profile.latency0, latency0.plain, latency0.plainDockerExec),
       worker: 'brain + hands workers in one worker process (bench/worker-process.ts), as `agent worker dev` runs them',
       timeline,
+      ...(timeline200 ? { timeline200 } : {}),
       workerMetrics,
       ...(options.cpuProfileDir
         ? {
