@@ -153,7 +153,12 @@ describe('tool-call journal and replay (real Docker)', () => {
       `wp=$(cat ${recordsOf(call.toolCallId).runBase}/1/wrapper); for c in $(pgrep -P "$wp"); do for p in $(pgrep -u 0 -P "$c" -x sleep); do ` +
         `echo "$(tr '\\0' ' ' < /proc/$p/cmdline)"; readlink /proc/$p/fd/0 /proc/$p/fd/1 /proc/$p/fd/2; done; done`,
     );
-    expect(fds.split('\n')).toEqual([expect.stringMatching(/^sleep \d+(\.\d+)? $/), '/dev/null', '/dev/null', '/dev/null']);
+    expect(fds.split('\n')).toEqual([
+      expect.stringMatching(/^sleep \d+(\.\d+)? $/),
+      '/dev/null',
+      '/dev/null',
+      '/dev/null',
+    ]);
     expect(await running).toMatchObject({ isError: false, content: 'done\n[exit code 0]' });
   });
 
