@@ -4,6 +4,8 @@
  * fails is reported (its section left out, its targets "not run", the error in the notes) and the
  * others still run; `failures` lists them so the command can exit non-zero.
  */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { BenchContext } from './context';
 import { describeMachine, loadAverage } from './machine';
@@ -24,7 +26,10 @@ export interface SuiteOptions {
   temporalDescription: string;
   dynamicConfig: Record<string, unknown>;
   temporalCli: string;
-  /** The results directory; with `cpuProfile`, the worker's CPU profiles go to its `profile/` folder. */
+  /**
+   * The results directory; the worker's CPU profiles go to its `profile/` folder (default: a new
+   * temporary directory, never the working directory).
+   */
   outDir?: string;
   cpuProfile?: boolean;
 }
@@ -47,7 +52,7 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
 
   const runners: Record<ScenarioName, () => Promise<void>> = {
     overhead: async () => {
-      const outDir = options.outDir ?? process.cwd();
+      const outDir = options.outDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
       sections.overhead = await runOverhead(ctx, profile.overhead, {
         outDir,
         ...(options.cpuProfile ? { cpuProfileDir: path.join(outDir, 'profile') } : {}),

@@ -7,7 +7,26 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { PROJECT_ROOT } from '../platform/paths';
+import type { BenchContext, Queues } from './context';
 import type { WorkerProcessConfig } from './worker-process';
+
+/** The worker process's configuration for this bench run, a model server and a pair of queues. */
+export function workerProcessConfig(
+  ctx: BenchContext,
+  modelUrl: string,
+  queues: Queues,
+  extra: Partial<WorkerProcessConfig> = {},
+): WorkerProcessConfig {
+  return {
+    address: ctx.address,
+    namespace: ctx.namespace,
+    workflowBundlePath: ctx.workflowBundlePath,
+    image: ctx.image,
+    modelUrl,
+    ...queues,
+    ...extra,
+  };
+}
 
 export interface WorkerChild {
   pid: number;

@@ -12,6 +12,7 @@ import { connectWorker } from './connection';
 import { installRuntime } from './runtime';
 import { createBrainWorker, createHandsHostWorkers } from './workers';
 import { handsHostSettings } from './hands-host';
+import { readBrainWorkerSettings } from './worker-settings';
 
 export type WorkerRole = 'brain' | 'hands' | 'dev';
 
@@ -26,6 +27,8 @@ export interface StartedWorkers {
 
 export async function startWorkers(role: WorkerRole, options: { cache?: ContextCache } = {}): Promise<StartedWorkers> {
   installRuntime();
+  // Bad settings fail before anything connects.
+  const brainSettings = role === 'hands' ? undefined : readBrainWorkerSettings(process.env);
   const temporal = temporalSettings();
   const queues = queueSettings();
   const connection = await connectWorker(temporal);
@@ -44,6 +47,7 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
         client,
         modelSettings: modelSettings.settings,
         cache: options.cache,
+        settings: brainSettings,
         // A prebuilt bundle (tests, benchmark) saves bundling at every start.
         workflowBundle: process.env.AGENT_WORKFLOW_BUNDLE ? { codePath: process.env.AGENT_WORKFLOW_BUNDLE } : undefined,
       }),

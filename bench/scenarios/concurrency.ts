@@ -18,7 +18,7 @@ import { goalParam, markerText, stepsScript } from '../model';
 import type { BenchProfile } from '../profiles';
 import type { ConcurrencyResult } from '../results';
 import { median, p95, round } from '../stats';
-import { spawnWorkerChild } from '../worker-child';
+import { spawnWorkerChild, workerProcessConfig } from '../worker-child';
 import { WORKER_ENV } from '../../workers/worker-settings';
 
 /**
@@ -40,18 +40,9 @@ export async function runConcurrency(
     }),
   });
   const queues = uniqueQueues('bench-concurrency');
-  const worker = await spawnWorkerChild(
-    {
-      address: ctx.address,
-      namespace: ctx.namespace,
-      workflowBundlePath: ctx.workflowBundlePath,
-      image: ctx.image,
-      modelUrl: server.url,
-      ...queues,
-    },
-    ctx.log,
-    { env: { [WORKER_ENV.stickyFailover]: STICKY_FAILOVER_UNDER_LOAD } },
-  );
+  const worker = await spawnWorkerChild(workerProcessConfig(ctx, server.url, queues), ctx.log, {
+    env: { [WORKER_ENV.stickyFailover]: STICKY_FAILOVER_UNDER_LOAD },
+  });
   const ids = Array.from({ length: profile.operations }, (_, index) => runId('concurrency', `${index}`));
   try {
     await worker.eventLoopDelay(); // from here on

@@ -30,7 +30,7 @@ import type { BenchProfile, OverheadRuns } from '../profiles';
 import type { HandsActivities } from '../../common/hands';
 import type { OverheadPoint, OverheadResult, OverheadSegment, PlainStep } from '../results';
 import { gaps, median, p95, round } from '../stats';
-import { spawnWorkerChild } from '../worker-child';
+import { spawnWorkerChild, workerProcessConfig } from '../worker-child';
 
 const CHEAP_CALL = { name: 'bash', input: { command: 'true' } };
 /** Step ranges of the long runs (1-based, inclusive; step 1 — the container's creation — is left out). */
@@ -57,19 +57,9 @@ export async function runOverhead(
   if (options.cpuProfileDir) fs.mkdirSync(options.cpuProfileDir, { recursive: true });
   const profilesBefore = new Set(listProfiles(options.cpuProfileDir));
   const metricsAddress = `127.0.0.1:${await freePort()}`;
-  const worker = await spawnWorkerChild(
-    {
-      address: ctx.address,
-      namespace: ctx.namespace,
-      workflowBundlePath: ctx.workflowBundlePath,
-      image: ctx.image,
-      modelUrl: server.url,
-      metricsAddress,
-      ...queues,
-    },
-    ctx.log,
-    { cpuProfileDir: options.cpuProfileDir },
-  );
+  const worker = await spawnWorkerChild(workerProcessConfig(ctx, server.url, queues, { metricsAddress }), ctx.log, {
+    cpuProfileDir: options.cpuProfileDir,
+  });
   const settings = benchModelSettings(server.url);
   const client = createAnthropicClient(settings);
   const withExecutor = new SandboxManager({ docker: ctx.docker, image: ctx.image });
@@ -127,18 +117,9 @@ export async function runOverhead(
     fs.mkdirSync(dir, { recursive: true });
     const before = new Set(listProfiles(dir));
     const profiledQueues = uniqueQueues('bench-overhead-profiled');
-    const profiled = await spawnWorkerChild(
-      {
-        address: ctx.address,
-        namespace: ctx.namespace,
-        workflowBundlePath: ctx.workflowBundlePath,
-        image: ctx.image,
-        modelUrl: server.url,
-        ...profiledQueues,
-      },
-      ctx.log,
-      { cpuProfileDir: dir },
-    );
+    const profiled = await spawnWorkerChild(workerProcessConfig(ctx, server.url, profiledQueues), ctx.log, {
+      cpuProfileDir: dir,
+    });
     try {
       useLatency(0);
       await runDurable(steps, profiledQueues);

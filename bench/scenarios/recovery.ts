@@ -22,7 +22,7 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../../script
 import { runId, startOperation, uniqueQueues, type BenchContext } from '../context';
 import { goalOf, markerText, requestsOf, turnsTaken } from '../model';
 import type { RecoveryMeasurement, RecoveryResult } from '../results';
-import { spawnWorkerChild, type WorkerChild } from '../worker-child';
+import { spawnWorkerChild, workerProcessConfig, type WorkerChild } from '../worker-child';
 
 const TOOL_OUTPUT = 'recovered-tool-output';
 const EFFECTS_FILE = '/workspace/recovery-effects.log';
@@ -74,14 +74,7 @@ async function recoverOnce(
   during: During,
 ): Promise<RecoveryMeasurement> {
   const queues = uniqueQueues('bench-recovery');
-  const config = {
-    address: ctx.address,
-    namespace: ctx.namespace,
-    workflowBundlePath: ctx.workflowBundlePath,
-    image: ctx.image,
-    modelUrl: server.url,
-    ...queues,
-  };
+  const config = workerProcessConfig(ctx, server.url, queues);
   const id = runId('recovery', during);
   const container = containerNameOf(id);
   const workers: WorkerChild[] = [];
