@@ -59,6 +59,25 @@ export const plainStepSchema = z.strictObject({
   gainMsPerStep: num,
 });
 
+/**
+ * The durable harness at model latency 0 with `AGENT_WORKFLOW_STACK_TRACES=off` (a second worker
+ * process), alternating with the default's runs: what the SDK's stack-trace recording costs per step.
+ */
+export const stackTracesOffSchema = z.strictObject({
+  stepsPerRun: num,
+  runs: num,
+  samples: num,
+  /** The default worker's (stack traces on) and this worker's median step, and their difference. */
+  onMsPerStep: num,
+  offMsPerStep: num,
+  savedMsPerStep: num,
+  /** This worker's added overhead over the plain loop (median step − the plain loop's). */
+  addedMsPerStep: num,
+  /** A workflow task's time in the worker (SDK metrics, mean), stack traces on vs off. */
+  workflowTaskOnMs: num,
+  workflowTaskOffMs: num,
+});
+
 /** Medians of steps `fromStep`–`toStep` of the long runs (model latency 0): does a long run slow down? */
 export const overheadSegmentSchema = z.strictObject({
   fromStep: num,
@@ -259,6 +278,7 @@ export const resultsSchema = z.strictObject({
       /** Steps 1–10, 10–100, 100–500 of the latency-0 runs (as far as they go). */
       segments: z.array(overheadSegmentSchema),
       plainStep: plainStepSchema,
+      stackTracesOff: stackTracesOffSchema.optional(),
       /** Where the durable harness's worker process runs (a child process of the bench). */
       worker: z.string(),
       timeline: stepTimelineSchema,
@@ -424,6 +444,7 @@ export type RecoveryResult = NonNullable<BenchResults['recovery']>;
 export type RecoveryMeasurement = z.infer<typeof recoveryMeasurementSchema>;
 export type OverheadSegment = z.infer<typeof overheadSegmentSchema>;
 export type PlainStep = z.infer<typeof plainStepSchema>;
+export type StackTracesOff = z.infer<typeof stackTracesOffSchema>;
 export type CpuProfileSummary = z.infer<typeof cpuProfileSchema>;
 export type StepTimeline = z.infer<typeof stepTimelineSchema>;
 export type WorkerMetrics = z.infer<typeof workerMetricsSchema>;

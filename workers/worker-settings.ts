@@ -6,6 +6,7 @@
  * |-----------------------------|-------------------------------------------------------------------------|---------|
  * | `AGENT_STICKY_FAILOVER`     | how long a workflow task waits for the worker that ran the workflow's previous task before any worker may take it (`5s`, `30s`, `1m`; 1 s – 10 min) | `5s` |
  * | `AGENT_WORKFLOW_TASK_SLOTS` | workflow tasks a brain worker runs at once (1 – 200)                      | `10`    |
+ * | `AGENT_WORKFLOW_STACK_TRACES` | `on`: the Web UI's Stack Trace tab shows where each workflow waits; `off`: it shows none, for a faster workflow task | `on` |
  *
  * The sticky failover trades two things. Shorter: a brain worker that dies while its workflows wait
  * (on a signal, on another host's tool call) hands them on sooner. Longer: a live worker that is
@@ -14,17 +15,28 @@
  * middle of a model or tool call is not affected either way: the retried call releases its workflow at
  * once (`activities/failover.ts`). Raise it on a brain worker that runs far more operations than its
  * cores keep up with (`npm run bench` reports the sticky timeouts under load).
+ *
+ * Stack traces: for the Web UI's Stack Trace tab (the `__stack_trace` query), the Temporal SDK
+ * records where every promise of a workflow was created — a JavaScript stack trace, mapped through
+ * the bundle's source map, for each promise. On the 2-core bench machine that is about a third of a
+ * workflow task's time in the worker (`npm run bench` shows it side by side). `off` keeps the
+ * recording but makes its stacks empty (`Error.stackTraceLimit = 0` inside the workflow sandbox): the
+ * tab then shows no frames, and an error thrown by workflow code carries its message without a stack.
+ * The operation's `status` query and the pending activities say what it waits for either way.
  */
 import { parseDuration } from '../common/duration';
 
 export const WORKER_ENV = {
   stickyFailover: 'AGENT_STICKY_FAILOVER',
   workflowTaskSlots: 'AGENT_WORKFLOW_TASK_SLOTS',
+  workflowStackTraces: 'AGENT_WORKFLOW_STACK_TRACES',
 } as const;
 
 export interface BrainWorkerSettings {
   stickyFailoverMs: number;
   workflowTaskSlots: number;
+  /** Stack traces of waiting workflow code for the Web UI (`AGENT_WORKFLOW_STACK_TRACES`). */
+  workflowStackTraces: boolean;
 }
 
 /**
@@ -36,7 +48,11 @@ export interface BrainWorkerSettings {
  * of hundreds of operations on two cores, 40 queued tasks took over 5 s each and some timed out.
  * Tasks beyond the slots wait on the server, where no such timeout runs.
  */
-export const DEFAULT_BRAIN_WORKER_SETTINGS: BrainWorkerSettings = { stickyFailoverMs: 5_000, workflowTaskSlots: 10 };
+export const DEFAULT_BRAIN_WORKER_SETTINGS: BrainWorkerSettings = {
+  stickyFailoverMs: 5_000,
+  workflowTaskSlots: 10,
+  workflowStackTraces: true,
+};
 
 const STICKY_FAILOVER_RANGE_MS = { min: 1_000, max: 600_000 };
 const WORKFLOW_TASK_SLOTS_RANGE = { min: 1, max: 200 };
@@ -68,6 +84,11 @@ export function readBrainWorkerSettings(env: Record<string, string | undefined>)
         `${WORKER_ENV.workflowTaskSlots}: ${JSON.stringify(slots)} is not a whole number from ${WORKFLOW_TASK_SLOTS_RANGE.min} to ${WORKFLOW_TASK_SLOTS_RANGE.max}`,
       );
     else settings.workflowTaskSlots = value;
+  }
+  const stackTraces = env[WORKER_ENV.workflowStackTraces]?.trim();
+  if (stackTraces) {
+    if (stackTraces === 'on' || stackTraces === 'off') settings.workflowStackTraces = stackTraces === 'on';
+    else problems.push(`${WORKER_ENV.workflowStackTraces}: ${JSON.stringify(stackTraces)} is not "on" or "off"`);
   }
   if (problems.length) throw new Error(`brain worker settings: ${problems.join('; ')}`);
   return settings;

@@ -111,15 +111,26 @@ export function everyWorkerOptions(): Partial<WorkerOptions> {
 /**
  * The brain's workflow code and its build id. The SDK's default build id (package, version and a
  * 64-digit hash of the bundle, ~90 bytes) is written into five history events per step; a 16-digit
- * hash of the same bundle identifies the code as well for a fifth of the bytes.
+ * hash of the same bundle identifies the code as well for a fifth of the bytes. The hash is of the
+ * workflow code alone, so workers that differ only in `AGENT_WORKFLOW_STACK_TRACES` share a build id.
  */
-async function workflowCode(options: CommonWorkerOptions): Promise<Pick<WorkerOptions, 'workflowBundle' | 'buildId'>> {
+async function workflowCode(
+  options: CommonWorkerOptions,
+  settings: Pick<BrainWorkerSettings, 'workflowStackTraces'>,
+): Promise<Pick<WorkerOptions, 'workflowBundle' | 'buildId'>> {
   const bundle =
     options.workflowBundle ??
     (await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: Runtime.instance().logger }));
   const code = 'code' in bundle ? bundle.code : fs.readFileSync(bundle.codePath, 'utf8');
-  return { workflowBundle: bundle, buildId: `agent+${createHash('sha256').update(code).digest('hex').slice(0, 16)}` };
+  const buildId = `agent+${createHash('sha256').update(code).digest('hex').slice(0, 16)}`;
+  if (settings.workflowStackTraces) return { workflowBundle: bundle, buildId };
+  // The bundle's first statement, before the SDK freezes the sandbox's globals; on the first line, so
+  // the source map's lines still match.
+  return { workflowBundle: { code: `${WITHOUT_STACK_TRACES}${code}` }, buildId };
 }
+
+/** Makes every stack trace taken inside the workflow sandbox empty (`AGENT_WORKFLOW_STACK_TRACES=off`). */
+export const WITHOUT_STACK_TRACES = 'Error.stackTraceLimit = 0;';
 
 export function brainActivities(
   options: Pick<BrainWorkerOptions, 'client' | 'modelSettings' | 'cache' | 'mcp' | 'secrets'>,
@@ -191,7 +202,7 @@ export async function createBrainWorker(options: BrainWorkerOptions): Promise<Wo
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    ...(await workflowCode(options)),
+    ...(await workflowCode(options, settings)),
     activities: { ...brainActivities(options), ...createOpsActivities({ client: options.client }) },
     sinks: crashPointSinks,
     stickyQueueScheduleToStartTimeout: settings.stickyFailoverMs,

@@ -20,6 +20,9 @@ interface Served {
   socketPath: string;
   policy: ResolvedEgress;
   records: EgressRecord[];
+  /** The proxy process that said it serves exactly `confirmedAs` (socket and policy) here. */
+  confirmedBy?: ChildProcess;
+  confirmedAs?: string;
 }
 
 export class ProxySupervisor {
@@ -42,15 +45,27 @@ export class ProxySupervisor {
     if (!this.closed) this.ensureChild();
   }
 
-  /** Serves `policy` on `socketPath` for `key`, starting the proxy process if needed; resolves when listening. */
+  /**
+   * Serves `policy` on `socketPath` for `key`, starting the proxy process if needed; resolves when
+   * listening. A sandbox's calls mostly repeat its policy: when the running proxy process has
+   * confirmed this very socket and policy, nothing is sent (no round trip per tool call).
+   */
   async serve(key: string, socketPath: string, policy: ResolvedEgress): Promise<void> {
-    const entry = this.served.get(key);
+    const as = JSON.stringify([socketPath, policy]);
+    const child = this.ensureChild();
+    let entry = this.served.get(key);
+    if (entry?.confirmedBy === child && entry.confirmedAs === as) return;
     if (entry) {
       entry.policy = policy;
       entry.socketPath = socketPath;
-    } else this.served.set(key, { socketPath, policy, records: [] });
-    const child = this.ensureChild();
+    } else this.served.set(key, (entry = { socketPath, policy, records: [] }));
+    // Until this change is confirmed, no concurrent call of the sandbox takes the old one as served.
+    entry.confirmedAs = undefined;
     await this.sendAndWait(child, key, { type: 'serve', key, socketPath, policy });
+    if (this.served.get(key) === entry && this.child === child && entry.policy === policy) {
+      entry.confirmedBy = child;
+      entry.confirmedAs = as;
+    }
   }
 
   /** The records of `key` not yet handed out. */

@@ -10,7 +10,9 @@
  * (`worker-process.ts`), which `--profile` starts with V8's CPU profiler. Both run tool commands
  * through the sandbox's executor; at latency 0 the plain loop also runs with a `docker exec` per
  * command (`executor: false`), alternating with the others, so the executor's gain is measured in the
- * same run (`plainStep`).
+ * same run (`plainStep`); and the durable harness runs a second time on a worker process with
+ * `AGENT_WORKFLOW_STACK_TRACES=off`, so what the SDK's stack-trace recording costs is measured in the
+ * same run too (`stackTracesOff`).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -28,9 +30,17 @@ import { benchModelSettings, goalParam, markerText, requestsOf, stepsScript } fr
 import { runPlainLoop } from '../plain-loop';
 import type { BenchProfile, OverheadRuns } from '../profiles';
 import type { HandsActivities } from '../../common/hands';
-import type { OverheadPoint, OverheadResult, OverheadSegment, PlainStep } from '../results';
+import type {
+  OverheadPoint,
+  OverheadResult,
+  OverheadSegment,
+  PlainStep,
+  StackTracesOff,
+  WorkerMetrics,
+} from '../results';
 import { gaps, median, p95, round } from '../stats';
 import { spawnWorkerChild, workerProcessConfig } from '../worker-child';
+import { WORKER_ENV } from '../../workers/worker-settings';
 
 const CHEAP_CALL = { name: 'bash', input: { command: 'true' } };
 /** Step ranges of the long runs (1-based, inclusive; step 1 — the container's creation — is left out). */
@@ -59,7 +69,15 @@ export async function runOverhead(
   const metricsAddress = `127.0.0.1:${await freePort()}`;
   const worker = await spawnWorkerChild(workerProcessConfig(ctx, server.url, queues, { metricsAddress }), ctx.log, {
     cpuProfileDir: options.cpuProfileDir,
+    env: { [WORKER_ENV.workflowStackTraces]: 'on' },
   });
+  const tracesOffQueues = uniqueQueues('bench-overhead-traces-off');
+  const tracesOffMetrics = `127.0.0.1:${await freePort()}`;
+  const tracesOffWorker = await spawnWorkerChild(
+    workerProcessConfig(ctx, server.url, tracesOffQueues, { metricsAddress: tracesOffMetrics }),
+    ctx.log,
+    { env: { [WORKER_ENV.workflowStackTraces]: 'off' } },
+  );
   const settings = benchModelSettings(server.url);
   const client = createAnthropicClient(settings);
   const withExecutor = new SandboxManager({ docker: ctx.docker, image: ctx.image });
@@ -136,24 +154,34 @@ export async function runOverhead(
     };
   };
 
+  /** `withVariants`: also the plain loop with `docker exec` and the durable harness without stack traces. */
   const measure = async (
     runs: OverheadRuns,
-    withDockerExec = false,
-  ): Promise<{ point: OverheadPoint; plain: number[][]; durable: number[][]; plainDockerExec: number[][] }> => {
+    withVariants = false,
+  ): Promise<{
+    point: OverheadPoint;
+    plain: number[][];
+    durable: number[][];
+    plainDockerExec: number[][];
+    durableTracesOff: number[][];
+  }> => {
     useLatency(runs.latencyMs);
     await runPlain(2);
-    if (withDockerExec) await runPlain(2, handsDockerExec);
+    if (withVariants) await runPlain(2, handsDockerExec);
     await runDurable(2);
+    if (withVariants) await runDurable(2, tracesOffQueues);
     const plain: number[][] = [];
     const plainDockerExec: number[][] = [];
     const durable: number[][] = [];
+    const durableTracesOff: number[][] = [];
     for (let run = 0; run < runs.runs; run++) {
       plain.push(await runPlain(runs.steps));
-      if (withDockerExec) plainDockerExec.push(await runPlain(runs.steps, handsDockerExec));
+      if (withVariants) plainDockerExec.push(await runPlain(runs.steps, handsDockerExec));
       durable.push(await runDurable(runs.steps));
+      if (withVariants) durableTracesOff.push(await runDurable(runs.steps, tracesOffQueues));
       ctx.log(`overhead: latency ${runs.latencyMs} ms, run ${run + 1}/${runs.runs} (${runs.steps} steps) done`);
     }
-    return { point: overheadPoint(runs, plain, durable), plain, durable, plainDockerExec };
+    return { point: overheadPoint(runs, plain, durable), plain, durable, plainDockerExec, durableTracesOff };
   };
 
   let stopped = false;
@@ -162,7 +190,9 @@ export async function runOverhead(
     const latency200 = await measure(profile.latency200);
     const latency500 = await measure(profile.latency500);
     const workerMetrics = await scrapeWorkerMetrics(`http://${metricsAddress}/metrics`);
+    const tracesOffMetricsRead = await scrapeWorkerMetrics(`http://${tracesOffMetrics}/metrics`);
     await worker.stop();
+    await tracesOffWorker.stop();
     stopped = true;
     const timelineOf = async (id: string) =>
       stepTimeline((await ctx.client.workflow.getHandle(id).fetchHistory()).events ?? []);
@@ -176,6 +206,11 @@ export async function runOverhead(
       latency500: latency500.point,
       segments: overheadSegments(latency0.plain, latency0.durable),
       plainStep: plainStepOf(profile.latency0, latency0.plain, latency0.plainDockerExec),
+      stackTracesOff: stackTracesOffOf(
+        profile.latency0,
+        { plain: latency0.plain, on: latency0.durable, off: latency0.durableTracesOff },
+        { on: workerMetrics, off: tracesOffMetricsRead },
+      ),
       worker: 'brain + hands workers in one worker process (bench/worker-process.ts), as `agent worker dev` runs them',
       timeline,
       ...(timeline200 ? { timeline200 } : {}),
@@ -192,7 +227,7 @@ export async function runOverhead(
           : {}),
     };
   } finally {
-    if (!stopped) await worker.stop();
+    if (!stopped) await Promise.all([worker.stop(), tracesOffWorker.stop()]);
     await ctx.removeSandboxes(sandboxes);
     for (const manager of managers) manager.close();
     await server.stop();
@@ -253,6 +288,28 @@ export function plainStepOf(runs: OverheadRuns, executorRuns: number[][], docker
     dockerExecMsPerStep: round(median(dockerExec)),
     dockerExecP95Ms: round(p95(dockerExec)),
     gainMsPerStep: round(median(dockerExec) - median(executor)),
+  };
+}
+
+/** The durable step with stack traces on (the default worker) and off, from the same alternating runs. */
+export function stackTracesOffOf(
+  runs: OverheadRuns,
+  steps: { plain: number[][]; on: number[][]; off: number[][] },
+  metrics: { on: WorkerMetrics; off: WorkerMetrics },
+): StackTracesOff {
+  const steady = (all: number[][]) => all.flatMap((times) => gaps(times).slice(1));
+  const on = median(steady(steps.on));
+  const off = median(steady(steps.off));
+  return {
+    stepsPerRun: runs.steps,
+    runs: runs.runs,
+    samples: Math.min(steady(steps.on).length, steady(steps.off).length),
+    onMsPerStep: round(on),
+    offMsPerStep: round(off),
+    savedMsPerStep: round(on - off),
+    addedMsPerStep: round(off - median(steady(steps.plain))),
+    workflowTaskOnMs: round(metrics.on.workflowTaskExecutionMs, 2),
+    workflowTaskOffMs: round(metrics.off.workflowTaskExecutionMs, 2),
   };
 }
 

@@ -56,6 +56,11 @@ describe('bench smoke run (overhead + history, smoke profile)', () => {
     // At 200 ms model latency a step cannot take less than the model's answer.
     expect(results.overhead!.latency200.plainMsPerStep).toBeGreaterThanOrEqual(200);
     expect(results.overhead!.latency200.durableMsPerStep).toBeGreaterThanOrEqual(200);
+    // The worker without stack traces ran its own steps and workflow tasks.
+    const traces = results.overhead!.stackTracesOff!;
+    expect(traces.samples).toBeGreaterThan(0);
+    expect(traces.offMsPerStep).toBeGreaterThan(0);
+    expect(traces.workflowTaskOffMs).toBeGreaterThan(0);
     expect(results.history?.points.map((point) => point.steps)).toEqual([2, 4]);
     for (const point of results.history!.points) {
       expect(point.events).toBeGreaterThan(point.steps * 6);
@@ -70,6 +75,7 @@ describe('bench smoke run (overhead + history, smoke profile)', () => {
     const markdown = renderMarkdown(results, 'latest.svg');
     expect(markdown).toContain('## Targets');
     expect(markdown).toContain('## 1. Overhead per step');
+    expect(markdown).toContain('AGENT_WORKFLOW_STACK_TRACES=off');
     expect(markdown).toContain('## 2. History per step');
     expect(markdown).toContain(results.machine.cpuModel);
     const svg = renderSvg(results);

@@ -53,8 +53,8 @@ export interface OperationHarnessOptions {
   modelSettings?: Partial<ModelSettings>;
   /** A dev server of the test's own (default: the shared one). */
   temporalAddress?: string;
-  /** The brain worker's MCP settings and secret store (default: from the environment). */
-  brain?: Pick<BrainWorkerOptions, 'mcp' | 'secrets'>;
+  /** The brain worker's MCP settings, secret store and worker settings (default: from the environment). */
+  brain?: Pick<BrainWorkerOptions, 'mcp' | 'secrets' | 'settings'>;
 }
 
 export async function startOperationHarness(
