@@ -210,6 +210,7 @@ function overheadNotes(o: NonNullable<BenchResults['overhead']>, dynamicConfig: 
         : `The server runs with \`history.transferProcessorMaxPollRPS\` ${String(rps)} (the dev-server default of \`platform/dev-server.ts\`); at the server default of 20 every hand-off from a completed activity to the workflow waits for the next 50 ms slot of the single shard's transfer-queue reader once the first second's burst is spent, and steps settle on a 100 ms grid (two hand-offs per step).`),
   );
   notes.push(stepBudgetNote(o));
+  notes.push(latencyNote(o));
   const p = o.cpuProfile;
   if (p) {
     const busy = p.sampledMs - p.idleMs;
@@ -222,6 +223,39 @@ function overheadNotes(o: NonNullable<BenchResults['overhead']>, dynamicConfig: 
     );
   }
   return notes;
+}
+
+/**
+ * How the added time changes with the model's latency, from the same scenario's figures: each step
+ * outside the model's wait (plain and durable) and, where both timelines exist, which of the
+ * durable step's parts changed between latency 0 and 200 ms.
+ */
+export function latencyNote(o: NonNullable<BenchResults['overhead']>): string {
+  const points = [o.latency0, o.latency200, o.latency500];
+  const ms = (value: number) => `${value.toFixed(0)} ms`;
+  let note =
+    `Added overhead by model latency: ${points.map((p) => `${p.latencyMs} ms: ${ms(p.addedMsPerStep)}`).join(', ')}. ` +
+    `Outside the model's wait (median step − latency), the plain loop's step takes ${points.map((p) => ms(p.plainMsPerStep - p.latencyMs)).join(' / ')} ` +
+    `and the durable step ${points.map((p) => ms(p.durableMsPerStep - p.latencyMs)).join(' / ')} at 0 / 200 / 500 ms.`;
+  const [t0, t200] = [o.timeline, o.timeline200];
+  if (t200) {
+    const parts = (t: typeof t0, latencyMs: number) => ({
+      workflowTasks:
+        2 * (t.completedToWorkflowTaskMs + t.workflowTaskScheduleToStartMs + t.workflowTaskStartToCompleteMs),
+      tool: t.toolScheduleToStartMs + t.toolStartToCloseMs,
+      model: t.modelScheduleToStartMs + t.modelStartToCloseMs - latencyMs,
+    });
+    const [a, b] = [parts(t0, 0), parts(t200, 200)];
+    note +=
+      ` Per durable step (server event times, medians; latency 0 in its longest run vs 200 ms in its first): the two workflow tasks ${ms(a.workflowTasks)} vs ${ms(b.workflowTasks)}, ` +
+      `the tool call ${ms(a.tool)} vs ${ms(b.tool)} (dispatch, run in the worker, completion call), the model call beyond its latency ${ms(a.model)} vs ${ms(b.model)}.`;
+  }
+  const plainSpread =
+    Math.max(...points.map((p) => p.plainMsPerStep - p.latencyMs)) -
+    Math.min(...points.map((p) => p.plainMsPerStep - p.latencyMs));
+  if (plainSpread > 10)
+    note += ` The plain loop's own step moves by ${ms(plainSpread)} between latencies, so the added figures move with it: they are differences of two noisy medians on a shared 2-core machine.`;
+  return note;
 }
 
 /**

@@ -16,7 +16,8 @@ import { renderMarkdown, renderSvg } from '../../bench/report';
 import { SCENARIOS, validateResults } from '../../bench/results';
 import { outputSizes, printCommand } from '../../bench/scenarios/tokens';
 import { median, p95, quantile } from '../../bench/stats';
-import { runSuite } from '../../bench/suite';
+import { latencyNote, runSuite } from '../../bench/suite';
+import type { OverheadResult } from '../../bench/results';
 import { testPlatform } from '../support/env';
 
 describe('bench smoke run (overhead + history, smoke profile)', () => {
@@ -162,6 +163,39 @@ describe('bench helpers', () => {
       [100, 120, 2],
     ]);
     expect(segments[0]!.samples).toBe(9); // step 1 (the container's creation) is left out
+  });
+
+  it('says how the added time changes with the model latency, part by part', () => {
+    const point = (latencyMs: number, plain: number, durable: number) => ({
+      latencyMs,
+      plainMsPerStep: latencyMs + plain,
+      durableMsPerStep: latencyMs + durable,
+      addedMsPerStep: durable - plain,
+    });
+    const timeline = (workflowTaskMs: number, toolMs: number, modelMs: number) => ({
+      workflowTaskScheduleToStartMs: 2,
+      workflowTaskStartToCompleteMs: workflowTaskMs - 2,
+      modelScheduleToStartMs: 0,
+      modelStartToCloseMs: modelMs,
+      toolScheduleToStartMs: 3,
+      toolStartToCloseMs: toolMs - 3,
+      completedToWorkflowTaskMs: 0,
+    });
+    const overhead = {
+      latency0: point(0, 90, 111),
+      latency200: point(200, 62, 134),
+      latency500: point(500, 77, 140),
+      timeline: timeline(12, 57, 19),
+      timeline200: timeline(21, 90, 221),
+    } as unknown as OverheadResult;
+    const note = latencyNote(overhead);
+    expect(note).toContain('0 ms: 21 ms, 200 ms: 72 ms, 500 ms: 63 ms');
+    expect(note).toContain(
+      "the plain loop's step takes 90 ms / 62 ms / 77 ms and the durable step 111 ms / 134 ms / 140 ms",
+    );
+    expect(note).toContain('the two workflow tasks 24 ms vs 42 ms, the tool call 57 ms vs 90 ms');
+    expect(note).toContain('the model call beyond its latency 19 ms vs 21 ms');
+    expect(note).toContain("plain loop's own step moves by 28 ms");
   });
 
   it('computes quantiles by interpolation', () => {
