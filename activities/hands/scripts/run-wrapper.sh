@@ -14,7 +14,13 @@ base=$1 link=$2 t=$3 cap=$4 cmd=$5 jp=$6 jhead=$7 jstarted=$8 mode=$9
 shift 9
 legacy=
 case $mode in fresh:*) legacy=${mode#fresh:} mode=fresh ;; esac
-stamp() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ 2>/dev/null || echo unknown; }
+# The time (UTC, milliseconds) into the variable named $1. Builtins only: every process the wrapper
+# forks is CPU on the sandbox's share of the machine, on every tool call.
+stamp() {
+  local TZ=UTC
+  local s=${EPOCHREALTIME%[.,]*} f=${EPOCHREALTIME#*[.,]}
+  printf -v "$1" '%(%Y-%m-%dT%H:%M:%S)T.%sZ' "$s" "${f:0:3}"
+}
 jwrite() { [ -n "$jp" ] || return 0; printf '%s]}' "$1" > "$jp.$$.tmp" && mv -f "$jp.$$.tmp" "$jp"; }
 # The sandbox's resource counters (cgroup v1 or v2): forks the pid limit refused, processes killed for
 # memory. Builtins only, so they work when no process can be forked. Sets "$1" to "<pids> <oom>".
@@ -45,9 +51,10 @@ d=$base/$n
 echo $$ > "$d/wrapper"
 j=
 if [ -n "$jp" ]; then
-  mkdir -p "${jp%/*}" || exit 90
+  [ -d "${jp%/*}" ] || mkdir -p "${jp%/*}" || exit 90
   if [ "$mode" != fresh ] && [ -s "$jp" ]; then j=$(cat "$jp"); j="${j%']}'},"; else j=$jhead; fi
-  j="$j${jstarted%'}'},\"attempt\":$n,\"runDir\":\"$d\",\"wrapperPid\":$$,\"container\":\"$HOSTNAME\",\"at\":\"$(stamp)\"}"
+  stamp now
+  j="$j${jstarted%'}'},\"attempt\":$n,\"runDir\":\"$d\",\"wrapperPid\":$$,\"container\":\"$HOSTNAME\",\"at\":\"$now\"}"
   jwrite "$j"
 fi
 limits before
@@ -66,7 +73,9 @@ setsid -w bash -c '
   read -r -a st < /proc/$$/stat
   printf "%s %s\n" $$ "${st[21]}" > "$AGENT_RUN_DIR/pid.tmp" && mv -f "$AGENT_RUN_DIR/pid.tmp" "$AGENT_RUN_DIR/pid"
   if [ -n "$AGENT_JP" ]; then
-    printf "%s,{\"type\":\"process\",\"pid\":%s,\"pgid\":%s,\"startTime\":%s,\"at\":\"%s\"}]}" "$AGENT_J" $$ $$ "${st[21]}" "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" > "$AGENT_JP.$$.tmp" && mv -f "$AGENT_JP.$$.tmp" "$AGENT_JP"
+    now=$EPOCHREALTIME
+    TZ=UTC printf -v now "%(%Y-%m-%dT%H:%M:%S)T.%sZ" "${now%[.,]*}" "${now:${#now}-6:3}"
+    printf "%s,{\"type\":\"process\",\"pid\":%s,\"pgid\":%s,\"startTime\":%s,\"at\":\"%s\"}]}" "$AGENT_J" $$ $$ "${st[21]}" "$now" > "$AGENT_JP.$$.tmp" && mv -f "$AGENT_JP.$$.tmp" "$AGENT_JP"
   fi
   printf "@@agent-pid %s %s\n" $$ "${AGENT_RUN_DIR##*/}"
   cmd=$AGENT_CMD cap=$AGENT_CAP d=$AGENT_RUN_DIR
@@ -122,8 +131,9 @@ free=-1 size=-1
 read -r fa fb fs < <(stat -f -c '%a %b %S' /workspace 2>/dev/null) && free=$((fa * fs)) size=$((fb * fs))
 out=$d/out
 # The model reads long output back from the workspace: the copy is made as the agent.
-if [ -n "$link" ] && setpriv --reuid=1000 --regid=1000 --clear-groups -- bash -c 'mkdir -p "${1%/*}" && cat > "$1"' agent-copy "$link" < "$d/out" 2>/dev/null; then out=$link; fi
-res=$(printf '{"exitCode":%d,"outputBytes":%d,"droppedBytes":%d,"timedOut":%s,"cancelled":%s,"pid":%d,"startTime":%s,"finishedAt":"%s","pidLimitHits":%d,"oomKills":%d,"workspaceFreeBytes":%d,"workspaceBytes":%d,"outputPath":"%s"}' "$code" "$ob" "$dr" $tm $cn "$p" "$st" "$(stamp)" $((pida - pidb)) $((ooma - oomb)) "$free" "$size" "$out")
+if [ -n "$link" ] && setpriv --reuid=1000 --regid=1000 --clear-groups -- bash -c '{ [ -d "${1%/*}" ] || mkdir -p "${1%/*}"; } && cat > "$1"' agent-copy "$link" < "$d/out" 2>/dev/null; then out=$link; fi
+stamp fin
+printf -v res '{"exitCode":%d,"outputBytes":%d,"droppedBytes":%d,"timedOut":%s,"cancelled":%s,"pid":%d,"startTime":%s,"finishedAt":"%s","pidLimitHits":%d,"oomKills":%d,"workspaceFreeBytes":%d,"workspaceBytes":%d,"outputPath":"%s"}' "$code" "$ob" "$dr" $tm $cn "$p" "$st" "$fin" $((pida - pidb)) $((ooma - oomb)) "$free" "$size" "$out"
 printf '%s' "$res" > "$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"
 if [ -n "$jp" ]; then
   [ "$p" != 0 ] && j="$j,{\"type\":\"process\",\"pid\":$p,\"pgid\":$p,\"startTime\":$st}"
