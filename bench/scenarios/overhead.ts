@@ -250,12 +250,16 @@ function timesOf(server: ScriptedModelServer, marker: string, steps: number): nu
   return requests.map((request) => request.receivedAt);
 }
 
+/** Every run's step times but its first (the container's creation). */
+function steadySteps(runs: number[][]): number[] {
+  return runs.flatMap((times) => gaps(times).slice(1));
+}
+
 /** Per-step figures from each run's request times (the first gap of a run is its container start). */
 export function overheadPoint(runs: OverheadRuns, plainRuns: number[][], durableRuns: number[][]): OverheadPoint {
-  const steady = (all: number[][]) => all.flatMap((times) => gaps(times).slice(1));
   const first = (all: number[][]) => median(all.map((times) => gaps(times)[0] ?? Number.NaN));
-  const plain = steady(plainRuns);
-  const durable = steady(durableRuns);
+  const plain = steadySteps(plainRuns);
+  const durable = steadySteps(durableRuns);
   const plainMedian = median(plain);
   const durableMedian = median(durable);
   return {
@@ -276,9 +280,8 @@ export function overheadPoint(runs: OverheadRuns, plainRuns: number[][], durable
 
 /** The plain loop's steady steps with the executor and with `docker exec`, side by side. */
 export function plainStepOf(runs: OverheadRuns, executorRuns: number[][], dockerExecRuns: number[][]): PlainStep {
-  const steady = (all: number[][]) => all.flatMap((times) => gaps(times).slice(1));
-  const executor = steady(executorRuns);
-  const dockerExec = steady(dockerExecRuns);
+  const executor = steadySteps(executorRuns);
+  const dockerExec = steadySteps(dockerExecRuns);
   return {
     stepsPerRun: runs.steps,
     runs: runs.runs,
@@ -297,17 +300,17 @@ export function stackTracesOffOf(
   steps: { plain: number[][]; on: number[][]; off: number[][] },
   metrics: { on: WorkerMetrics; off: WorkerMetrics },
 ): StackTracesOff {
-  const steady = (all: number[][]) => all.flatMap((times) => gaps(times).slice(1));
-  const on = median(steady(steps.on));
-  const off = median(steady(steps.off));
+  const [onSteps, offSteps] = [steadySteps(steps.on), steadySteps(steps.off)];
+  const on = median(onSteps);
+  const off = median(offSteps);
   return {
     stepsPerRun: runs.steps,
     runs: runs.runs,
-    samples: Math.min(steady(steps.on).length, steady(steps.off).length),
+    samples: Math.min(onSteps.length, offSteps.length),
     onMsPerStep: round(on),
     offMsPerStep: round(off),
     savedMsPerStep: round(on - off),
-    addedMsPerStep: round(off - median(steady(steps.plain))),
+    addedMsPerStep: round(off - median(steadySteps(steps.plain))),
     workflowTaskOnMs: round(metrics.on.workflowTaskExecutionMs, 2),
     workflowTaskOffMs: round(metrics.off.workflowTaskExecutionMs, 2),
   };
