@@ -53,9 +53,10 @@ export async function main(argv: string[]): Promise<number> {
       return withHandle(
         command.id,
         async (handle) => {
-          await sendUntilAdmitted(() => handle.executeUpdate(abortUpdate, { args: [{ reason: command.reason }] }), {
-            onRefused: waitingForWorkflowTask,
-          });
+          await sendUntilAdmitted(
+            (updateId) => handle.executeUpdate(abortUpdate, { args: [{ reason: command.reason }], updateId }),
+            { onRefused: waitingForWorkflowTask },
+          );
           console.log(`abort accepted for ${command.id}: running tools are being stopped`);
           return 0;
         },
@@ -66,7 +67,7 @@ export async function main(argv: string[]): Promise<number> {
         command.id,
         async (handle) => {
           const accepted = await sendUntilAdmitted(
-            () => handle.executeUpdate(steerUpdate, { args: [{ text: command.text }] }),
+            (updateId) => handle.executeUpdate(steerUpdate, { args: [{ text: command.text }], updateId }),
             { onRefused: waitingForWorkflowTask },
           );
           console.log(
@@ -202,7 +203,7 @@ async function compact(id: string, reason: string | undefined): Promise<number> 
     }
     try {
       await sendUntilAdmitted(
-        () => handle.executeUpdate(compactUpdate, { args: [reason === undefined ? {} : { reason }] }),
+        (updateId) => handle.executeUpdate(compactUpdate, { args: [reason === undefined ? {} : { reason }], updateId }),
         { onRefused: waitingForWorkflowTask },
       );
     } catch (err) {

@@ -1,6 +1,6 @@
 /**
- * `sendUntilAdmitted`: an Update the server refused without admitting it (FAILED_PRECONDITION, as
- * while a workflow task is being retried) is sent again; every other error reaches the caller at once.
+ * `sendUntilAdmitted`: an Update request the server refused (FAILED_PRECONDITION, as while a workflow
+ * task is being retried) is sent again with the same Update id; every other error reaches the caller at once.
  */
 import { ServiceError } from '@temporalio/client';
 import { isUpdateRefusedForNow, sendUntilAdmitted } from '../../client/update-admission';
@@ -15,19 +15,25 @@ describe('sending an Update until it is admitted', () => {
   it('sends again after a refusal, once, and returns the answer', async () => {
     const refusal = grpcError(9, 'Unable to perform workflow execution update due to Workflow Task in failed state');
     expect(isUpdateRefusedForNow(refusal)).toBe(true);
-    let calls = 0;
+    const ids: string[] = [];
     let told = 0;
     const answer = await sendUntilAdmitted(
-      async () => {
-        calls += 1;
-        if (calls < 3) throw refusal;
+      async (updateId) => {
+        ids.push(updateId);
+        if (ids.length < 3) throw refusal;
         return 'accepted';
       },
       { onRefused: () => (told += 1) },
     );
     expect(answer).toBe('accepted');
-    expect(calls).toBe(3);
+    expect(ids).toHaveLength(3);
+    // One Update id for every attempt: a refused re-send may follow an admitted first send.
+    expect(new Set(ids).size).toBe(1);
     expect(told).toBe(1);
+  });
+
+  it('uses the Update id it is given', async () => {
+    expect(await sendUntilAdmitted(async (updateId) => updateId, { updateId: 'steer-1' })).toBe('steer-1');
   });
 
   it('passes any other error through without sending again', async () => {

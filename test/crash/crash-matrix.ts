@@ -191,9 +191,10 @@ export class CrashMatrix {
           stdio: ['ignore', 'pipe', 'ignore'],
         }).includes(EFFECTS[0]),
       );
-      await sendUntilAdmitted(() => handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }] }), {
-        timeoutMs: 180_000,
-      });
+      await sendUntilAdmitted(
+        (updateId) => handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }], updateId }),
+        { timeoutMs: 180_000 },
+      );
       await until(async () => {
         execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(id), 'touch', '/workspace/release'], {
           stdio: 'ignore',

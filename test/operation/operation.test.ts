@@ -1,7 +1,8 @@
 import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import { WorkflowFailedError } from '@temporalio/client';
+import { ServiceError, WorkflowFailedError } from '@temporalio/client';
+import { sendUntilAdmitted } from '../../client/update-admission';
 import { operationResult } from '../../client/operation-result';
 import { MODEL_STEP_ACTIVITY } from '../../common/model-step';
 import { OperationResult, abortUpdate, statusQuery, steerUpdate } from '../../common/operation';
@@ -156,6 +157,53 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
     const tail = bodyOf(answered(h.model.requests).at(-1)!).messages.at(-1)!.content;
     expect(tail.map((b) => b.type)).toEqual(['tool_result', 'text']);
     expect(tail[1].text).toContain('please also say hello');
+  });
+
+  it('enters steering once when its request is re-sent after the server refused a re-send of it', async () => {
+    // The shape of a crash during a tool call: the server admits the steering, then refuses the
+    // client's re-send of it (the workflow task is failing); the client sends again. Every attempt
+    // carries the same Update id, so the server applies it once.
+    h.model.setScript([
+      {
+        toolCalls: [
+          { name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done; echo released' } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const handle = await h.start({ goal: 'wait for release' });
+    const container = containerNameOf(handle.workflowId);
+    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'the tool batch');
+    const refusal = new ServiceError('Update refused', {
+      cause: Object.assign(new Error('9 FAILED_PRECONDITION: Workflow Task in failed state'), {
+        code: 9,
+        details: 'Unable to perform workflow execution update due to Workflow Task in failed state.',
+        metadata: {},
+      }),
+    });
+    const ids: string[] = [];
+    const answer = await sendUntilAdmitted(async (updateId) => {
+      ids.push(updateId);
+      if (ids.length > 1) return handle.executeUpdate(steerUpdate, { args: [{ text: 'say it once' }], updateId });
+      await handle.executeUpdate(steerUpdate, { args: [{ text: 'say it once' }], updateId });
+      throw refusal;
+    });
+    expect(ids).toHaveLength(2);
+    expect(ids[1]).toBe(ids[0]);
+    expect(answer).toEqual({ accepted: true, position: 1 });
+    expect(await handle.query(statusQuery)).toMatchObject({ pendingSteering: 1 });
+    await waitFor(async () => {
+      try {
+        dockerExec(container, 'touch /workspace/release');
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'the container');
+    expect((await operationResult(handle)).state).toBe('completed');
+    const tail = bodyOf(answered(h.model.requests).at(-1)!).messages.at(-1)!.content;
+    expect(tail.map((b) => b.type)).toEqual(['tool_result', 'text']);
+    expect(tail.filter((b) => b.text?.includes('say it once'))).toHaveLength(1);
   });
 
   it('replaces a sandbox killed between two tool calls, on the same workspace', async () => {
