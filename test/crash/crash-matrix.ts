@@ -8,7 +8,8 @@
  * Docker engine and the (stateless) scripted model, so several may run at once.
  */
 import { AGENT_USER } from '../../activities/hands/sandbox-manager';
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -24,6 +25,8 @@ import type { ScriptedRequest, ScriptedTurn } from '../../scripted-model/script'
 import { testPlatform } from '../support/env';
 import { containerNameOf } from '../../common/sandbox-names';
 import { removeSandboxes } from '../support/hands';
+
+const execFileAsync = promisify(execFile);
 
 export const STEERING_TEXT = 'steering: keep the change minimal';
 /** Lines the `never` (bash) tools append to the effects file; each must appear at most once. */
@@ -150,16 +153,17 @@ export class CrashMatrix {
     const standing: WorkerProcess[] = [];
     let current: WorkerProcess | undefined;
 
-    // Runs `worker` now and keeps the one after it standing by; when it dies, the standby takes over.
+    // Runs `worker` now and, when it is planned to crash, keeps the one after it standing by; when it
+    // dies, the standby takes over (a worker that died unplanned is replaced by one started then).
     const activate = (worker: WorkerProcess): void => {
       current = worker;
-      standing.push(this.spawnWorker(options, worker.index + 1));
+      if (worker.crashAt !== undefined) standing.push(this.spawnWorker(options, worker.index + 1));
       worker.child.once('exit', () => {
         boundaries[worker.index] = readBoundaries(worker.log);
         // The worker killed itself exactly when it reached its crash point: the count of boundaries
         // passed is the witness.
         if (worker.crashAt !== undefined && boundaries[worker.index].length === worker.crashAt) crashes += 1;
-        if (!finished) activate(standing.shift()!);
+        if (!finished) activate(standing.shift() ?? this.spawnWorker(options, worker.index + 1));
       });
       void worker.ready.then(() => worker.child.connected && worker.child.send({ type: 'go' }));
     };
@@ -185,28 +189,26 @@ export class CrashMatrix {
       });
       // Steering goes in while the second turn's tool runs (its process has written its effect), so
       // it always joins the same checkpoint and its boundary always comes after the process start.
-      await until(async () =>
-        execFileSync('docker', ['exec', containerNameOf(id), 'cat', '/workspace/effects.log'], {
-          encoding: 'utf8',
-          stdio: ['ignore', 'pipe', 'ignore'],
-        }).includes(EFFECTS[0]),
-      );
+      // One exec that waits inside the container, not one per poll: the matrix runs CPU-bound.
+      await until(async () => {
+        const wait = `until grep -qx ${EFFECTS[0]} /workspace/effects.log 2>/dev/null; do sleep 0.05; done`;
+        await execFileAsync('docker', ['exec', containerNameOf(id), 'timeout', '120', 'bash', '-c', wait]);
+        return true;
+      });
       await sendUntilAdmitted(
         (updateId) => handle.executeUpdate(steerUpdate, { args: [{ text: STEERING_TEXT }], updateId }),
         { timeoutMs: 180_000 },
       );
       await until(async () => {
-        execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(id), 'touch', '/workspace/release'], {
-          stdio: 'ignore',
-        });
+        await execFileAsync('docker', ['exec', '-u', AGENT_USER, containerNameOf(id), 'touch', '/workspace/release']);
         return true;
       });
       const result = await operationResult(handle);
       const description = await handle.describe();
       const context = await rebuildContextFromHistory(this.client, id, description.runId);
-      const effects = execFileSync('docker', ['exec', containerNameOf(id), 'cat', '/workspace/effects.log'], {
-        encoding: 'utf8',
-      })
+      const effects = (
+        await execFileAsync('docker', ['exec', containerNameOf(id), 'cat', '/workspace/effects.log'])
+      ).stdout
         .split('\n')
         .filter(Boolean);
       finished = true;
@@ -303,7 +305,8 @@ async function until(check: () => Promise<boolean>, timeoutMs = 180_000): Promis
       // No worker right now, or the container is being replaced: try again.
     }
     if (Date.now() > deadline) throw new Error('timed out waiting for the operation');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Each try may be a `docker exec` (a few processes' CPU); a quarter second is soon enough.
+    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
 

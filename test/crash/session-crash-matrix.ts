@@ -6,7 +6,8 @@
  * for prompts) until it is answered. Each `never` tool appends one line to an effects file.
  */
 import { AGENT_USER } from '../../activities/hands/sandbox-manager';
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -26,6 +27,8 @@ import { testPlatform } from '../support/env';
 import { removeSandboxes } from '../support/hands';
 
 /** Lines the `never` (bash) tools append; each must appear exactly once. */
+const execFileAsync = promisify(execFile);
+
 export const SESSION_EFFECTS = ['effect-1', 'effect-2', 'effect-3'];
 const FIRST = 'crash session: first prompt';
 const SECOND = 'crash session: follow-up';
@@ -126,22 +129,23 @@ export class SessionCrashMatrix {
           }),
         );
       const first = await submit(FIRST, `${sessionId}-first`);
+      // One exec that waits inside the container, not one per poll: the matrix runs CPU-bound.
       await retry(async () => {
-        const log = execFileSync(
-          'docker',
-          ['exec', '-u', AGENT_USER, containerNameOf(sessionId), 'cat', '/workspace/effects.log'],
-          {
-            encoding: 'utf8',
-            stdio: ['ignore', 'pipe', 'ignore'],
-          },
-        );
-        return log.includes(SESSION_EFFECTS[0]);
+        const wait = `until grep -qx ${SESSION_EFFECTS[0]} /workspace/effects.log 2>/dev/null; do sleep 0.05; done`;
+        const container = containerNameOf(sessionId);
+        await execFileAsync('docker', ['exec', '-u', AGENT_USER, container, 'timeout', '120', 'bash', '-c', wait]);
+        return true;
       });
       const second = await submit(SECOND, `${sessionId}-second`);
       await retry(async () => {
-        execFileSync('docker', ['exec', '-u', AGENT_USER, containerNameOf(sessionId), 'touch', '/workspace/release'], {
-          stdio: 'ignore',
-        });
+        await execFileAsync('docker', [
+          'exec',
+          '-u',
+          AGENT_USER,
+          containerNameOf(sessionId),
+          'touch',
+          '/workspace/release',
+        ]);
         return true;
       });
       const op = this.client.workflow.getHandle(first.operationId);
@@ -253,9 +257,11 @@ class Supervisor {
           : {};
     const out = fs.openSync(path.join(this.dir, `${this.id}-worker-${index}.log`), 'w');
     const child = spawn(
-      path.join(PROJECT_ROOT, 'node_modules', '.bin', 'tsx'),
-      [path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'dev'],
+      // node with tsx's loader, not the tsx command: that would run a second node process per worker.
+      process.execPath,
+      ['--import', 'tsx', path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'dev'],
       {
+        cwd: PROJECT_ROOT,
         env: {
           ...process.env,
           TEMPORAL_ADDRESS: testPlatform().temporalAddress,
