@@ -15,6 +15,7 @@ import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { testPlatform } from '../support/env';
 import { waitFor } from '../support/operation-harness';
+import { agentProcessArgs } from '../support/compiled-entries';
 import {
   remoteCommits,
   remoteFile,
@@ -44,27 +45,23 @@ describe('codingTask and a killed worker', () => {
   /** `agent worker dev` as its own node process (so SIGKILL hits the worker itself). */
   const startWorker = (index: number): ChildProcess => {
     const log = fs.openSync(path.join(h.dir, `worker-${index}.log`), 'w');
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'dev'],
-      {
-        cwd: PROJECT_ROOT,
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: testPlatform().temporalAddress,
-          TEMPORAL_NAMESPACE: testPlatform().namespace,
-          ANTHROPIC_API_KEY: 'worker-kill',
-          ANTHROPIC_BASE_URL: h.model.url,
-          AGENT_MODEL: 'scripted-model',
-          AGENT_BRAIN_QUEUE: h.brainQueue,
-          AGENT_HANDS_QUEUE: h.handsQueue,
-          AGENT_WORKFLOW_BUNDLE: testPlatform().workflowBundlePath,
-          AGENT_SANDBOX_IMAGE: testPlatform().sandboxImage,
-          AGENT_TASKS_DIR: h.tasksDir,
-        },
-        stdio: ['ignore', log, log],
+    const child = spawn(process.execPath, agentProcessArgs('worker', 'dev'), {
+      cwd: PROJECT_ROOT,
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: testPlatform().temporalAddress,
+        TEMPORAL_NAMESPACE: testPlatform().namespace,
+        ANTHROPIC_API_KEY: 'worker-kill',
+        ANTHROPIC_BASE_URL: h.model.url,
+        AGENT_MODEL: 'scripted-model',
+        AGENT_BRAIN_QUEUE: h.brainQueue,
+        AGENT_HANDS_QUEUE: h.handsQueue,
+        AGENT_WORKFLOW_BUNDLE: testPlatform().workflowBundlePath,
+        AGENT_SANDBOX_IMAGE: testPlatform().sandboxImage,
+        AGENT_TASKS_DIR: h.tasksDir,
       },
-    );
+      stdio: ['ignore', log, log],
+    });
     fs.closeSync(log);
     workers.push(child);
     return child;

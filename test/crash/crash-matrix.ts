@@ -25,6 +25,7 @@ import type { ScriptedRequest, ScriptedTurn } from '../../scripted-model/script'
 import { testPlatform } from '../support/env';
 import { containerNameOf } from '../../common/sandbox-names';
 import { removeSandboxes } from '../support/hands';
+import { standbyWorkerArgs } from '../support/compiled-entries';
 
 const execFileAsync = promisify(execFile);
 
@@ -237,28 +238,24 @@ export class CrashMatrix {
     const log = path.join(this.dir, `${id}-worker-${index}.boundaries`);
     fs.writeFileSync(log, '');
     const out = fs.openSync(path.join(this.dir, `${id}-worker-${index}.log`), 'w');
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', path.join(PROJECT_ROOT, 'test', 'support', 'standby-worker.ts')],
-      {
-        cwd: PROJECT_ROOT,
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: testPlatform().temporalAddress,
-          TEMPORAL_NAMESPACE: testPlatform().namespace,
-          ANTHROPIC_API_KEY: 'crash-matrix',
-          ANTHROPIC_BASE_URL: this.model.url,
-          AGENT_MODEL: 'scripted-model',
-          AGENT_BRAIN_QUEUE: queues.brain,
-          AGENT_HANDS_QUEUE: queues.hands,
-          AGENT_WORKFLOW_BUNDLE: testPlatform().workflowBundlePath,
-          AGENT_SANDBOX_IMAGE: testPlatform().sandboxImage,
-          AGENT_CRASH_LOG: log,
-          AGENT_CRASH_AT: String(crashAt ?? 0),
-        },
-        stdio: ['ignore', out, out, 'ipc'],
+    const child = spawn(process.execPath, standbyWorkerArgs(), {
+      cwd: PROJECT_ROOT,
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: testPlatform().temporalAddress,
+        TEMPORAL_NAMESPACE: testPlatform().namespace,
+        ANTHROPIC_API_KEY: 'crash-matrix',
+        ANTHROPIC_BASE_URL: this.model.url,
+        AGENT_MODEL: 'scripted-model',
+        AGENT_BRAIN_QUEUE: queues.brain,
+        AGENT_HANDS_QUEUE: queues.hands,
+        AGENT_WORKFLOW_BUNDLE: testPlatform().workflowBundlePath,
+        AGENT_SANDBOX_IMAGE: testPlatform().sandboxImage,
+        AGENT_CRASH_LOG: log,
+        AGENT_CRASH_AT: String(crashAt ?? 0),
       },
-    );
+      stdio: ['ignore', out, out, 'ipc'],
+    });
     fs.closeSync(out);
     const ready = new Promise<void>((resolve) => {
       child.on('message', (message: { type?: string }) => message?.type === 'ready' && resolve());

@@ -25,6 +25,7 @@ import type { ScriptFunction } from '../../scripted-model/script';
 import { conversations } from '../support/conversations';
 import { testPlatform } from '../support/env';
 import { removeSandboxes } from '../support/hands';
+import { agentProcessArgs } from '../support/compiled-entries';
 
 /** Lines the `never` (bash) tools append; each must appear exactly once. */
 const execFileAsync = promisify(execFile);
@@ -257,9 +258,9 @@ class Supervisor {
           : {};
     const out = fs.openSync(path.join(this.dir, `${this.id}-worker-${index}.log`), 'w');
     const child = spawn(
-      // node with tsx's loader, not the tsx command: that would run a second node process per worker.
+      // node itself, not the tsx command: that would run a second node process per worker.
       process.execPath,
-      ['--import', 'tsx', path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'dev'],
+      agentProcessArgs('worker', 'dev'),
       {
         cwd: PROJECT_ROOT,
         env: {

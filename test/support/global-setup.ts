@@ -1,7 +1,7 @@
 /**
  * Starts the real parts once for the whole run: a Temporal dev server (or the one at
- * `TEMPORAL_ADDRESS`), a check that Docker answers and the sandbox image exists, and one workflow
- * bundle. Fails with a clear message instead of hanging when a part is missing.
+ * `TEMPORAL_ADDRESS`), a check that Docker answers and the sandbox image exists, one workflow
+ * bundle, and the worker processes' compiled entries (`compiled-entries.ts`). Fails with a clear message instead of hanging when a part is missing.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -17,6 +17,7 @@ import { requireDocker } from '../../platform/docker-engine';
 import { DATA_DIR } from '../../platform/paths';
 import { imageExists, sandboxImageTag } from '../../platform/sandbox-image';
 import { ensureTemporalCli } from '../../platform/temporal-cli';
+import { compileEntries } from './compiled-entries';
 
 declare global {
   var __AGENT_TEST_SERVER__: DevServer | undefined;
@@ -32,6 +33,13 @@ export default async function globalSetup(): Promise<void> {
     throw new Error(`the sandbox image ${image} does not exist: build it with \`npm run sandbox:build\``);
   }
 
+  // Bundling is CPU and the server's start mostly waiting: the two overlap.
+  const bundled = bundleWorkflowCode({
+    workflowsPath: require.resolve('./workflows'),
+    logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
+  });
+  // A failed start below must not leave the bundle's rejection unheard.
+  bundled.catch(() => undefined);
   const cli = await ensureTemporalCli((line) => console.log(`[setup] ${line}`));
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   let address = process.env.TEMPORAL_ADDRESS;
@@ -50,10 +58,10 @@ export default async function globalSetup(): Promise<void> {
     address = server.address;
   }
 
-  const bundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('./workflows'),
-    logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
-  });
+  const bundle = await bundled;
+  const compiled = await compileEntries(path.join(workDir, 'compiled'));
+  process.env.TEST_COMPILED_AGENT = compiled.agent;
+  process.env.TEST_COMPILED_STANDBY_WORKER = compiled.standbyWorker;
   const bundlePath = path.join(workDir, `workflow-bundle-${process.pid}.js`);
   fs.writeFileSync(bundlePath, bundle.code);
 

@@ -4,9 +4,9 @@
  * and the local Docker engine. Two of them with distinct names and prefixes stand for two hosts.
  */
 import { spawn } from 'node:child_process';
-import * as path from 'node:path';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { testPlatform } from './env';
+import { agentProcessArgs } from './compiled-entries';
 
 export interface HandsHostProcess {
   host: string;
@@ -22,23 +22,19 @@ export async function spawnHandsHost(options: {
   readyTimeoutMs?: number;
 }): Promise<HandsHostProcess> {
   const { temporalAddress, namespace, sandboxImage } = testPlatform();
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'hands'],
-    {
-      cwd: PROJECT_ROOT,
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: temporalAddress,
-        TEMPORAL_NAMESPACE: namespace,
-        AGENT_HANDS_QUEUE: options.sharedQueue,
-        AGENT_HANDS_HOST: options.host,
-        AGENT_SANDBOX_PREFIX: options.prefix,
-        AGENT_SANDBOX_IMAGE: sandboxImage,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, agentProcessArgs('worker', 'hands'), {
+    cwd: PROJECT_ROOT,
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_NAMESPACE: namespace,
+      AGENT_HANDS_QUEUE: options.sharedQueue,
+      AGENT_HANDS_HOST: options.host,
+      AGENT_SANDBOX_PREFIX: options.prefix,
+      AGENT_SANDBOX_IMAGE: sandboxImage,
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let output = '';
   await new Promise<void>((resolve, reject) => {

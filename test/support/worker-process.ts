@@ -3,9 +3,9 @@
  * the way a crash does (SIGKILL: no cleanup, no completion reported) and start another.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import * as path from 'node:path';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { testPlatform } from './env';
+import { agentProcessArgs } from './compiled-entries';
 
 export interface WorkerProcess {
   readonly pid: number;
@@ -28,27 +28,23 @@ export interface WorkerProcessOptions {
 export function startWorkerProcess(options: WorkerProcessOptions): WorkerProcess {
   const platform = testPlatform();
   // `node --import tsx`, not the tsx launcher: the pid is the worker itself, so SIGKILL reaches it.
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(PROJECT_ROOT, 'cli', 'agent.ts'), 'worker', 'dev'],
-    {
-      cwd: PROJECT_ROOT,
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: platform.temporalAddress,
-        TEMPORAL_NAMESPACE: platform.namespace,
-        ANTHROPIC_API_KEY: 'worker-process',
-        ANTHROPIC_BASE_URL: options.modelUrl,
-        AGENT_MODEL: 'scripted-model',
-        AGENT_BRAIN_QUEUE: options.brainQueue,
-        AGENT_HANDS_QUEUE: options.handsQueue,
-        AGENT_WORKFLOW_BUNDLE: platform.workflowBundlePath,
-        AGENT_SANDBOX_IMAGE: platform.sandboxImage,
-        ...options.env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const child: ChildProcess = spawn(process.execPath, agentProcessArgs('worker', 'dev'), {
+    cwd: PROJECT_ROOT,
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: platform.temporalAddress,
+      TEMPORAL_NAMESPACE: platform.namespace,
+      ANTHROPIC_API_KEY: 'worker-process',
+      ANTHROPIC_BASE_URL: options.modelUrl,
+      AGENT_MODEL: 'scripted-model',
+      AGENT_BRAIN_QUEUE: options.brainQueue,
+      AGENT_HANDS_QUEUE: options.handsQueue,
+      AGENT_WORKFLOW_BUNDLE: platform.workflowBundlePath,
+      AGENT_SANDBOX_IMAGE: platform.sandboxImage,
+      ...options.env,
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: string[] = [];
   const keep = (chunk: Buffer) => lines.push(chunk.toString('utf8'));
   child.stdout?.on('data', keep);
