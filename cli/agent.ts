@@ -1,29 +1,18 @@
 /**
  * The `agent` command. Parses with `cli/args.ts`, talks to Temporal through the environment's
- * connection settings, and prints errors as one line.
+ * connection settings, and prints errors as one line. A command's own modules (workers, Docker, the
+ * local server, sessions, schedules…) are loaded when it runs, so help, usage errors and the
+ * operation commands do not pay for the others' imports.
  */
 import { WorkflowHandle, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { operationResult } from '../client/operation-result';
 import { totalTokens } from '../common/model-types';
 import { abortUpdate, compactUpdate, statusQuery, steerUpdate } from '../common/operation';
 import { connectClient, temporalSettings, workflowUrl } from '../client/connection';
-import { startWorkers } from '../workers/run';
-import { handsHostSettings } from '../workers/hands-host';
-import { isTemporalServing } from '../platform/dev-server';
-import { localServerSettings, startLocalServer, stopLocalServer } from '../platform/local-server';
 import { runMain } from '../client/main';
 import { AgentCommand, HELP, parseAgentArgs, UsageError } from './args';
 import { formatElapsed, formatProgress, formatTokens } from './follow';
 import { CODING_TASK_WORKFLOW_TYPE } from '../common/coding-task';
-import { doctorCommand } from './doctor';
-import { eventsCommand } from './events';
-import { reportCommand } from './report';
-import { run } from './run';
-import { sandboxCommand } from './sandbox';
-import { scheduleCommand } from './schedule';
-import { approveCommand, factCommand, sessionCommand } from './sessions';
-import { setupCommand } from './setup';
-import { taskStart, taskStatus } from './task';
 import { sendUntilAdmitted } from '../client/update-admission';
 
 /** Progress line while the server refuses an Update because the workflow's task is being retried. */
@@ -46,7 +35,7 @@ export async function main(argv: string[]): Promise<number> {
       console.log(HELP);
       return 0;
     case 'run':
-      return run(command);
+      return (await import('./run')).run(command);
     case 'status':
       return status(command.id, command.json);
     case 'abort':
@@ -82,6 +71,7 @@ export async function main(argv: string[]): Promise<number> {
     case 'report': {
       const { client, connection } = await connectClient();
       try {
+        const { reportCommand } = await import('./report');
         return await reportCommand(client, command.id, command);
       } finally {
         await connection.close();
@@ -94,28 +84,28 @@ export async function main(argv: string[]): Promise<number> {
     case 'server':
       return server(command.action);
     case 'sandbox':
-      return sandboxCommand(command.args);
+      return (await import('./sandbox')).sandboxCommand(command.args);
     case 'setup':
-      return setupCommand();
+      return (await import('./setup')).setupCommand();
     case 'doctor':
-      return doctorCommand(command.json);
+      return (await import('./doctor')).doctorCommand(command.json);
     case 'task-start':
-      return taskStart(command);
+      return (await import('./task')).taskStart(command);
     case 'schedule-create':
     case 'schedule-ls':
     case 'schedule-pause':
     case 'schedule-unpause':
     case 'schedule-trigger':
     case 'schedule-delete':
-      return scheduleCommand(command);
+      return (await import('./schedule')).scheduleCommand(command);
     case 'session':
-      return sessionCommand(command);
+      return (await import('./sessions')).sessionCommand(command);
     case 'events':
-      return eventsCommand(command);
+      return (await import('./events')).eventsCommand(command);
     case 'approve':
-      return approveCommand(command);
+      return (await import('./sessions')).approveCommand(command);
     case 'fact':
-      return factCommand(command);
+      return (await import('./sessions')).factCommand(command);
   }
 }
 
@@ -123,7 +113,8 @@ async function status(id: string, json: boolean): Promise<number> {
   return withHandle(id, async (handle) => {
     const description = await handle.describe();
     const url = workflowUrl(temporalSettings().namespace, id, description.runId);
-    if (description.type === CODING_TASK_WORKFLOW_TYPE) return taskStatus(handle, description.status.name, json, url);
+    if (description.type === CODING_TASK_WORKFLOW_TYPE)
+      return (await import('./task')).taskStatus(handle, description.status.name, json, url);
     if (description.status.name === 'RUNNING') {
       const st = await handle.query(statusQuery);
       if (json) console.log(JSON.stringify(st, null, 2));
@@ -217,6 +208,8 @@ async function compact(id: string, reason: string | undefined): Promise<number> 
 }
 
 async function worker(role: 'brain' | 'hands' | 'dev'): Promise<number> {
+  const { startWorkers } = await import('../workers/run');
+  const { handsHostSettings } = await import('../workers/hands-host');
   const started = await startWorkers(role);
   console.log(
     `${role} worker running on ${temporalSettings().address}` +
@@ -229,6 +222,8 @@ async function worker(role: 'brain' | 'hands' | 'dev'): Promise<number> {
 }
 
 async function server(action: 'start' | 'stop' | 'status'): Promise<number> {
+  const { localServerSettings, startLocalServer, stopLocalServer } = await import('../platform/local-server');
+  const { isTemporalServing } = await import('../platform/dev-server');
   const settings = localServerSettings();
   if (action === 'start') {
     const st = await startLocalServer(settings, (line) => console.log(line));

@@ -11,7 +11,7 @@
  *   agent schedule ls | pause <name> [--note "…"] | unpause <name> | trigger <name> | delete <name>
  */
 import { parseEgressFlag, type EgressPolicy } from '../common/egress';
-import { parseDuration } from './sandbox';
+import { parseDuration } from '../common/duration';
 import { UsageError } from './usage-error';
 
 /** The task as the command line describes it; the command turns it into a `CodingTaskInput`. */
