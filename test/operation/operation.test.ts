@@ -1,7 +1,7 @@
 import { AGENT_USER } from '../../activities/hands/sandbox-manager';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import { ServiceError, WorkflowFailedError } from '@temporalio/client';
+import { ServiceError, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { sendUntilAdmitted } from '../../client/update-admission';
 import { operationResult } from '../../client/operation-result';
 import { MODEL_STEP_ACTIVITY } from '../../common/model-step';
@@ -130,7 +130,8 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
     expect(dockerExec(container, 'cat /workspace/long.txt').trim()).toBe('started');
   });
 
-  it('puts steering sent during a tool batch at the tail of the next request', async () => {
+  /** An operation whose one tool call waits for `release`, started and in its tool batch. */
+  async function startWaitingForRelease(): Promise<WorkflowHandle> {
     h.model.setScript([
       {
         toolCalls: [
@@ -140,18 +141,27 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
       { text: 'done' },
     ]);
     const handle = await h.start({ goal: 'wait for release' });
-    const container = containerNameOf(handle.workflowId);
     await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'the tool batch');
-    const accepted = await handle.executeUpdate(steerUpdate, { args: [{ text: 'please also say hello' }] });
-    expect(accepted).toEqual({ accepted: true, position: 1 });
+    return handle;
+  }
+
+  /** Lets the waiting tool call of `startWaitingForRelease` finish. */
+  async function release(handle: WorkflowHandle): Promise<void> {
     await waitFor(async () => {
       try {
-        dockerExec(container, 'touch /workspace/release');
+        dockerExec(containerNameOf(handle.workflowId), 'touch /workspace/release');
         return true;
       } catch {
         return false;
       }
     }, 'the container');
+  }
+
+  it('puts steering sent during a tool batch at the tail of the next request', async () => {
+    const handle = await startWaitingForRelease();
+    const accepted = await handle.executeUpdate(steerUpdate, { args: [{ text: 'please also say hello' }] });
+    expect(accepted).toEqual({ accepted: true, position: 1 });
+    await release(handle);
     const result = await operationResult(handle);
     expect(result.state).toBe('completed');
     const tail = bodyOf(answered(h.model.requests).at(-1)!).messages.at(-1)!.content;
@@ -163,17 +173,7 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
     // The shape of a crash during a tool call: the server admits the steering, then refuses the
     // client's re-send of it (the workflow task is failing); the client sends again. Every attempt
     // carries the same Update id, so the server applies it once.
-    h.model.setScript([
-      {
-        toolCalls: [
-          { name: 'bash', input: { command: 'while [ ! -f /workspace/release ]; do sleep 0.05; done; echo released' } },
-        ],
-      },
-      { text: 'done' },
-    ]);
-    const handle = await h.start({ goal: 'wait for release' });
-    const container = containerNameOf(handle.workflowId);
-    await waitFor(async () => (await handle.query(statusQuery)).phase === 'tools', 'the tool batch');
+    const handle = await startWaitingForRelease();
     const refusal = new ServiceError('Update refused', {
       cause: Object.assign(new Error('9 FAILED_PRECONDITION: Workflow Task in failed state'), {
         code: 9,
@@ -192,14 +192,7 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
     expect(ids[1]).toBe(ids[0]);
     expect(answer).toEqual({ accepted: true, position: 1 });
     expect(await handle.query(statusQuery)).toMatchObject({ pendingSteering: 1 });
-    await waitFor(async () => {
-      try {
-        dockerExec(container, 'touch /workspace/release');
-        return true;
-      } catch {
-        return false;
-      }
-    }, 'the container');
+    await release(handle);
     expect((await operationResult(handle)).state).toBe('completed');
     const tail = bodyOf(answered(h.model.requests).at(-1)!).messages.at(-1)!.content;
     expect(tail.map((b) => b.type)).toEqual(['tool_result', 'text']);
