@@ -24,8 +24,8 @@ import { WORKER_ENV } from '../../workers/worker-settings';
 /**
  * The worker's `AGENT_STICKY_FAILOVER` here. 200 operations on two cores keep every workflow task
  * waiting tens of seconds for the one worker; past the default 5 s each would move to the shared
- * queue and be replayed (942 such timeouts in a run with the default). The README advises a longer
- * failover for a brain worker loaded far beyond its cores, and this is that worker.
+ * queue and be replayed (942 such timeouts in a run with the default). docs/crash-safety.md advises a
+ * longer failover for a brain worker loaded far beyond its cores, and this is that worker.
  */
 const STICKY_FAILOVER_UNDER_LOAD = '60s';
 
