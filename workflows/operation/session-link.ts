@@ -1,0 +1,24 @@
+/**
+ * What an operation run by a session hears from it and tells it (besides the sandbox lease): changed
+ * global facts arrive as signals and wait, like steering, for the next checkpoint; an accepted abort is
+ * reported so the session cancels the lane's queued follow-ups.
+ */
+import { getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
+import { factNote, operationAbortingSignal, sessionFactSignal } from '../../common/lanes';
+import type { OperationRun } from './state';
+
+export function listenToSession(op: OperationRun): void {
+  setHandler(sessionFactSignal, ({ key, value }) => {
+    const note = factNote(key, value);
+    // A later write of the same key replaces one the model has not seen yet.
+    const pending = (op.carry.pendingFacts ?? []).filter((text) => !text.startsWith(factNote(key, '')));
+    op.carry.pendingFacts = [...pending, note];
+  });
+}
+
+export function reportAbortToSession(op: OperationRun): void {
+  if (!op.settings.session || op.settings.lineage) return;
+  getExternalWorkflowHandle(op.settings.session.workflowId)
+    .signal(operationAbortingSignal, { operationId: op.operationId, reason: op.abortReason ?? 'aborted' })
+    .catch(() => undefined);
+}
