@@ -11,11 +11,11 @@ import {
   clearedToolResultStub,
   toolResultText,
   type CompactContextResult,
-  type CompactionReason,
   type ContextClear,
 } from '../../common/context';
 import type { ToolOutcome } from '../../common/hands';
-import type { ModelStepResult, TailBlock } from '../../common/model-step';
+import type { ModelStepResult } from '../../common/model-step';
+import type { TailBlock } from '../../common/context-fingerprint';
 import { promptTokens, type TextBlock } from '../../common/model-types';
 import { contextWindowOf, estimateMessagesTokens, estimateTokens } from '../../common/models';
 import {
@@ -27,84 +27,14 @@ import {
   type TokenEconomy,
 } from '../../common/token-ledger';
 import { LANE_CLEARABLE_RESULTS_MAX, type LaneContext } from '../../common/lanes';
-import type { ContextStatus, OperationSettings } from '../../common/operation';
+import type { ContextStatus } from '../../common/operation';
 import type { OperationRun } from './state';
-
-/** A tool result in the context (or in the tail about to enter it). */
-export interface TrackedResult {
-  toolUseId: string;
-  /** The model turn whose request carries it first. */
-  turn: number;
-  tokens: number;
-  /** Tokens a stub would take off (0: not worth clearing, or nothing in the workspace to point to). */
-  removable: number;
-  /** Tokens the full output would have added (spilled output only). */
-  spillExtra: number;
-  cleared: boolean;
-}
-
-/** Carried across continue-as-new (field names are part of recorded histories: keep them). */
-export interface ContextState {
-  /** The model that answers (the operation's model, or the brain's default when the input names none). */
-  model: string | null;
-  /** Estimated prompt tokens of the context now, without the next tail. */
-  tokens: number;
-  /** Output tokens of the last reply: with the tail, what one turn adds (absent in older carries). */
-  lastOutput?: number;
-  compactions: number;
-  edits: number;
-  results: TrackedResult[];
-  /** A compaction asked for (`agent compact`, a full window) and not yet run. */
-  requested: CompactionReason | null;
-  /** The next request is the first after a compaction. */
-  afterCompaction: boolean;
-  /** Replies continued in a row (cut at max_tokens, paused, window full). */
-  continuations: number;
-  /** Text of the cut or paused replies being continued: the final text starts with it. */
-  partialText: string;
-  /** The next request resumes a paused turn: it sends no tail. */
-  resumePause: boolean;
-}
 
 /** A clear batch frees at least this share of the window unless `editing.minClearTokens` says otherwise. */
 const DEFAULT_MIN_CLEAR_SHARE = 0.25;
 
 /** Results under this many tokens are never cleared: the stub would save next to nothing. */
 const MIN_CLEARABLE_TOKENS = 256;
-
-export function newContextState(): ContextState {
-  return {
-    model: null,
-    tokens: 0,
-    compactions: 0,
-    edits: 0,
-    results: [],
-    requested: null,
-    afterCompaction: false,
-    continuations: 0,
-    partialText: '',
-    resumePause: false,
-  };
-}
-
-/**
- * The context state an operation starts with: empty, or — when it continues its lane's conversation
- * — the one the lane's previous operation ended with (`common/lanes.ts`), so its first checkpoint
- * plans from the context's real size and can still clear the tool results the context carries.
- */
-export function startingContextState(continues: OperationSettings['continues']): ContextState {
-  const state = newContextState();
-  if (!continues) return state;
-  return {
-    ...state,
-    model: continues.model ?? null,
-    tokens: continues.tokens ?? 0,
-    ...(continues.lastOutput !== undefined ? { lastOutput: continues.lastOutput } : {}),
-    compactions: continues.compactions,
-    edits: continues.edits,
-    results: continues.clearable.map((result) => ({ ...result, cleared: false })),
-  };
-}
 
 /** The context the operation ends with, where its lane's next operation continues (`common/lanes.ts`). */
 export function laneContextOf(op: OperationRun): LaneContext {

@@ -3,14 +3,14 @@
  * call with the same result, alternates between two calls, or gets only errors turn after turn.
  * The first time a pattern shows, the model gets a note at the tail of its next message; if the
  * pattern goes on after the note, the operation ends `failed` with reason `stuck: <pattern>`.
+ * Pure: the operation carries the window and applies the verdict.
  *
  * The window (hashes of the recent calls and results) is carried across continue-as-new.
  */
-import type { TailBlock } from '../../common/model-step';
+import type { TailBlock } from '../../common/context-fingerprint';
 import type { ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
 import type { StuckLimits } from '../../common/stuck';
 import { toolSummary } from '../../common/tools';
-import { OperationEnd, type OperationRun } from './state';
 
 /** One tool call as the detector remembers it: hashes of the call and of its result. */
 interface SeenCall {
@@ -30,38 +30,46 @@ export interface LoopWindow {
 
 export type LoopPattern = 'repeat' | 'alternate' | 'errors';
 
-/**
- * Looks at the batch just run (its calls and the tail of results); adds a note to the tail the first
- * time a pattern shows, and returns the end of the operation when it goes on after the note.
- */
-export function checkForLoop(op: OperationRun, calls: ToolUseBlock[], tail: TailBlock[]): OperationEnd | undefined {
-  const limits = op.settings.stuck;
-  const window = (op.carry.loop ??= { calls: [], errorTurns: 0 });
+/** What the detector makes of a tool batch. */
+export interface LoopVerdict {
+  /** The window after the batch (the one to carry on). */
+  window: LoopWindow;
+  /** A pattern showed for the first time: the note the model gets at the tail of its next message. */
+  note?: string;
+  /** The pattern went on after the note: what the operation is stuck in. */
+  stuck?: string;
+}
+
+/** Looks at the batch just run (its calls and the tail of results) against the window of recent calls. */
+export function checkForLoop(
+  previous: LoopWindow | undefined,
+  calls: readonly ToolUseBlock[],
+  tail: readonly TailBlock[],
+  limits: StuckLimits,
+): LoopVerdict {
   const results = new Map(
     tail.filter((b): b is ToolResultBlockParam => b.type === 'tool_result').map((b) => [b.tool_use_id, b] as const),
   );
   let allErrors = calls.length > 0;
+  const seen = [...(previous?.calls ?? [])];
   for (const call of calls) {
     const result = results.get(call.id);
     if (!result?.is_error) allErrors = false;
-    window.calls.push({
+    seen.push({
       call: hash(`${call.name}\u0000${stableJson(call.input)}`),
       result: hash(`${result?.is_error ? 'E' : 'O'}\u0000${stableJson(result?.content ?? '')}`),
       label: label(call),
     });
   }
-  window.calls = window.calls.slice(-Math.max(limits.sameCallRepeats, limits.alternations));
-  window.errorTurns = allErrors ? window.errorTurns + 1 : 0;
-
+  const window: LoopWindow = {
+    calls: seen.slice(-Math.max(limits.sameCallRepeats, limits.alternations)),
+    errorTurns: allErrors ? (previous?.errorTurns ?? 0) + 1 : 0,
+  };
   const found = detect(window, limits);
-  if (!found) {
-    window.noted = undefined;
-    return undefined;
-  }
-  if (window.noted === found.pattern) return new OperationEnd('failed', `stuck: ${found.description}`);
-  window.noted = found.pattern;
-  tail.push({ type: 'text', text: loopNote(found.description) });
-  return undefined;
+  if (!found) return { window };
+  if (previous?.noted === found.pattern)
+    return { window: { ...window, noted: found.pattern }, stuck: found.description };
+  return { window: { ...window, noted: found.pattern }, note: loopNote(found.description) };
 }
 
 export function detect(

@@ -31,8 +31,8 @@ import {
 } from '@temporalio/workflow';
 import { COMPACT_CONTEXT_ACTIVITY } from '../../common/context';
 import type { ModelStepResult } from '../../common/model-step';
-import type { TextBlockParam, ToolResultBlockParam } from '../../common/model-types';
-import type { OperationResult } from '../../common/operation';
+import type { TextBlockParam, ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
+import { parseOperationInput, type OperationResult, type OperationSettings } from '../../common/operation';
 import { costUsd } from '../../common/pricing';
 import { volumeNameOf } from '../../common/sandbox-names';
 import { acceptApprovals } from './approvals';
@@ -50,12 +50,19 @@ import { checkForLoop } from './loop-detector';
 import { listMcpTools } from './mcp-tools';
 import { noteTurnOutcome } from './step-visibility';
 import { stuckDetectionOn } from './stuck';
-import { answerStatusQuery, countersDue, keepDetails, publishSearchAttributes, showDetails } from './visibility';
+import {
+  answerStatusQuery,
+  countersDue,
+  keepDetails,
+  publishRejectedInput,
+  publishSearchAttributes,
+  showDetails,
+} from './visibility';
 
 export type { OperationCarry } from './state';
 
 export async function operation(rawInput: unknown, carry?: OperationCarry): Promise<OperationResult> {
-  const op = startOperationRun(rawInput, carry);
+  const op = startOperationRun(validSettings(rawInput), carry);
   const loopScope = new CancellationScope();
   answerStatusQuery(op);
   acceptSteeringAndAbort(op, () => {
@@ -114,6 +121,14 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
   }
 }
 
+/** The operation's settings from its input, or the workflow fails with `InvalidOperationInput` naming the field. */
+function validSettings(rawInput: unknown): OperationSettings {
+  const parsed = parseOperationInput(rawInput);
+  if (parsed.ok) return parsed.value;
+  publishRejectedInput();
+  throw ApplicationFailure.nonRetryable(`invalid operation input: ${parsed.error}`, 'InvalidOperationInput');
+}
+
 /** Runs the reply's tool batch (its results become the next tail), or says how the operation ends. */
 async function actOnReply(
   op: OperationRun,
@@ -132,9 +147,17 @@ async function actOnReply(
     op.carry.tail = await runToolBatch(op, sandbox, calls);
     trackToolResults(op, op.carry.tail, op.toolOutcomes);
     if (op.abortReason !== undefined) return new OperationEnd('aborted', `aborted: ${op.abortReason}`);
-    return stuckDetectionOn() ? checkForLoop(op, calls, op.carry.tail) : undefined;
+    return stuckDetectionOn() ? loopEnd(op, calls) : undefined;
   }
   return actOnStopReason(op, reply);
+}
+
+/** Applies the loop detector's verdict on the batch just run: a note at the tail, or the end of a stuck operation. */
+function loopEnd(op: OperationRun, calls: ToolUseBlock[]): OperationEnd | undefined {
+  const verdict = checkForLoop(op.carry.loop, calls, op.carry.tail, op.settings.stuck);
+  op.carry.loop = verdict.window;
+  if (verdict.note) op.carry.tail.push({ type: 'text', text: verdict.note });
+  return verdict.stuck === undefined ? undefined : new OperationEnd('failed', `stuck: ${verdict.stuck}`);
 }
 
 /** How an exception out of the loop ends the operation: an abort, or a model step that finally failed. */

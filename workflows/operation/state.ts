@@ -3,21 +3,20 @@
  * `carry` is what survives continue-as-new (counters and references, never the transcript); the rest
  * is rebuilt on each run.
  */
-import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
+import { workflowInfo } from '@temporalio/workflow';
 import type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
 import type { ApprovalDecisionInput, WaitingApproval } from '../../common/approvals';
 import type { ContextClear } from '../../common/context';
 import type { ToolOutcome } from '../../common/hands';
 import type { McpCatalogue } from '../../common/mcp';
-import type { ContextFingerprint, TailBlock } from '../../common/model-step';
+import type { ContextFingerprint, TailBlock } from '../../common/context-fingerprint';
 import { ZERO_USAGE, type TokenUsage } from '../../common/model-types';
 import type { HandsHost } from '../../common/hands-route';
 import { newTokenLedger, type TokenLedger } from '../../common/token-ledger';
-import { newContextState, startingContextState, type ContextState } from './context-window';
-import { parseOperationInput, type OperationSettings, type OperationStatus } from '../../common/operation';
+import { newContextState, startingContextState, type ContextState } from './context-state';
+import type { OperationSettings, OperationStatus } from '../../common/operation';
 import type { StuckState } from '../../common/stuck';
 import type { LoopWindow } from './loop-detector';
-import { publishRejectedInput } from './visibility';
 import type { EgressSummary } from '../../common/egress';
 import { sessionIdFor } from '../../common/sandbox-names';
 import { DEFAULT_HANDS_QUEUE } from '../../common/task-queues';
@@ -102,14 +101,8 @@ export interface OperationRun {
   readonly live: LiveEvents;
 }
 
-/** Validates the input (failing the workflow with `InvalidOperationInput`) and sets up the run's state. */
-export function startOperationRun(rawInput: unknown, carry: OperationCarry | undefined): OperationRun {
-  const parsed = parseOperationInput(rawInput);
-  if (!parsed.ok) {
-    publishRejectedInput();
-    throw ApplicationFailure.nonRetryable(`invalid operation input: ${parsed.error}`, 'InvalidOperationInput');
-  }
-  const settings = parsed.value;
+/** Sets up the run's state from its validated input and, in a continued run, the carry. */
+export function startOperationRun(settings: OperationSettings, carry: OperationCarry | undefined): OperationRun {
   const operationId = workflowInfo().workflowId;
   const state = carry ?? newCarry(settings);
   state.runs += 1;

@@ -15,7 +15,7 @@ import type { ApprovalDecision } from '../../common/approvals';
 import { addEgress, EMPTY_EGRESS } from '../../common/egress';
 import type { HandsActivities } from '../../common/hands';
 import { LIVE_EXCERPT_CHARS } from '../../common/live';
-import type { TailBlock } from '../../common/model-step';
+import type { TailBlock } from '../../common/context-fingerprint';
 import type { ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
 import {
   replayPolicyOf,
