@@ -110,7 +110,12 @@ export function startTaskRun(rawInput: unknown, carry: TaskCarry | undefined): T
     route: new HandsRoute({
       sharedQueue: handsQueue,
       session: { sessionId, operationId: taskId },
-      state,
+      host: {
+        current: () => state.handsHost,
+        record: (host) => {
+          state.handsHost = host;
+        },
+      },
       routing: patched(TASK_HANDS_ROUTING_PATCH),
     }),
     carry: state,

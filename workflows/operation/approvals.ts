@@ -14,14 +14,13 @@ import {
   approveUpdate,
   type ApprovalDecision,
   type ApprovalDecisionInput,
+  type WaitingApproval,
 } from '../../common/approvals';
 import type { ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
 import { crashPoints } from '../shared/crash-point-sink';
 import type { OperationRun } from './state';
 import { toolResult } from './tool-result';
 import { publishSearchAttributes, showDetails } from './visibility';
-
-const DECIDED_KEPT = 100;
 
 export function policyFor(op: OperationRun, tool: string, mainArgument: string): ApprovalDecision {
   return approvalPolicyFor(op.settings.approvals, tool, mainArgument);
@@ -31,11 +30,11 @@ export function acceptApprovals(op: OperationRun): void {
   setHandler(
     approveUpdate,
     (input) => {
-      op.approvalDecision = {
+      op.decideApproval({
         toolCallId: input.toolCallId,
         approve: input.approve,
         reason: input.reason?.trim() || undefined,
-      };
+      });
       crashPoints.reached('workflow: approval decided');
       return { toolCallId: input.toolCallId, decision: input.approve ? 'approved' : 'denied' };
     },
@@ -51,7 +50,7 @@ export async function awaitApproval(
 ): Promise<ToolResultBlockParam | undefined> {
   const timeoutMs = op.settings.approvalTimeoutMs;
   const now = Date.now();
-  op.waitingApproval = {
+  const waiting: WaitingApproval = {
     toolCallId: call.id,
     tool: call.name,
     summary: prepared.summary,
@@ -59,16 +58,16 @@ export async function awaitApproval(
     requestedAt: new Date(now).toISOString(),
     timeoutAt: new Date(now + timeoutMs).toISOString(),
   };
-  op.approvalDecision = undefined;
-  op.lastTool = { name: call.name, summary: prepared.summary };
-  upsertMemo({ approval: { ...op.waitingApproval, state: 'waiting' } });
+  op.awaitApproval(waiting);
+  op.showTool({ name: call.name, summary: prepared.summary });
+  upsertMemo({ approval: { ...waiting, state: 'waiting' } });
   publishSearchAttributes(op, 'state');
   showDetails(op);
   op.live.publish(op.carry.turn, {
     kind: 'approval.requested',
     toolCallId: call.id,
     summary: prepared.summary,
-    timeoutAt: op.waitingApproval.timeoutAt,
+    timeoutAt: waiting.timeoutAt,
   });
   crashPoints.reached('workflow: approval requested');
   let decided: boolean;
@@ -78,8 +77,8 @@ export async function awaitApproval(
     });
   } catch (err) {
     if (!isCancellation(err)) throw err;
-    op.abortReason ??= 'cancelled';
-    closeApproval(op, { toolCallId: call.id, approve: false, reason: 'the operation was aborted' }, 'abort');
+    op.noteCancelled();
+    endApprovalWait(op, { toolCallId: call.id, approve: false, reason: 'the operation was aborted' }, 'abort');
     return toolResult(
       call.id,
       `not run: the operation was aborted (${op.abortReason}) while this call waited for approval`,
@@ -92,9 +91,9 @@ export async function awaitApproval(
     reason: `nobody decided within ${formatDuration(timeoutMs)}`,
   };
   const by = decided ? 'person' : 'timeout';
-  closeApproval(op, decision, by);
+  endApprovalWait(op, decision, by);
   if (decision.approve) return undefined;
-  op.lastTool = { name: call.name, summary: prepared.summary, isError: true };
+  op.showTool({ name: call.name, summary: prepared.summary, isError: true });
   return toolResult(
     call.id,
     `denied${by === 'timeout' ? ' (the approval timed out)' : ' by a person'}: ${decision.reason ?? 'no reason given'}. ` +
@@ -103,7 +102,7 @@ export async function awaitApproval(
   );
 }
 
-function closeApproval(op: OperationRun, decision: ApprovalDecisionInput, by: 'person' | 'timeout' | 'abort'): void {
+function endApprovalWait(op: OperationRun, decision: ApprovalDecisionInput, by: 'person' | 'timeout' | 'abort'): void {
   const waiting = op.waitingApproval!;
   const outcome: 'approved' | 'denied' = decision.approve ? 'approved' : 'denied';
   upsertMemo({
@@ -117,13 +116,8 @@ function closeApproval(op: OperationRun, decision: ApprovalDecisionInput, by: 'p
       decidedAt: new Date(Date.now()).toISOString(),
     },
   });
-  op.carry.approvalsDecided = [
-    ...(op.carry.approvalsDecided ?? []),
-    { toolCallId: waiting.toolCallId, decision: outcome },
-  ].slice(-DECIDED_KEPT);
+  op.closeApproval(waiting.toolCallId, outcome);
   op.live.publish(op.carry.turn, { kind: 'approval.decided', toolCallId: waiting.toolCallId, decision: outcome, by });
-  op.waitingApproval = undefined;
-  op.approvalDecision = undefined;
   publishSearchAttributes(op, 'state');
   showDetails(op);
 }

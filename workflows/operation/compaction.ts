@@ -20,20 +20,20 @@ import {
 } from '@temporalio/workflow';
 import { COMPACTION_SUMMARY, type CompactionReason } from '../../common/context';
 import type { BrainActivities, ModelStepResult } from '../../common/model-step';
-import { addUsage, CONTEXT_TOO_LARGE_FAILURE_TYPES, usageOfFailedCall, ZERO_USAGE } from '../../common/model-types';
+import { CONTEXT_TOO_LARGE_FAILURE_TYPES, usageOfFailedCall, ZERO_USAGE } from '../../common/model-types';
 import { compactUpdate, switchModelUpdate } from '../../common/operation';
-import { ledgerFailedStep } from '../../common/token-ledger';
 import { timeLeftMs, withDeadline } from './budget';
 import {
   canCompact,
+  contextFingerprint,
+  continuationOf,
   nextRequestTokens,
-  noteCompaction,
   planClearBatch,
   turnLookahead,
   windowOf,
 } from './context-window';
 import { requestModelTurn } from './model-turn';
-import { contextFingerprint, continuationOf, heartbeatOverride, type OperationRun } from './state';
+import { heartbeatOverride, type OperationRun } from './state';
 import { COMPACTION_ACTIVITY_OPTIONS } from '../shared/policies';
 import { stuckDetectionOn, watchActivity } from './stuck';
 import { mcpToolsOf } from './mcp-tools';
@@ -48,7 +48,7 @@ export function acceptContextUpdates(op: OperationRun): void {
   setHandler(
     compactUpdate,
     () => {
-      op.carry.context.requested = 'manual';
+      op.requestCompaction('manual');
       return { accepted: true as const };
     },
     {
@@ -82,12 +82,12 @@ export function acceptContextUpdates(op: OperationRun): void {
  * deadline passed during a compaction.
  */
 export async function keepContextInWindow(op: OperationRun): Promise<boolean> {
-  op.nextClear = undefined;
+  op.setClearBatch(undefined);
   const reason = compactionNeeded(op);
   if (reason && canCompact(op) && patched(COMPACTION_PATCH)) return compact(op, reason, false);
   // Asked for with nothing to compact yet (too few turns): dropped.
-  op.carry.context.requested = null;
-  op.nextClear = planClearBatch(op)?.clear;
+  op.dropCompactionRequest();
+  op.setClearBatch(planClearBatch(op)?.clear);
   return true;
 }
 
@@ -112,8 +112,7 @@ export async function compact(op: OperationRun, reason: CompactionReason, reduce
     activityId,
     summary: `${COMPACTION_SUMMARY} ${number} (${reason})`,
   });
-  op.phase = 'compacting';
-  carry.steps += 1;
+  op.startCompaction();
   const watched = <T>(run: () => Promise<T>): Promise<T> =>
     stuckDetectionOn() && patched(COMPACTION_WATCH_PATCH)
       ? watchActivity(op, { activityId, taskQueue: workflowInfo().taskQueue, waitingOn: `compaction ${number}` }, run)
@@ -130,7 +129,7 @@ export async function compact(op: OperationRun, reason: CompactionReason, reduce
           reason,
           ...(settings.model !== undefined ? { model: settings.model } : {}),
           base: contextFingerprint(op),
-          tail: carry.tail,
+          tail: [...carry.tail],
           keepTurns: settings.context.keepTurns,
           goal: settings.goal,
           summaryMaxTokens: settings.context.summaryMaxTokens,
@@ -147,8 +146,7 @@ export async function compact(op: OperationRun, reason: CompactionReason, reduce
     throw err;
   }
   if (result === undefined) return false;
-  carry.usage = addUsage(addUsage(carry.usage, result.usage), result.failedAttemptsUsage ?? ZERO_USAGE);
-  noteCompaction(op, result);
+  op.recordCompaction(result);
   return true;
 }
 
@@ -165,9 +163,9 @@ export async function modelTurnWithinWindow(op: OperationRun): Promise<ModelStep
     if (!isContextTooLarge(err) || !op.settings.context.compaction || !canCompact(op)) throw err;
     if (!patched(COMPACTION_PATCH)) throw err;
   }
-  op.nextClear = undefined;
+  op.setClearBatch(undefined);
   if (!(await compact(op, 'too-large', true))) return undefined;
-  op.phase = 'model';
+  op.resumeModelTurn();
   try {
     return await requestModelTurn(op);
   } catch (err) {
@@ -194,7 +192,5 @@ function recordFailedCall(op: OperationRun, err: unknown, kind: 'model' | 'compa
       : cause instanceof TimeoutFailure
         ? cause.lastHeartbeatDetails
         : undefined;
-  const usage = usageOfFailedCall(details) ?? ZERO_USAGE;
-  op.carry.usage = addUsage(op.carry.usage, usage);
-  ledgerFailedStep(op.carry.ledger, usage, kind);
+  op.billFailedCall(usageOfFailedCall(details) ?? ZERO_USAGE, kind);
 }

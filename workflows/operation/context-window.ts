@@ -1,40 +1,23 @@
 /**
  * The operation's view of its context window: how big the next request will be, which tool results
- * it carries (and which may be cleared), and the token ledger. Pure bookkeeping over recorded
- * figures — every request's measured usage, the tool results' sizes, the compactions' estimates —
- * so every decision it makes is deterministic and replays.
+ * it carries (and which may be cleared), the token ledger, and how the brain identifies the context.
+ * Read-only over recorded figures — every request's measured usage, the tool results' sizes, the
+ * compactions' estimates (kept up to date by `context-state.ts`) — so every decision it makes is
+ * deterministic and replays.
  *
  * The next request's size is the last request's measured prompt plus its reply (or a compaction's
  * estimate of the compacted context), minus what a clear batch removes, plus the new tail.
  */
-import {
-  clearedToolResultStub,
-  toolResultText,
-  type CompactContextResult,
-  type ContextClear,
-} from '../../common/context';
-import type { ToolOutcome } from '../../common/hands';
-import type { ModelStepResult } from '../../common/model-step';
-import type { TailBlock } from '../../common/context-fingerprint';
-import { promptTokens, type TextBlock } from '../../common/model-types';
-import { contextWindowOf, estimateMessagesTokens, estimateTokens } from '../../common/models';
-import {
-  ledgerClearBatch,
-  ledgerCompaction,
-  ledgerModelRequest,
-  ledgerToolResult,
-  tokenEconomy,
-  type TokenEconomy,
-} from '../../common/token-ledger';
+import type { ContextClear } from '../../common/context';
+import type { ContextFingerprint, TailBlock } from '../../common/context-fingerprint';
 import { LANE_CLEARABLE_RESULTS_MAX, type LaneContext } from '../../common/lanes';
+import { contextWindowOf, estimateMessagesTokens } from '../../common/models';
 import type { ContextStatus } from '../../common/operation';
+import { tokenEconomy, type TokenEconomy } from '../../common/token-ledger';
 import type { OperationRun } from './state';
 
 /** A clear batch frees at least this share of the window unless `editing.minClearTokens` says otherwise. */
 const DEFAULT_MIN_CLEAR_SHARE = 0.25;
-
-/** Results under this many tokens are never cleared: the stub would save next to nothing. */
-const MIN_CLEARABLE_TOKENS = 256;
 
 /** The context the operation ends with, where its lane's next operation continues (`common/lanes.ts`). */
 export function laneContextOf(op: OperationRun): LaneContext {
@@ -99,32 +82,6 @@ export function canCompact(op: OperationRun): boolean {
   return op.carry.messages >= 2 * op.settings.context.keepTurns + 2;
 }
 
-/** The tool results of the batch just run, as they will enter the context with the next request. */
-export function trackToolResults(
-  op: OperationRun,
-  results: readonly TailBlock[],
-  outcomes: ReadonlyMap<string, ToolOutcome>,
-): void {
-  const { context, turn } = op.carry;
-  for (const block of results) {
-    if (block.type !== 'tool_result') continue;
-    const outcome = outcomes.get(block.tool_use_id);
-    const text = toolResultText(block.content);
-    const tokens = estimateTokens(text);
-    const stub = estimateTokens(clearedToolResultStub(block.tool_use_id, 'tool', block.content));
-    const spillExtra = outcome?.spill ? Math.max(0, estimateTokens(outcome.spill.bytes) - tokens) : 0;
-    context.results.push({
-      toolUseId: block.tool_use_id,
-      turn: turn + 1,
-      tokens,
-      removable: outcome && !outcome.synthetic && tokens >= MIN_CLEARABLE_TOKENS ? Math.max(0, tokens - stub) : 0,
-      spillExtra,
-      cleared: false,
-    });
-    ledgerToolResult(op.carry.ledger, spillExtra);
-  }
-}
-
 /**
  * The clear batch the next request should carry, if context editing is on, the request (with the
  * turn after it, `turnLookahead`) would pass `editing.atPct` of the window, and the results older
@@ -158,64 +115,6 @@ export function editFrontierOf(op: OperationRun): { editFrontier?: string } {
   return frontier ? { editFrontier: frontier.toolUseId } : {};
 }
 
-/** Records an answered model step: its request in the ledger, the clear batch it carried, the new context size. */
-export function noteModelReply(op: OperationRun, reply: ModelStepResult, clear: ContextClear | undefined): void {
-  const { context, ledger } = op.carry;
-  if (clear) {
-    const ids = new Set(clear.toolUseIds);
-    const batch = context.results.filter((result) => ids.has(result.toolUseId) && !result.cleared);
-    for (const result of batch) result.cleared = true;
-    context.edits = clear.batch;
-    ledgerClearBatch(ledger, {
-      count: batch.length,
-      removed: batch.reduce((sum, result) => sum + result.removable, 0),
-      spillExtra: batch.reduce((sum, result) => sum + result.spillExtra, 0),
-    });
-  }
-  ledgerModelRequest(ledger, reply.usage, {
-    batch: clear !== undefined,
-    firstAfterCompaction: context.afterCompaction,
-  });
-  context.afterCompaction = false;
-  context.resumePause = false;
-  context.model = reply.message.model || context.model;
-  context.tokens = promptTokens(reply.usage) + reply.usage.output;
-  context.lastOutput = reply.usage.output;
-  // A reply that continues a cut or paused one: the final text is the parts joined as written.
-  const text = reply.message.content
-    .filter((block): block is TextBlock => block.type === 'text')
-    .map((block) => block.text)
-    .join('');
-  const joined = `${context.partialText}${text}`;
-  if (context.partialText) op.carry.finalText = joined.trim();
-  const cut = CONTINUED_STOP_REASONS.includes(reply.stopReason ?? '');
-  const calls = reply.message.content.some((block) => block.type === 'tool_use');
-  context.partialText = cut && !calls ? joined : '';
-  if (!cut) context.continuations = 0;
-}
-
-/** Stop reasons after which the reply is continued (`stop-reasons.ts`). */
-const CONTINUED_STOP_REASONS = ['max_tokens', 'pause_turn', 'model_context_window_exceeded'];
-
-/** Records a completed compaction: the ledger, the new context size, the results that left the context. */
-export function noteCompaction(op: OperationRun, result: CompactContextResult): void {
-  const { context, ledger, turn } = op.carry;
-  const firstKept = turn - op.settings.context.keepTurns + 2;
-  const dropped = context.results.filter((r) => r.turn < firstKept);
-  context.results = context.results.filter((r) => r.turn >= firstKept);
-  ledgerCompaction(ledger, result, {
-    spillExtra: dropped.filter((r) => !r.cleared).reduce((sum, r) => sum + r.spillExtra, 0),
-    clearedTokens: dropped.filter((r) => r.cleared).reduce((sum, r) => sum + r.removable, 0),
-  });
-  context.compactions = result.context.compactions;
-  context.tokens = result.tokensAfter;
-  context.model = result.model || context.model;
-  context.requested = null;
-  context.afterCompaction = true;
-  op.carry.messages = result.context.messages;
-  op.carry.lastReplyId = result.context.lastReplyId;
-}
-
 export function contextStatus(op: OperationRun): ContextStatus {
   const windowTokens = windowOf(op);
   const promptTokens = nextRequestTokens(op);
@@ -231,4 +130,32 @@ export function contextStatus(op: OperationRun): ContextStatus {
 
 export function operationTokens(op: OperationRun): TokenEconomy {
   return tokenEconomy(op.carry.usage, op.carry.ledger, modelOf(op), windowOf(op));
+}
+
+/** The context the next step's request starts from, as the brain identifies it. */
+export function contextFingerprint(op: OperationRun): Required<ContextFingerprint> {
+  const { carry } = op;
+  return {
+    messages: carry.messages,
+    lastReplyId: carry.lastReplyId,
+    compactions: carry.context.compactions,
+    edits: carry.context.edits,
+  };
+}
+
+/**
+ * `continues` for a context step whose base is still the context the operation took over from its
+ * lane's previous operation (the brain then finds that context in the previous operation's cache or
+ * history); nothing once the operation's own steps have moved the context on.
+ */
+export function continuationOf(op: OperationRun): { continues?: string } {
+  const from = op.settings.continues;
+  if (!from || from.messages === 0) return {};
+  const base = contextFingerprint(op);
+  const unchanged =
+    base.messages === from.messages &&
+    base.lastReplyId === from.lastReplyId &&
+    base.compactions === from.compactions &&
+    base.edits === from.edits;
+  return unchanged ? { continues: from.operationId } : {};
 }

@@ -21,7 +21,7 @@ interface SeenCall {
 }
 
 export interface LoopWindow {
-  calls: SeenCall[];
+  calls: readonly SeenCall[];
   /** Consecutive turns whose every tool result was an error. */
   errorTurns: number;
   /** The pattern the model was already told about. */

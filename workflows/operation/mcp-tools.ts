@@ -60,13 +60,15 @@ export async function listMcpTools(op: OperationRun): Promise<OperationEnd | und
   const run = () => mcpListTools({ operationId: op.operationId, servers });
   const waitingOn = `MCP tool listing (${names.join(', ')})`;
   try {
-    op.carry.mcp = stuckDetectionOn()
-      ? await watchActivity(
-          op,
-          { activityId: MCP_LIST_ACTIVITY_ID, taskQueue: workflowInfo().taskQueue, waitingOn },
-          run,
-        )
-      : await run();
+    op.recordMcpTools(
+      stuckDetectionOn()
+        ? await watchActivity(
+            op,
+            { activityId: MCP_LIST_ACTIVITY_ID, taskQueue: workflowInfo().taskQueue, waitingOn },
+            run,
+          )
+        : await run(),
+    );
     return undefined;
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -85,19 +87,19 @@ export async function runMcpToolCall(op: OperationRun, call: ToolUseBlock): Prom
   const tools = op.carry.mcp?.tools ?? [];
   const entry = tools.find((tool) => tool.name === call.name);
   if (!entry) {
-    op.lastTool = { name: call.name, summary: `${call.name}: unknown tool`, isError: true };
+    op.showTool({ name: call.name, summary: `${call.name}: unknown tool`, isError: true });
     const available = tools.map((tool) => tool.name).join(', ') || 'none (this operation has no MCP servers)';
     return toolResult(call.id, `Unknown tool "${call.name}". Available MCP tools: ${available}.`, true);
   }
   const checked = checkMcpArguments(entry, call.input);
   if (!checked.ok) {
-    op.lastTool = { name: call.name, summary: `${call.name}: invalid arguments`, isError: true };
+    op.showTool({ name: call.name, summary: `${call.name}: invalid arguments`, isError: true });
     return toolResult(call.id, checked.error, true);
   }
   const summary = mcpCallSummary(call.name, checked.input);
   const approval = policyFor(op, call.name, JSON.stringify(checked.input));
   if (approval.policy === 'deny') {
-    op.lastTool = { name: call.name, summary, isError: true };
+    op.showTool({ name: call.name, summary, isError: true });
     return toolResult(
       call.id,
       `denied: the operation's approval policy refuses this call (rule "${approval.rule ?? 'deny'}"). It was not run. Do not retry it; find another way or explain what you need.`,
@@ -107,7 +109,7 @@ export async function runMcpToolCall(op: OperationRun, call: ToolUseBlock): Prom
   const refusal = approval.policy === 'ask' ? await awaitApproval(op, call, { summary, approval }) : undefined;
   if (refusal) return refusal;
   op.live.publish(op.carry.turn, { kind: 'tool.started', toolCallId: call.id, name: call.name, summary });
-  op.lastTool = { name: call.name, summary };
+  op.showTool({ name: call.name, summary });
   showDetails(op);
   const config = op.settings.mcpServers![entry.server];
   const listed = op.carry.mcp?.servers.find((server) => server.server === entry.server);
@@ -134,17 +136,17 @@ export async function runMcpToolCall(op: OperationRun, call: ToolUseBlock): Prom
       arguments: checked.input,
       replayPolicy: entry.replayPolicy,
     });
-  op.carry.steps += 1;
+  op.countStep();
   try {
     const outcome = stuckDetectionOn()
       ? await watchActivity(op, { activityId, taskQueue: workflowInfo().taskQueue, waitingOn: `tool ${summary}` }, run)
       : await run();
-    op.lastTool = { name: call.name, summary, isError: outcome.isError };
+    op.showTool({ name: call.name, summary, isError: outcome.isError });
     return toolResult(call.id, outcome.content, outcome.isError);
   } catch (err) {
-    op.lastTool = { name: call.name, summary, isError: true };
+    op.showTool({ name: call.name, summary, isError: true });
     if (isCancellation(err) || op.abortReason !== undefined) {
-      op.abortReason ??= 'cancelled';
+      op.noteCancelled();
       return toolResult(
         call.id,
         `interrupted: the operation was aborted (${op.abortReason}) while this MCP call ran; whether the server finished it is unknown.`,

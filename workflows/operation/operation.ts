@@ -38,17 +38,17 @@ import { volumeNameOf } from '../../common/sandbox-names';
 import { acceptApprovals } from './approvals';
 import { deadlineEnd, spentBudget } from './budget';
 import { acceptContextUpdates, keepContextInWindow, modelTurnWithinWindow } from './compaction';
-import { laneContextOf, modelOf, noteModelReply, operationTokens, trackToolResults } from './context-window';
-import { recordReply, toolCallsOf } from './model-turn';
-import { OperationEnd, startOperationRun, type OperationCarry, type OperationRun } from './state';
+import { laneContextOf, modelOf, operationTokens } from './context-window';
+import { publishReply } from './model-turn';
+import { toolCallsOf } from './reply';
+import { OperationEnd, OperationRun, steeringNote, type OperationCarry, type ReplyContinuation } from './state';
 import { provisionSandbox, type OperationSandbox } from './sandbox';
 import { listenToSession, reportAbortToSession } from './session-link';
-import { acceptSteeringAndAbort, applySteering, steeringNote } from './steering';
+import { acceptSteeringAndAbort } from './steering';
 import { actOnCutToolCalls, actOnStopReason, STOP_REASONS_PATCH } from './stop-reasons';
 import { runToolBatch } from './tool-calls';
 import { checkForLoop } from './loop-detector';
 import { listMcpTools } from './mcp-tools';
-import { noteTurnOutcome } from './step-visibility';
 import { stuckDetectionOn } from './stuck';
 import {
   answerStatusQuery,
@@ -62,7 +62,7 @@ import {
 export type { OperationCarry } from './state';
 
 export async function operation(rawInput: unknown, carry?: OperationCarry): Promise<OperationResult> {
-  const op = startOperationRun(validSettings(rawInput), carry);
+  const op = new OperationRun(validSettings(rawInput), carry);
   const loopScope = new CancellationScope();
   answerStatusQuery(op);
   acceptSteeringAndAbort(op, () => {
@@ -79,9 +79,9 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   if (!refused) sandbox.startEagerly();
 
   try {
-    op.ended = refused ?? (await loopScope.run(() => agentLoop(op, sandbox, rawInput)));
+    op.end(refused ?? (await loopScope.run(() => agentLoop(op, sandbox, rawInput))));
   } catch (err) {
-    op.ended = endOfFailedLoop(op, err);
+    op.end(endOfFailedLoop(op, err));
   }
   return finish(op, sandbox);
 }
@@ -92,27 +92,23 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
   const mcpFailed = await listMcpTools(op);
   if (mcpFailed) return mcpFailed;
   for (;;) {
-    applySteering(op);
+    op.enterSteering();
     if (carry.tail.length === 0 && !carry.context.resumePause) return new OperationEnd('completed', 'end_turn');
     const overBudget = spentBudget(op);
     if (overBudget) return overBudget;
     if (workflowInfo().continueAsNewSuggested) {
       op.live.detach();
       await condition(allHandlersFinished);
-      carry.live = op.live.state();
-      await continueAsNew<typeof operation>(rawInput, carry);
+      await continueAsNew<typeof operation>(rawInput, op.carryOver());
     }
     if (!(await keepContextInWindow(op))) return deadlineEnd(op);
 
-    op.phase = 'model';
-    op.live.turnStarted();
+    op.startTurn();
     showDetails(op);
     const reply = await modelTurnWithinWindow(op);
     if (reply === undefined) return deadlineEnd(op);
-    recordReply(op, reply);
-    noteTurnOutcome(op, reply);
-    // The clear batch the answered request carried (a reactive compaction drops the planned one).
-    noteModelReply(op, reply, op.nextClear);
+    op.recordReply(reply);
+    publishReply(op, reply);
     if (countersDue(op)) publishSearchAttributes(op, 'counters');
 
     const end = await actOnReply(op, sandbox, reply);
@@ -139,24 +135,28 @@ async function actOnReply(
   const cut =
     reply.stopReason === 'max_tokens' ||
     (reply.stopReason === 'model_context_window_exceeded' && patched(STOP_REASONS_PATCH));
-  if (calls.length > 0 && cut) return actOnCutToolCalls(op, reply, calls);
+  if (calls.length > 0 && cut) return goOn(op, actOnCutToolCalls(op, reply, calls));
   if (calls.length > 0) {
-    op.phase = 'tools';
+    op.startToolBatch(calls);
     showDetails(op);
-    op.toolOutcomes.clear();
-    op.carry.tail = await runToolBatch(op, sandbox, calls);
-    trackToolResults(op, op.carry.tail, op.toolOutcomes);
+    op.recordToolResults(await runToolBatch(op, sandbox, calls));
     if (op.abortReason !== undefined) return new OperationEnd('aborted', `aborted: ${op.abortReason}`);
     return stuckDetectionOn() ? loopEnd(op, calls) : undefined;
   }
-  return actOnStopReason(op, reply);
+  return goOn(op, actOnStopReason(op, reply));
+}
+
+/** Applies the stop reasons' continuation of a reply, if any; returns the end, if any. */
+function goOn(op: OperationRun, next: OperationEnd | ReplyContinuation | undefined): OperationEnd | undefined {
+  if (next === undefined || next instanceof OperationEnd) return next;
+  op.continueReply(next);
+  return undefined;
 }
 
 /** Applies the loop detector's verdict on the batch just run: a note at the tail, or the end of a stuck operation. */
 function loopEnd(op: OperationRun, calls: ToolUseBlock[]): OperationEnd | undefined {
   const verdict = checkForLoop(op.carry.loop, calls, op.carry.tail, op.settings.stuck);
-  op.carry.loop = verdict.window;
-  if (verdict.note) op.carry.tail.push({ type: 'text', text: verdict.note });
+  op.recordLoopCheck(verdict);
   return verdict.stuck === undefined ? undefined : new OperationEnd('failed', `stuck: ${verdict.stuck}`);
 }
 
@@ -177,10 +177,10 @@ function endOfFailedLoop(op: OperationRun, err: unknown): OperationEnd {
 /** Tears the sandbox down, publishes the terminal state and returns (or, when failed, throws) the result. */
 async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<OperationResult> {
   const ended = op.ended!;
-  op.phase = 'finishing';
+  op.beginFinishing();
   showDetails(op);
   await sandbox.teardown();
-  op.phase = 'done';
+  op.markDone();
   publishSearchAttributes(op, 'state');
   showDetails(op);
   op.live.publish(op.carry.turn, { kind: 'operation.ended', state: ended.state, reason: ended.reason });

@@ -44,7 +44,7 @@ export function sandboxLease(op: OperationRun): SandboxLease {
   };
   setHandler(sandboxLeaseGrantedSignal, (grant) => {
     // The session's word on where the workspace is wins: another lane may have claimed or replaced the host meanwhile.
-    if (grant?.handsHost) op.carry.handsHost = grant.handsHost;
+    if (grant?.handsHost) op.claimHandsHost(grant.handsHost);
     state.held = true;
     state.requested = false;
   });

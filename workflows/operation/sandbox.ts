@@ -61,13 +61,17 @@ export function provisionSandbox(op: OperationRun): OperationSandbox {
   const route = new HandsRoute({
     sharedQueue: op.handsQueue,
     session: { sessionId: op.sessionId, operationId: op.operationId },
-    state: carry,
+    // Giving the host up also means seeding the workspace again on the next one.
+    host: {
+      current: () => op.carry.handsHost,
+      record: (host) => (host ? op.claimHandsHost(host) : op.giveUpHandsHost()),
+    },
     routing: patched(HANDS_ROUTING_PATCH),
     watch: (activityId, queue, run) =>
       watchActivity(op, { activityId, taskQueue: queue, waitingOn: 'a hands host' }, run),
     onChange: () => showDetails(op),
   });
-  acceptHostReplacement(op, route);
+  acceptHostReplacement(route);
   const hands = (queue: string, activityId: string, summary: string) =>
     proxyActivities<HandsActivities>({
       ...SANDBOX_ACTIVITY_OPTIONS,
@@ -86,13 +90,13 @@ export function provisionSandbox(op: OperationRun): OperationSandbox {
   const ownsSandbox = !settings.session && !settings.lineage;
 
   const ensureWorkspace = async (): Promise<void> => {
-    carry.sandboxUsed = true;
+    op.useSandbox();
     if (settings.repo && !carry.seeded) {
       const source = settings.repo;
       const what = `seed the workspace from ${source.kind === 'local' ? source.path : source.url}`;
       const id = `seed-workspace-${route.decisions.length}`;
       await onHost(id, what, (queue) => hands(queue, id, what).seedWorkspace({ ...ref, source }));
-      carry.seeded = true;
+      op.markSeeded();
     }
   };
   const startEagerly = (): Promise<void> =>
@@ -100,7 +104,7 @@ export function provisionSandbox(op: OperationRun): OperationSandbox {
       ? ensureWorkspace()
       : onHost('ensure-sandbox', 'create the sandbox', (queue) =>
           hands(queue, 'ensure-sandbox', 'create the sandbox').ensureSandbox(ref),
-        ).then(() => void (carry.sandboxUsed = true));
+        ).then(() => op.useSandbox());
   let eager: Promise<void> | undefined;
 
   return {
@@ -170,12 +174,11 @@ export function provisionSandbox(op: OperationRun): OperationSandbox {
 }
 
 /** The `replaceHandsHost` Update: the recorded decision to give a lost hands host up. */
-function acceptHostReplacement(op: OperationRun, route: HandsRoute): void {
+function acceptHostReplacement(route: HandsRoute): void {
   setHandler(
     replaceHandsHostUpdate,
     ({ reason }) => {
       const lostHost = route.replace(reason.trim());
-      op.carry.seeded = false;
       return { accepted: true as const, lostHost };
     },
     {

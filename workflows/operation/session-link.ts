@@ -4,16 +4,11 @@
  * reported so the session cancels the lane's queued follow-ups.
  */
 import { getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
-import { factNote, operationAbortingSignal, sessionFactSignal } from '../../common/lanes';
+import { operationAbortingSignal, sessionFactSignal } from '../../common/lanes';
 import type { OperationRun } from './state';
 
 export function listenToSession(op: OperationRun): void {
-  setHandler(sessionFactSignal, ({ key, value }) => {
-    const note = factNote(key, value);
-    // A later write of the same key replaces one the model has not seen yet.
-    const pending = (op.carry.pendingFacts ?? []).filter((text) => !text.startsWith(factNote(key, '')));
-    op.carry.pendingFacts = [...pending, note];
-  });
+  setHandler(sessionFactSignal, ({ key, value }) => op.receiveFact(key, value));
 }
 
 export function reportAbortToSession(op: OperationRun): void {

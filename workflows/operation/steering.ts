@@ -1,6 +1,6 @@
 /**
  * The operation's Updates: `steer` queues a message that joins the context at the next checkpoint
- * (at its tail, after the current tool batch); `abort` stops the loop, cancelling the activity in
+ * (at its tail, after the current tool batch: `OperationRun.enterSteering`); `abort` stops the loop, cancelling the activity in
  * flight. Both are accepted durably (the Update is in history before the caller hears "accepted")
  * and refused with a named reason once the operation has ended.
  */
@@ -14,9 +14,9 @@ export function acceptSteeringAndAbort(op: OperationRun, onAbort: () => void): v
   setHandler(
     steerUpdate,
     ({ text }) => {
-      op.carry.pendingSteering.push(text);
+      const position = op.acceptSteering(text);
       crashPoints.reached('workflow: steering accepted');
-      return { accepted: true, position: op.carry.pendingSteering.length };
+      return { accepted: true, position };
     },
     {
       validator: (arg) => {
@@ -30,7 +30,7 @@ export function acceptSteeringAndAbort(op: OperationRun, onAbort: () => void): v
   setHandler(
     abortUpdate,
     ({ reason }) => {
-      op.abortReason = reason?.trim() || 'requested by user';
+      op.acceptAbort(reason?.trim() || 'requested by user');
       crashPoints.reached('workflow: abort accepted');
       onAbort();
       return { accepted: true };
@@ -43,16 +43,3 @@ export function acceptSteeringAndAbort(op: OperationRun, onAbort: () => void): v
     },
   );
 }
-
-/**
- * Checkpoint: queued steering joins the tail, after any tool results. Changed session facts join
- * it too (before the steering), but only when a request follows anyway: a fact alone never costs a turn.
- */
-export function applySteering(op: OperationRun): void {
-  const { carry } = op;
-  const steering = carry.pendingSteering.splice(0).map(steeringNote);
-  const facts = carry.tail.length > 0 || steering.length > 0 ? (carry.pendingFacts?.splice(0) ?? []) : [];
-  for (const text of [...facts, ...steering]) carry.tail.push({ type: 'text', text });
-}
-
-export const steeringNote = (text: string): string => `[steering from the user] ${text}`;

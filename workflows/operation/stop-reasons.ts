@@ -10,6 +10,8 @@
  *  - anything else (an unknown or missing reason, `tool_use` without a tool call): `failed` with it.
  * Replies whose tool calls were cut off (`max_tokens`, a full window) never run them.
  *
+ * Pure decisions: a continuation is returned (`ReplyContinuation`) for the operation's state to apply.
+ *
  * Before this, every reason but `refusal` ended the operation `completed`; histories recorded then
  * replay that way (`patched`).
  */
@@ -17,14 +19,17 @@ import { patched } from '@temporalio/workflow';
 import type { ModelStepResult } from '../../common/model-step';
 import type { ToolUseBlock } from '../../common/model-types';
 import { canCompact } from './context-window';
-import { OperationEnd, type OperationRun } from './state';
-import { toolResult } from './tool-calls';
+import { OperationEnd, type OperationRun, type ReplyContinuation } from './state';
+import { toolResult } from './tool-result';
 
 /** The `patched()` id of the stop-reason handling above. */
 export const STOP_REASONS_PATCH = 'stop-reasons';
 
-/** How the loop goes on after a reply without tool calls to run: an end, or undefined to send the tail. */
-export function actOnStopReason(op: OperationRun, reply: ModelStepResult): OperationEnd | undefined {
+/** How the loop goes on after a reply: its end, the next request's continuation, or undefined to send the tail as it is. */
+export type AfterReply = OperationEnd | ReplyContinuation | undefined;
+
+/** How the loop goes on after a reply without tool calls to run. */
+export function actOnStopReason(op: OperationRun, reply: ModelStepResult): AfterReply {
   const stop = reply.stopReason;
   if (stop === 'refusal') return new OperationEnd('failed', 'the model refused the request');
   if (stop === 'end_turn' || stop === 'stop_sequence' || !patched(STOP_REASONS_PATCH)) {
@@ -54,11 +59,7 @@ export function actOnStopReason(op: OperationRun, reply: ModelStepResult): Opera
  * A reply whose tool calls were cut off: they are answered "not executed" (their JSON may parse
  * while truncated). After a full window the context is compacted before the model sees them.
  */
-export function actOnCutToolCalls(
-  op: OperationRun,
-  reply: ModelStepResult,
-  calls: ToolUseBlock[],
-): OperationEnd | undefined {
+export function actOnCutToolCalls(op: OperationRun, reply: ModelStepResult, calls: ToolUseBlock[]): AfterReply {
   if (reply.stopReason === 'model_context_window_exceeded') {
     return continueAfterFullWindow(
       op,
@@ -71,45 +72,39 @@ export function actOnCutToolCalls(
       ),
     );
   }
-  op.carry.tail = calls.map((call) =>
-    toolResult(
-      call.id,
-      'not executed: your reply was cut off at max_tokens, so this call may be incomplete. Send it again, smaller.',
-      true,
+  return {
+    tail: calls.map((call) =>
+      toolResult(
+        call.id,
+        'not executed: your reply was cut off at max_tokens, so this call may be incomplete. Send it again, smaller.',
+        true,
+      ),
     ),
-  );
-  return undefined;
+    counted: false,
+  };
 }
 
-function continued(op: OperationRun, what: string): OperationEnd | undefined {
-  const { context } = op.carry;
+/** The end when continuing once more would pass `context.maxContinuations`. */
+function tooManyContinuations(op: OperationRun, what: string): OperationEnd | undefined {
   const limit = op.settings.context.maxContinuations;
-  if (context.continuations >= limit) {
-    return new OperationEnd('failed', `${what} ${limit + 1} times in a row (context.maxContinuations is ${limit})`);
-  }
-  context.continuations += 1;
-  return undefined;
+  if (op.carry.context.continuations < limit) return undefined;
+  return new OperationEnd('failed', `${what} ${limit + 1} times in a row (context.maxContinuations is ${limit})`);
 }
 
-function continueCutReply(op: OperationRun, note: string): OperationEnd | undefined {
-  const end = continued(op, `the reply was cut off at max_tokens (${op.settings.maxTokensPerTurn})`);
-  if (end) return end;
-  op.carry.tail = [{ type: 'text', text: note }];
-  return undefined;
+function continueCutReply(op: OperationRun, note: string): AfterReply {
+  return (
+    tooManyContinuations(op, `the reply was cut off at max_tokens (${op.settings.maxTokensPerTurn})`) ?? {
+      tail: [{ type: 'text', text: note }],
+      counted: true,
+    }
+  );
 }
 
-function resumePausedTurn(op: OperationRun): OperationEnd | undefined {
-  const end = continued(op, 'the model paused its turn');
-  if (end) return end;
-  op.carry.tail = [];
-  op.carry.context.resumePause = true;
-  return undefined;
+function resumePausedTurn(op: OperationRun): AfterReply {
+  return tooManyContinuations(op, 'the model paused its turn') ?? { tail: [], counted: true, resumePause: true };
 }
 
-function continueAfterFullWindow(
-  op: OperationRun,
-  notExecuted: ReturnType<typeof toolResult>[],
-): OperationEnd | undefined {
+function continueAfterFullWindow(op: OperationRun, notExecuted: ReturnType<typeof toolResult>[]): AfterReply {
   if (!op.settings.context.compaction) {
     return new OperationEnd(
       'failed',
@@ -122,15 +117,17 @@ function continueAfterFullWindow(
       'the context window is full (model_context_window_exceeded) with nothing left to compact',
     );
   }
-  const end = continued(op, 'the context window filled up');
-  if (end) return end;
-  op.carry.context.requested = 'window-full';
-  op.carry.tail = [
-    ...notExecuted,
-    {
-      type: 'text',
-      text: '[the harness] Your reply was cut off because the context window was full. The conversation has been compacted (summary above); continue from where you stopped.',
-    },
-  ];
-  return undefined;
+  return (
+    tooManyContinuations(op, 'the context window filled up') ?? {
+      tail: [
+        ...notExecuted,
+        {
+          type: 'text',
+          text: '[the harness] Your reply was cut off because the context window was full. The conversation has been compacted (summary above); continue from where you stopped.',
+        },
+      ],
+      counted: true,
+      compaction: 'window-full',
+    }
+  );
 }

@@ -130,13 +130,13 @@ export async function watchActivity<T>(op: OperationRun, target: WatchTarget, ru
   let watchdog = watchdogs.get(op);
   if (!watchdog) watchdogs.set(op, (watchdog = new Watchdog(op)));
   const waiting = `${target.waitingOn} on ${target.taskQueue}`;
-  op.waitingFor = waiting;
+  op.startWaiting(waiting);
   const entry = watchdog.add(target);
   try {
     return await run();
   } finally {
     watchdog.watched.delete(entry);
-    if (op.waitingFor === waiting) op.waitingFor = undefined;
+    op.stopWaiting(waiting);
     if (op.stuck?.waitingOn === target.waitingOn) setStuck(op, undefined);
   }
 }
@@ -179,9 +179,7 @@ function lostHost(target: WatchTarget): string {
 
 /** Sets or clears the stuck state and shows the change (search attribute, current details). */
 export function setStuck(op: OperationRun, stuck: StuckState | undefined): void {
-  const changed = op.stuck?.reason !== stuck?.reason || op.stuck?.lastFailure !== stuck?.lastFailure;
-  op.stuck = stuck;
-  if (!changed) return;
+  if (!op.markStuck(stuck)) return;
   publishSearchAttributes(op, 'state');
   showDetails(op);
 }

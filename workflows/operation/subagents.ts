@@ -9,7 +9,7 @@
  */
 import { executeChild, getExternalWorkflowHandle, isCancellation } from '@temporalio/workflow';
 import { forkEndedSignal, laneForkedSignal, subagentLaneOf, subagentOperationIdOf } from '../../common/lanes';
-import { addUsage, totalTokens, type ToolResultBlockParam, type ToolUseBlock } from '../../common/model-types';
+import { totalTokens, type ToolResultBlockParam, type ToolUseBlock } from '../../common/model-types';
 import { OPERATION_WORKFLOW_TYPE, type OperationInput, type OperationResult } from '../../common/operation';
 import { SUBAGENT_SYSTEM_PROMPT, subagentHandoff } from '../../common/prompts';
 import type { TaskInput } from '../../common/tools';
@@ -26,10 +26,10 @@ export async function runSubagent(
 ): Promise<ToolResultBlockParam> {
   const refusal = limitRefusal(op);
   if (refusal) return toolResult(call.id, refusal, true);
-  op.carry.subagents = (op.carry.subagents ?? 0) + 1;
+  op.startSubagent();
   const lane = subagentLaneOf(call.id);
   const operationId = subagentOperationIdOf(op.operationId, call.id);
-  op.lastTool = { name: call.name, summary: `task: ${task.description}` };
+  op.showTool({ name: call.name, summary: `task: ${task.description}` });
   showDetails(op);
   notifySession(op, (session) =>
     session.signal(laneForkedSignal, {
@@ -44,7 +44,7 @@ export async function runSubagent(
   let result: OperationResult | undefined;
   let failure: string | undefined;
   try {
-    op.carry.steps += 1;
+    op.countStep();
     result = await executeChild<(input: OperationInput) => Promise<OperationResult>>(OPERATION_WORKFLOW_TYPE, {
       workflowId: operationId,
       args: [subagentInput(op, call, task, lane)],
@@ -53,14 +53,13 @@ export async function runSubagent(
   } catch (err) {
     result = resultOfFailedOperation(err);
     if (!result) {
-      if (isCancellation(err) || op.abortReason !== undefined) op.abortReason ??= 'cancelled';
+      if (isCancellation(err) || op.abortReason !== undefined) op.noteCancelled();
       failure =
         op.abortReason !== undefined ? `the operation was aborted (${op.abortReason})` : childFailureMessage(err);
     }
   }
-  if (result) op.carry.usage = addUsage(op.carry.usage, result.usage);
-  // The subagent claimed the workspace's host first: the parent's next hands calls go there too.
-  if (result?.handsRoute && !op.carry.handsHost) op.carry.handsHost = result.handsRoute;
+  // Its usage is the parent's; a host it claimed first is where the parent's next hands calls go.
+  if (result) op.recordSubagentResult(result);
   notifySession(op, (session) =>
     session.signal(forkEndedSignal, {
       operationId,
@@ -69,7 +68,7 @@ export async function runSubagent(
     }),
   );
   const isError = !result || result.state !== 'completed';
-  op.lastTool = { name: call.name, summary: `task: ${task.description}`, isError };
+  op.showTool({ name: call.name, summary: `task: ${task.description}`, isError });
   if (!result) return toolResult(call.id, `the subagent did not finish: ${failure}`, true);
   if (!isError) return toolResult(call.id, result.finalText || '(the subagent ended without a final message)', false);
   return toolResult(

@@ -12,7 +12,6 @@
  */
 import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { ApprovalDecision } from '../../common/approvals';
-import { addEgress, EMPTY_EGRESS } from '../../common/egress';
 import type { HandsActivities } from '../../common/hands';
 import { LIVE_EXCERPT_CHARS } from '../../common/live';
 import type { TailBlock } from '../../common/context-fingerprint';
@@ -50,7 +49,6 @@ export async function runToolBatch(
   sandbox: OperationSandbox,
   calls: ToolUseBlock[],
 ): Promise<TailBlock[]> {
-  for (const call of calls) op.seenToolCalls.add(call.id);
   if (calls.length > 1 && calls.every((call) => replayPolicyOf(call.name) === 'safe' && !needsApproval(op, call))) {
     if (patched(PARALLEL_SAFE_BATCH_PATCH)) return runSafeBatch(op, sandbox, calls);
   }
@@ -67,14 +65,14 @@ async function runSafeBatch(op: OperationRun, sandbox: OperationSandbox, calls: 
   try {
     await sandbox.use(async () => undefined);
   } catch (err) {
-    if (isCancellation(err) || op.abortReason !== undefined) op.abortReason ??= 'cancelled';
+    if (isCancellation(err) || op.abortReason !== undefined) op.noteCancelled();
     const problem = `tool infrastructure error: ${failureMessage(err)}`;
     // No call ran: an invalid one still gets its refusal, the others the reason they did not run.
     return calls.map((call) => {
       const prepared = prepareToolCall(op, call);
       if (!prepared.ok) return prepared.result;
       if (op.abortReason !== undefined) return notRun(op, call);
-      op.lastTool = { name: call.name, summary: prepared.summary, isError: true };
+      op.showTool({ name: call.name, summary: prepared.summary, isError: true });
       return toolResult(call.id, problem, true);
     });
   }
@@ -144,13 +142,13 @@ function excerptOf(result: ToolResultBlockParam): string {
 function prepareToolCall(op: OperationRun, call: ToolUseBlock): PreparedCall {
   const checked = validateModelToolCall(call.name, call.input);
   if (!checked.ok) {
-    op.lastTool = { name: call.name, summary: `${call.name}: invalid arguments`, isError: true };
+    op.showTool({ name: call.name, summary: `${call.name}: invalid arguments`, isError: true });
     return { ok: false, result: toolResult(call.id, checked.error, true) };
   }
   const summary = toolSummary(call.name, checked.input);
   const approval = policyFor(op, call.name, toolMainArgument(call.name, checked.input));
   if (approval.policy === 'deny') {
-    op.lastTool = { name: call.name, summary, isError: true };
+    op.showTool({ name: call.name, summary, isError: true });
     return {
       ok: false,
       result: toolResult(
@@ -173,13 +171,13 @@ async function executeToolCall(
 ): Promise<ToolResultBlockParam> {
   const { summary } = prepared;
   const name = call.name as ToolName;
-  op.lastTool = { name, summary };
+  op.showTool({ name, summary });
   showDetails(op);
   try {
     const timeoutMs = toolRunTimeoutMs(name, prepared.input, op.settings.toolTimeoutMs);
     const activityId = `tool-${call.id}`;
     const outcome = await sandbox.use(() => {
-      op.carry.steps += 1;
+      op.countStep();
       return sandbox.route.call((taskQueue) => {
         const { runTool } = proxyActivities<HandsActivities>({
           ...toolActivityOptions(name, prepared.input, op.settings.toolTimeoutMs),
@@ -204,13 +202,12 @@ async function executeToolCall(
           : run();
       });
     });
-    op.toolOutcomes.set(call.id, outcome);
-    if (outcome.egress) op.carry.egress = addEgress(op.carry.egress ?? EMPTY_EGRESS, outcome.egress);
-    op.lastTool = { name, summary, isError: outcome.isError };
+    op.recordToolOutcome(call.id, outcome);
+    op.showTool({ name, summary, isError: outcome.isError });
     return toolResult(call.id, outcome.content, outcome.isError);
   } catch (err) {
     if (isCancellation(err) || op.abortReason !== undefined) {
-      op.abortReason ??= 'cancelled';
+      op.noteCancelled();
       return toolResult(
         call.id,
         `interrupted: the operation was aborted (${op.abortReason}) while this call ran; its process was stopped. The workspace is preserved.`,
@@ -218,7 +215,7 @@ async function executeToolCall(
       );
     }
     // Retries exhausted or a non-retryable infrastructure failure: the model hears about it.
-    op.lastTool = { name, summary, isError: true };
+    op.showTool({ name, summary, isError: true });
     return toolResult(call.id, `tool infrastructure error: ${failureMessage(err)}`, true);
   }
 }
@@ -226,5 +223,3 @@ async function executeToolCall(
 function failureMessage(err: unknown): string {
   return err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
 }
-
-export { toolResult };

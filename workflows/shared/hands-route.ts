@@ -6,8 +6,8 @@
  * and fails with `HandsHostReplaced` (it never ran there, or ran on a host that is gone).
  *
  * Reusable by any workflow that owns a session's sandbox: it needs only the shared queue, the
- * session, a place to keep the chosen host (carried across continue-as-new) and a way to run the
- * claim (under the caller's stuck watch).
+ * session, the workflow's record of the chosen host (carried across continue-as-new) and a way to
+ * run the claim (under the caller's stuck watch).
  */
 import { ApplicationFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { SessionRef } from '../../common/hands';
@@ -19,8 +19,11 @@ export const HANDS_HOST_REPLACED = 'HandsHostReplaced';
 export interface HandsRouteOptions {
   sharedQueue: string;
   session: SessionRef;
-  /** Where the chosen host is kept (e.g. the operation's carry). */
-  state: { handsHost?: HandsHost };
+  /**
+   * The workflow's record of the chosen host (e.g. in the operation's carry): read, and told of a
+   * host chosen or given up (`undefined`).
+   */
+  host: { current(): HandsHost | undefined; record(host: HandsHost | undefined): void };
   /** False in runs that predate routing: every call goes to the shared queue. */
   routing: boolean;
   /** Runs the claim activity (scheduled with `activityId`) — e.g. under a stuck watch. */
@@ -40,7 +43,7 @@ export class HandsRoute {
   constructor(private readonly options: HandsRouteOptions) {}
 
   get host(): HandsHost | undefined {
-    return this.options.state.handsHost;
+    return this.options.host.current();
   }
 
   /** False in runs that predate routing (every call goes to the shared queue). */
@@ -51,7 +54,7 @@ export class HandsRoute {
   /** The queue for the session's next hands call (claims a host first when none is chosen). */
   async queue(): Promise<string> {
     if (!this.options.routing) return this.options.sharedQueue;
-    const known = this.options.state.handsHost;
+    const known = this.options.host.current();
     if (known) return known.taskQueue;
     this.claiming ??= this.claim().finally(() => (this.claiming = undefined));
     return (await this.claiming).taskQueue;
@@ -59,7 +62,7 @@ export class HandsRoute {
 
   /** The queue calls go to now, without claiming: undefined while no host is chosen. */
   knownQueue(): string | undefined {
-    return this.options.routing ? this.options.state.handsHost?.taskQueue : this.options.sharedQueue;
+    return this.options.routing ? this.options.host.current()?.taskQueue : this.options.sharedQueue;
   }
 
   /**
@@ -90,9 +93,9 @@ export class HandsRoute {
 
   /** The explicit decision to give the current host up; returns the host given up. */
   replace(reason: string): string {
-    const lost = this.options.state.handsHost;
+    const lost = this.options.host.current();
     if (!lost) throw new Error('no hands host has been chosen yet');
-    this.options.state.handsHost = undefined;
+    this.options.host.record(undefined);
     this.replacedReason = reason;
     this.decisions.push(`gave up hands host ${lost.host}: ${reason}`);
     for (const scope of this.inFlight) scope.cancel();
@@ -111,7 +114,7 @@ export class HandsRoute {
     });
     const run = () => claimSandboxHost(this.options.session);
     const host = await (this.options.watch ? this.options.watch(activityId, this.options.sharedQueue, run) : run());
-    this.options.state.handsHost = host;
+    this.options.host.record(host);
     this.decisions.push(`hands host ${host.host} (queue ${host.taskQueue})`);
     this.options.onChange?.();
     return host;
