@@ -1,5 +1,4 @@
 /**
-/**
  * The operation's side of the sandbox lifecycle: the check of the repository to seed (on the hands
  * host, before the first model call), provisioning (lazy by default — the first tool call seeds the
  * workspace, which creates the container — or eager, alongside the first model call), routing to the
@@ -26,7 +25,7 @@ import {
   SANDBOX_TEARDOWN_ACTIVITY_OPTIONS,
   SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
 } from '../shared/policies';
-import { sandboxLease } from './sandbox-lease';
+import { sandboxLease, type SandboxLease } from './sandbox-lease';
 import { stuckDetectionOn, watchActivity } from './stuck';
 import { showDetails } from './visibility';
 
@@ -56,9 +55,43 @@ export interface OperationSandbox {
 }
 
 export function provisionSandbox(op: OperationRun): OperationSandbox {
-  const { settings, carry } = op;
   const watched = stuckDetectionOn();
-  const route = new HandsRoute({
+  const route = handsRouteOf(op);
+  acceptHostReplacement(route);
+  const sandbox: SandboxParts = { op, watched, route, lease: sandboxLease(op) };
+  let eager: Promise<void> | undefined;
+  return {
+    route,
+    checkSeedSource: () => checkSeedSource(sandbox),
+    startEagerly() {
+      // Lazy by default: the first model request never waits for a container.
+      if (!op.settings.eagerSandbox || op.carry.sandboxUsed || eager) return;
+      eager = sandbox.lease.use(() => startEagerly(sandbox));
+      // An eager failure surfaces at the first tool call, which awaits the same promise.
+      eager.catch(() => undefined);
+    },
+    use: (fn) =>
+      sandbox.lease.use(async () => {
+        await eager;
+        await ensureWorkspace(sandbox);
+        return fn();
+      }),
+    teardown: () => teardown(sandbox),
+  };
+}
+
+/** What the sandbox's steps share. */
+interface SandboxParts {
+  op: OperationRun;
+  /** Stuck detection is on: hands calls get ids and summaries, and are watched. */
+  watched: boolean;
+  route: HandsRoute;
+  lease: SandboxLease;
+}
+
+/** Where the operation's hands calls go; the operation's state records the host chosen or given up. */
+function handsRouteOf(op: OperationRun): HandsRoute {
+  return new HandsRoute({
     sharedQueue: op.handsQueue,
     session: { sessionId: op.sessionId, operationId: op.operationId },
     // Giving the host up also means seeding the workspace again on the next one.
@@ -71,106 +104,111 @@ export function provisionSandbox(op: OperationRun): OperationSandbox {
       watchActivity(op, { activityId, taskQueue: queue, waitingOn: 'a hands host' }, run),
     onChange: () => showDetails(op),
   });
-  acceptHostReplacement(route);
-  const hands = (queue: string, activityId: string, summary: string) =>
-    proxyActivities<HandsActivities>({
-      ...SANDBOX_ACTIVITY_OPTIONS,
-      ...heartbeatOverride(op),
-      taskQueue: queue,
-      ...(watched ? { activityId, summary } : {}),
-    });
-  const ref = { sessionId: op.sessionId, operationId: op.operationId };
-  const onHost = <T>(activityId: string, what: string, run: (queue: string) => Promise<T>): Promise<T> =>
-    route.call((queue) =>
-      watched
-        ? watchActivity(op, { activityId, taskQueue: queue, waitingOn: what, host: route.host?.host }, () => run(queue))
-        : run(queue),
+}
+
+/** The sandbox lifecycle activities on `queue` (with an id and summary under stuck detection). */
+function lifecycle({ op, watched }: SandboxParts, queue: string, activityId: string, summary: string) {
+  return proxyActivities<HandsActivities>({
+    ...SANDBOX_ACTIVITY_OPTIONS,
+    ...heartbeatOverride(op),
+    taskQueue: queue,
+    ...(watched ? { activityId, summary } : {}),
+  });
+}
+
+/** Runs a hands call on the routed host, watched for being stuck (`what` it waits on) when detection is on. */
+function onHost<T>(
+  { op, watched, route }: SandboxParts,
+  activityId: string,
+  what: string,
+  run: (queue: string) => Promise<T>,
+): Promise<T> {
+  return route.call((queue) =>
+    watched
+      ? watchActivity(op, { activityId, taskQueue: queue, waitingOn: what, host: route.host?.host }, () => run(queue))
+      : run(queue),
+  );
+}
+
+/** The workspace, seeded from the repository (once) when the operation has one. */
+async function ensureWorkspace(sandbox: SandboxParts): Promise<void> {
+  const { op, route } = sandbox;
+  const source = op.settings.repo;
+  op.useSandbox();
+  if (source && !op.carry.seeded) {
+    const what = `seed the workspace from ${source.kind === 'local' ? source.path : source.url}`;
+    const id = `seed-workspace-${route.decisions.length}`;
+    await onHost(sandbox, id, what, (queue) =>
+      lifecycle(sandbox, queue, id, what).seedWorkspace({ ...sessionRef(op), source }),
     );
-  const lease = sandboxLease(op);
-  const ownsSandbox = !settings.session && !settings.lineage;
+    op.markSeeded();
+  }
+}
 
-  const ensureWorkspace = async (): Promise<void> => {
-    op.useSandbox();
-    if (settings.repo && !carry.seeded) {
-      const source = settings.repo;
-      const what = `seed the workspace from ${source.kind === 'local' ? source.path : source.url}`;
-      const id = `seed-workspace-${route.decisions.length}`;
-      await onHost(id, what, (queue) => hands(queue, id, what).seedWorkspace({ ...ref, source }));
-      op.markSeeded();
+/** The eager start: the seeded workspace, or an empty sandbox without a repository. */
+function startEagerly(sandbox: SandboxParts): Promise<void> {
+  const { op } = sandbox;
+  if (op.settings.repo) return ensureWorkspace(sandbox);
+  return onHost(sandbox, 'ensure-sandbox', 'create the sandbox', (queue) =>
+    lifecycle(sandbox, queue, 'ensure-sandbox', 'create the sandbox').ensureSandbox(sessionRef(op)),
+  ).then(() => op.useSandbox());
+}
+
+const sessionRef = (op: OperationRun) => ({ sessionId: op.sessionId, operationId: op.operationId });
+
+/** `OperationSandbox.checkSeedSource`. */
+async function checkSeedSource(sandbox: SandboxParts): Promise<OperationEnd | undefined> {
+  const { op, watched, lease } = sandbox;
+  const { carry } = op;
+  const source = op.settings.repo;
+  if (!source || carry.runs > 1 || carry.turn > 0 || carry.seeded) return undefined;
+  if (!patched(SEED_SOURCE_CHECK_PATCH)) return undefined;
+  const what = 'check the repository to seed';
+  try {
+    // Under the session's lease: the host that checks the path is the one that seeds it.
+    await lease.use(() =>
+      onHost(sandbox, 'check-seed-source', what, (queue) =>
+        proxyActivities<HandsActivities>({
+          ...SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
+          taskQueue: queue,
+          ...(watched ? { activityId: 'check-seed-source' } : {}),
+        }).checkSeedSource({ source }),
+      ),
+    );
+    return undefined;
+  } catch (err) {
+    if (isCancellation(err)) return new OperationEnd('aborted', `aborted: ${op.abortReason ?? 'workflow cancelled'}`);
+    const cause = err instanceof ActivityFailure ? err.cause : err;
+    if (cause instanceof ApplicationFailure && cause.type === HANDS_FAILURE_TYPES.invalidSeedSource) {
+      return new OperationEnd('failed', `${cause.type}: ${cause.message}`);
     }
-  };
-  const startEagerly = (): Promise<void> =>
-    settings.repo
-      ? ensureWorkspace()
-      : onHost('ensure-sandbox', 'create the sandbox', (queue) =>
-          hands(queue, 'ensure-sandbox', 'create the sandbox').ensureSandbox(ref),
-        ).then(() => op.useSandbox());
-  let eager: Promise<void> | undefined;
+    const type = cause instanceof ApplicationFailure && cause.type ? ` [${cause.type}]` : '';
+    return new OperationEnd('failed', `the repository could not be checked${type}: ${(cause as Error).message}`);
+  }
+}
 
-  return {
-    route,
-    async checkSeedSource() {
-      const source = settings.repo;
-      if (!source || carry.runs > 1 || carry.turn > 0 || carry.seeded) return undefined;
-      if (!patched(SEED_SOURCE_CHECK_PATCH)) return undefined;
-      const what = 'check the repository to seed';
-      try {
-        // Under the session's lease: the host that checks the path is the one that seeds it.
-        await lease.use(() =>
-          onHost('check-seed-source', what, (queue) =>
-            proxyActivities<HandsActivities>({
-              ...SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
-              taskQueue: queue,
-              ...(watched ? { activityId: 'check-seed-source' } : {}),
-            }).checkSeedSource({ source }),
-          ),
-        );
-        return undefined;
-      } catch (err) {
-        if (isCancellation(err))
-          return new OperationEnd('aborted', `aborted: ${op.abortReason ?? 'workflow cancelled'}`);
-        const cause = err instanceof ActivityFailure ? err.cause : err;
-        if (cause instanceof ApplicationFailure && cause.type === HANDS_FAILURE_TYPES.invalidSeedSource) {
-          return new OperationEnd('failed', `${cause.type}: ${cause.message}`);
-        }
-        const type = cause instanceof ApplicationFailure && cause.type ? ` [${cause.type}]` : '';
-        return new OperationEnd('failed', `the repository could not be checked${type}: ${(cause as Error).message}`);
-      }
-    },
-    startEagerly() {
-      // Lazy by default: the first model request never waits for a container.
-      if (!settings.eagerSandbox || carry.sandboxUsed || eager) return;
-      eager = lease.use(startEagerly);
-      // An eager failure surfaces at the first tool call, which awaits the same promise.
-      eager.catch(() => undefined);
-    },
-    use: (fn) =>
-      lease.use(async () => {
-        await eager;
-        await ensureWorkspace();
-        return fn();
-      }),
-    async teardown() {
-      lease.end();
-      if (!ownsSandbox || !carry.sandboxUsed || settings.keepContainer) return;
-      await CancellationScope.nonCancellable(async () => {
-        try {
-          const queue = route.knownQueue();
-          if (queue === undefined) return; // no host was ever chosen: nothing to remove
-          const summary = `remove the container of ${op.sessionId} (keep the workspace volume)`;
-          const { destroySandbox } = proxyActivities<HandsActivities>({
-            ...SANDBOX_TEARDOWN_ACTIVITY_OPTIONS,
-            ...heartbeatOverride(op),
-            taskQueue: queue,
-            ...(watched ? { summary } : {}),
-          });
-          await destroySandbox({ sessionId: op.sessionId, keepVolume: true });
-        } catch {
-          // A container left behind is listed by `agent sandbox ls` and `agent doctor`, and removed by `agent sandbox gc`.
-        }
+/** `OperationSandbox.teardown`. */
+async function teardown({ op, watched, route, lease }: SandboxParts): Promise<void> {
+  const { settings } = op;
+  lease.end();
+  const ownsSandbox = !settings.session && !settings.lineage;
+  if (!ownsSandbox || !op.carry.sandboxUsed || settings.keepContainer) return;
+  await CancellationScope.nonCancellable(async () => {
+    try {
+      const queue = route.knownQueue();
+      if (queue === undefined) return; // no host was ever chosen: nothing to remove
+      const summary = `remove the container of ${op.sessionId} (keep the workspace volume)`;
+      const { destroySandbox } = proxyActivities<HandsActivities>({
+        ...SANDBOX_TEARDOWN_ACTIVITY_OPTIONS,
+        ...heartbeatOverride(op),
+        taskQueue: queue,
+        ...(watched ? { summary } : {}),
       });
-    },
-  };
+      await destroySandbox({ sessionId: op.sessionId, keepVolume: true });
+    } catch {
+      // A container left behind is listed by `agent sandbox ls` and `agent doctor`, and removed by `agent sandbox gc`.
+    }
+  });
 }
 
 /** The `replaceHandsHost` Update: the recorded decision to give a lost hands host up. */
