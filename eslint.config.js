@@ -91,9 +91,13 @@ module.exports = tseslint.config(
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
+    // Type-aware rules: every .ts file is in tsconfig.json's program.
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: __dirname } },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-explicit-any': 'error',
+      // A promise nobody awaits loses its failure; one left running on purpose says so with `void` and why.
+      '@typescript-eslint/no-floating-promises': 'error',
     },
   },
   ...layerRules,

@@ -132,6 +132,8 @@ async function finishTask(task: TaskRun): Promise<CodingTaskResult> {
   const data = reportData(task);
   const report = renderTaskReport(data);
   let reportPath: string | undefined;
+  // Best effort: the result carries the report either way, a container left behind is removed by
+  // `agent sandbox gc`, and a host clone not released stays under AGENT_TASKS_DIR.
   if (carry.sandboxUsed) {
     reportPath = await taskWorkspace(task)
       .writeReport({ sessionId: task.sessionId, taskId: task.taskId, markdown: report })

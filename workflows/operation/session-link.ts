@@ -13,6 +13,7 @@ export function listenToSession(op: OperationRun): void {
 
 export function reportAbortToSession(op: OperationRun): void {
   if (!op.settings.session || op.settings.lineage) return;
+  // A session that no longer exists has no follow-ups to cancel.
   getExternalWorkflowHandle(op.settings.session.workflowId)
     .signal(operationAbortingSignal, { operationId: op.operationId, reason: op.abortReason ?? 'aborted' })
     .catch(() => undefined);

@@ -130,6 +130,8 @@ async function startLaneOperation(s: SessionRun, lane: LaneState, queued: Queued
     if (entry) entry.state = 'running';
     crashPoints.reached('session: operation started');
     showSessionDetails(s);
+    // Not awaited: the prompt's Update returns once the child has started; the watch records its end
+    // (it catches every failure itself).
     void watchOperation(s, lane, operationId, child.result());
   } catch (err) {
     // The child could not start (e.g. its id is taken by a running workflow): record it, move on.

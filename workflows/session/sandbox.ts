@@ -54,6 +54,7 @@ function grant(s: SessionRun, operationId: string): void {
 }
 
 function askToYield(operationId: string): void {
+  // An operation that has ended has given the lease back already.
   getExternalWorkflowHandle(operationId)
     .signal(sandboxLeaseYieldSignal)
     .catch(() => undefined);
