@@ -4,7 +4,7 @@
  * failover below). Reports how many completed, steps per second over the wall time from the first
  * submit to the last completion, the worker process's peak RSS (VmHWM) and event-loop delay, every
  * timeout in the operations' histories (under this load a live worker must not miss a heartbeat or
- * sticky-queue timeout: the failover settings are tight, see `workflows/policies.ts`), and where the
+ * sticky-queue timeout: the failover settings are tight, see `workflows/shared/policies.ts`), and where the
  * machine's CPU went (`cpu-usage.ts`).
  */
 import type { Client } from '@temporalio/client';
