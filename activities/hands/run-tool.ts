@@ -16,7 +16,8 @@ import { handsFailure, throwCancelled, toActivityFailure } from './failures';
 import { journalFor, outputPathOf, runBaseOf } from './journal';
 import { shapeOutput } from './output';
 import { resourceNotes, workspaceLooksFull } from './resource-limits';
-import { SandboxError, type ExecOptions, type ExecResult } from './sandbox-manager';
+import { SandboxError } from './docker-calls';
+import type { ExecOptions, ExecResult } from './sandbox-manager';
 import { HANDS_TOOLS } from './tools';
 import type { HandsTool, ToolContext, ToolResult } from './tools/types';
 

@@ -1,19 +1,7 @@
 /**
- * Sandboxes: one Docker container per session on two named volumes, and the one way to run
- * anything in them. All Docker access of the hands goes through this class.
+ * Sandboxes (what one is: `sandbox-spec.ts`), and the one way to run anything in them. All Docker
+ * access of the hands goes through this class.
  *
- * - Container `agent-sbx-<sessionId>` from the sandbox image, the workspace volume
- *   `agent-ws-<sessionId>` at /workspace (with a disk quota where the host allows it) and the journal
- *   volume `agent-jr-<sessionId>` at /var/lib/agent-journal (`sandbox-volumes.ts`; names:
- *   `common/sandbox-names.ts`); no network (`NetworkMode: none`), CPU/memory/pids limits,
- *   `no-new-privileges`, an init process that reaps orphans, no Docker socket, labels
- *   `agent.harness=1`, `agent.sandbox=<id>` and `agent.operation=<id>` when known.
- * - Two kinds of process run in it. Everything the agent runs — tool commands, the file helpers,
- *   git for the diff — runs as `agent` (uid 1000) with no capabilities at all. The harness's own
- *   bookkeeping (the run wrapper around each command, the journal's readers) runs as root with
- *   only CAP_SETUID/CAP_SETGID (to start the command as `agent`) and CAP_KILL (to stop it), so it
- *   can keep records the agent cannot touch (`journal-store.ts`) and the agent cannot signal it.
- *   Every other capability is dropped.
  * - Created lazily by `ensure`. A container that died (exited, was killed or removed) is replaced on
  *   the same volumes and `ensure` says why, so the tool result can tell the model; so is a container
  *   made by an older harness version (without the journal volume). Concurrent `ensure` calls for one
@@ -28,48 +16,26 @@
  */
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
-import {
-  containerNameOf,
-  DEFAULT_NAME_PREFIX,
-  isSessionId,
-  NAME_PREFIX_PATTERN,
-  NAME_PREFIX_RULE,
-  journalVolumeNameOf,
-  SANDBOX_LABELS,
-  SESSION_ID_RULE,
-  volumeNameOf,
-} from '../../common/sandbox-names';
+import { containerNameOf, isSessionId, SANDBOX_LABELS, SESSION_ID_RULE } from '../../common/sandbox-names';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
 import { JOURNAL_DIR, JOURNAL_WRITER, type ToolCallRecords } from './journal-store';
 import { SCRIPTS, type RunExit } from './scripts';
+import {
+  AGENT_UID,
+  AGENT_USER,
+  containerSpec,
+  DEFAULT_SANDBOX_LIMITS,
+  namePrefixOf,
+  sandboxEnv,
+  sandboxLabels,
+  WORKSPACE_DIR,
+  type SandboxLimits,
+} from './sandbox-spec';
 import { SandboxVolumes } from './sandbox-volumes';
 import { quotaUnsupportedReason, type WorkspaceQuota } from './workspace-quota';
 // egress hook: the container's way out through the host's proxy (activities/egress/).
 import type { SandboxEgressWiring } from '../egress/egress-host';
 import { commandRunner, type CommandRun, type CommandRunner } from './executor/runner';
-
-export { SandboxError, classifyDockerError, type SandboxErrorKind } from './docker-calls';
-
-export const WORKSPACE_DIR = '/workspace';
-export const AGENT_UID = 1000;
-/** The agent's user in the sandbox (uid:gid): what its commands, and anything acting for it, run as. */
-export const AGENT_USER = `${AGENT_UID}:${AGENT_UID}`;
-/**
- * What the harness's own processes in the sandbox may do beyond an unprivileged user: start a
- * command as `agent` and signal it. The agent's processes have none of these (a uid change to
- * 1000 clears them, and `no-new-privileges` keeps them cleared).
- */
-const HARNESS_CAPABILITIES = ['SETUID', 'SETGID', 'KILL'];
-
-export interface SandboxLimits {
-  /** CPU cores (fractional allowed). */
-  cpus: number;
-  memoryBytes: number;
-  /** Most processes/threads at once. */
-  pids: number;
-}
-
-export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { cpus: 2, memoryBytes: 4 * 1024 ** 3, pids: 1024 };
 
 export interface SandboxManagerOptions {
   docker: Docker;
@@ -207,19 +173,7 @@ export interface GcResult {
   releasedImages?: string[];
 }
 
-const LABEL_HARNESS = SANDBOX_LABELS.harness;
-const LABEL_SANDBOX = SANDBOX_LABELS.sandbox;
-const LABEL_OPERATION = SANDBOX_LABELS.operation;
 export const DEFAULT_CAPTURE_BYTES = 8 * 1024 * 1024;
-const SANDBOX_ENV = [
-  'HOME=/home/agent',
-  'USER=agent',
-  'LANG=C.UTF-8',
-  'TERM=dumb',
-  'PAGER=cat',
-  'GIT_PAGER=cat',
-  'CI=1',
-];
 
 export class SandboxManager {
   private readonly docker: Docker;
@@ -240,10 +194,8 @@ export class SandboxManager {
     this.docker = options.docker;
     this.image = options.image;
     this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
-    this.namePrefix = options.namePrefix ?? DEFAULT_NAME_PREFIX;
+    this.namePrefix = namePrefixOf(options.namePrefix);
     this.egress = options.egress;
-    if (!NAME_PREFIX_PATTERN.test(this.namePrefix))
-      throw new SandboxError('invalid', `sandbox name prefix "${this.namePrefix}" must be ${NAME_PREFIX_RULE}`);
     this.extraLabels = options.labels ?? {};
     const unsupported = options.quota ? quotaUnsupportedReason() : undefined;
     if (options.quota && unsupported) {
@@ -355,50 +307,18 @@ export class SandboxManager {
   }
 
   private containerSpec(sessionId: string, operationId: string | undefined): Docker.ContainerCreateOptions {
-    const name = containerNameOf(sessionId, this.namePrefix);
-    return {
-      name,
-      Image: this.image,
-      // egress hook: with egress wiring the first process also runs the forwarder to the proxy.
-      Cmd: this.egress?.command ?? ['sleep', 'infinity'],
-      // The container's own processes (init, the idle sleep) belong to the harness: the agent cannot
-      // signal them. Every agent process is started as AGENT_USER.
-      User: JOURNAL_WRITER,
-      WorkingDir: WORKSPACE_DIR,
-      Env: this.sandboxEnv(),
-      Labels: this.labels(sessionId, operationId),
-      HostConfig: {
-        NetworkMode: 'none',
-        Init: true,
-        Mounts: [
-          { Type: 'volume', Source: volumeNameOf(sessionId, this.namePrefix), Target: WORKSPACE_DIR },
-          { Type: 'volume', Source: journalVolumeNameOf(sessionId, this.namePrefix), Target: JOURNAL_DIR },
-          ...(this.egress?.mounts(name) ?? []),
-        ],
-        NanoCpus: Math.round(this.limits.cpus * 1e9),
-        Memory: this.limits.memoryBytes,
-        MemorySwap: this.limits.memoryBytes,
-        PidsLimit: this.limits.pids,
-        CapDrop: ['ALL'],
-        CapAdd: HARNESS_CAPABILITIES,
-        SecurityOpt: ['no-new-privileges'],
-        RestartPolicy: { Name: 'no' },
-      },
-    };
-  }
-
-  /** The environment of the container and every command in it (egress hook: proxy, CA and registry settings). */
-  private sandboxEnv(): string[] {
-    return this.egress ? [...SANDBOX_ENV, ...this.egress.env()] : SANDBOX_ENV;
+    return containerSpec({
+      sessionId,
+      image: this.image,
+      namePrefix: this.namePrefix,
+      limits: this.limits,
+      labels: this.labels(sessionId, operationId),
+      egress: this.egress,
+    });
   }
 
   private labels(sessionId: string, operationId: string | undefined): Record<string, string> {
-    return {
-      ...this.extraLabels,
-      [LABEL_HARNESS]: '1',
-      [LABEL_SANDBOX]: sessionId,
-      ...(operationId ? { [LABEL_OPERATION]: operationId } : {}),
-    };
+    return sandboxLabels(this.extraLabels, sessionId, operationId);
   }
 
   /** Runs a command under the run wrapper; see `ExecOptions` and scripts.ts. */
@@ -614,7 +534,7 @@ export class SandboxManager {
         Cmd: cmd,
         User: user,
         WorkingDir: WORKSPACE_DIR,
-        Env: this.sandboxEnv(),
+        Env: sandboxEnv(this.egress),
         AttachStdout: true,
         AttachStderr: true,
         AttachStdin: attachStdin,
@@ -687,7 +607,10 @@ export class SandboxManager {
   async list(): Promise<SandboxInfo[]> {
     const ours = (name: string): boolean => name.replace(/^\//, '').startsWith(this.namePrefix);
     const filters = {
-      label: [`${LABEL_HARNESS}=1`, ...Object.entries(this.extraLabels).map(([key, value]) => `${key}=${value}`)],
+      label: [
+        `${SANDBOX_LABELS.harness}=1`,
+        ...Object.entries(this.extraLabels).map(([key, value]) => `${key}=${value}`),
+      ],
     };
     const containers = await dockerCall('list sandbox containers', () =>
       this.docker.listContainers({ all: true, filters }),
@@ -697,12 +620,12 @@ export class SandboxManager {
     const entry = (id: string, labels: Record<string, string> | undefined): SandboxInfo => {
       let info = byId.get(id);
       if (!info) byId.set(id, (info = { sessionId: id }));
-      if (!info.operationId && labels?.[LABEL_OPERATION]) info.operationId = labels[LABEL_OPERATION];
+      if (!info.operationId && labels?.[SANDBOX_LABELS.operation]) info.operationId = labels[SANDBOX_LABELS.operation];
       if (!info.keep && labels?.[SANDBOX_LABELS.keep]) info.keep = labels[SANDBOX_LABELS.keep];
       return info;
     };
     for (const c of containers) {
-      const id = c.Labels[LABEL_SANDBOX];
+      const id = c.Labels[SANDBOX_LABELS.sandbox];
       if (!id || !ours(c.Names[0] ?? '')) continue;
       entry(id, c.Labels).container = {
         name: (c.Names[0] ?? '').replace(/^\//, ''),
@@ -713,7 +636,7 @@ export class SandboxManager {
       };
     }
     for (const v of volumes.Volumes ?? []) {
-      const id = v.Labels?.[LABEL_SANDBOX];
+      const id = v.Labels?.[SANDBOX_LABELS.sandbox];
       if (!id || !ours(v.Name)) continue;
       const info = entry(id, v.Labels);
       if (v.Name.startsWith(`${this.namePrefix}jr-`)) {

@@ -29,7 +29,8 @@ import { sessionOf, type HandsContext } from './deps';
 import { handsFailure, toActivityFailure } from './failures';
 import { isGitConfigFile, scrubGitConfig } from './git-credentials';
 import { JOURNAL_WRITER, SEED_RECORD } from './journal-store';
-import { AGENT_UID, SandboxError } from './sandbox-manager';
+import { SandboxError } from './docker-calls';
+import { AGENT_UID } from './sandbox-spec';
 import { checkSeedSource, redactUserinfo, type CheckedSeedSource } from './seed-source';
 
 const execFileAsync = promisify(execFile);

@@ -2,7 +2,7 @@
 import type { SessionRef } from '../../common/hands';
 import { sessionOf, type HandsContext } from './deps';
 import { toActivityFailure } from './failures';
-import { SandboxError } from './sandbox-manager';
+import { SandboxError } from './docker-calls';
 
 const DIFF_MAX_BYTES = 1024 * 1024;
 

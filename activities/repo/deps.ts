@@ -2,7 +2,8 @@
 import * as path from 'node:path';
 import { isSessionId, SESSION_ID_RULE } from '../../common/sandbox-names';
 import { defaultAllowedRoots } from '../hands/deps';
-import { SandboxError, type SandboxManager } from '../hands/sandbox-manager';
+import { SandboxError } from '../hands/docker-calls';
+import type { SandboxManager } from '../hands/sandbox-manager';
 
 export interface RepoActivitiesDeps {
   manager: SandboxManager;

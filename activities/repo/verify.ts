@@ -9,7 +9,7 @@ import { CancelledFailure } from '@temporalio/common';
 import type { CheckOutcome, VerifyInput, VerifyResult } from '../../common/repo';
 import { currentActivity } from '../heartbeat';
 import { JOURNAL_DIR } from '../hands/journal-store';
-import { SandboxError } from '../hands/sandbox-manager';
+import { SandboxError } from '../hands/docker-calls';
 import type { RepoContext } from './deps';
 import { toRepoFailure } from './failures';
 

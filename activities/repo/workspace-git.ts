@@ -6,7 +6,9 @@
 import * as fs from 'node:fs';
 import * as tar from 'tar-stream';
 import { REPO_FAILURE_TYPES } from '../../common/repo';
-import { AGENT_UID, SandboxError, type SandboxManager } from '../hands/sandbox-manager';
+import { SandboxError } from '../hands/docker-calls';
+import type { SandboxManager } from '../hands/sandbox-manager';
+import { AGENT_UID } from '../hands/sandbox-spec';
 import { repoFailure } from './failures';
 
 /** Harness files in the workspace live under `.agent/` (excluded from git in every seeded workspace). */

@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createHandsActivities } from '../../activities/hands/activities';
-import { DEFAULT_SANDBOX_LIMITS } from '../../activities/hands/sandbox-manager';
+import { DEFAULT_SANDBOX_LIMITS } from '../../activities/hands/sandbox-spec';
 import { handsFixture } from '../support/hands';
 
 const bash = (
