@@ -9,7 +9,8 @@ import type { Heartbeat } from '../heartbeat';
 import { throwCancelled } from './failures';
 import { decideReplay, outputPathOf } from './journal';
 import { legacyRecordsOf, recordsOf } from './journal-store';
-import type { ExecResult, SandboxManager } from './sandbox-manager';
+import type { ExecResult } from './sandbox-commands';
+import type { SandboxManager } from './sandbox-manager';
 import type { ReplayPolicy } from '../../common/tools';
 
 export type EarlierAttempt =

@@ -17,7 +17,8 @@ import { journalFor, outputPathOf, runBaseOf } from './journal';
 import { shapeOutput } from './output';
 import { resourceNotes, workspaceLooksFull } from './resource-limits';
 import { SandboxError } from './docker-calls';
-import type { ExecOptions, ExecResult } from './sandbox-manager';
+import type { ExecOptions } from './run-wrapper';
+import type { ExecResult } from './sandbox-commands';
 import { HANDS_TOOLS } from './tools';
 import type { HandsTool, ToolContext, ToolResult } from './tools/types';
 

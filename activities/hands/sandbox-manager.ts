@@ -7,12 +7,7 @@
  *   made by an older harness version (without the journal volume). Concurrent `ensure` calls for one
  *   id share one creation; a creation that loses a race with another process adopts the winner's
  *   container.
- * - `exec` runs a command under the run wrapper (scripts.ts): as `agent`, in /workspace, with a
- *   timeout enforced inside the container, an output cap, and a process identity (pid = pgid) that
- *   `kill` can target later, even from another process.
- * - Commands reach the container through its executor (`executor/`), one long-running process per
- *   sandbox that runs them on request without a `docker exec` round trip each; through `docker exec`
- *   when it cannot start (the result says so) or when the manager is made with `executor: false`.
+ * - Commands in them: `sandbox-commands.ts` (`commands`; `exec`, `script` and `kill` pass through).
  */
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
@@ -20,13 +15,14 @@ import { containerNameOf, isSessionId, SANDBOX_LABELS, SESSION_ID_RULE } from '.
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
 import { JOURNAL_DIR, JOURNAL_WRITER, type ToolCallRecords } from './journal-store';
 import { SCRIPTS, type RunExit } from './scripts';
+import type { ExecOptions } from './run-wrapper';
+import { SandboxCommands, type ExecResult, type ScriptResult } from './sandbox-commands';
 import {
   AGENT_UID,
   AGENT_USER,
   containerSpec,
   DEFAULT_SANDBOX_LIMITS,
   namePrefixOf,
-  sandboxEnv,
   sandboxLabels,
   WORKSPACE_DIR,
   type SandboxLimits,
@@ -35,7 +31,6 @@ import { SandboxVolumes } from './sandbox-volumes';
 import { quotaUnsupportedReason, type WorkspaceQuota } from './workspace-quota';
 // egress hook: the container's way out through the host's proxy (activities/egress/).
 import type { SandboxEgressWiring } from '../egress/egress-host';
-import { commandRunner, type CommandRun, type CommandRunner } from './executor/runner';
 
 export interface SandboxManagerOptions {
   docker: Docker;
@@ -80,68 +75,6 @@ export interface EnsureResult {
   replaced?: string;
 }
 
-export interface ProcessIdentity {
-  pid: number;
-  /** Equal to pid: the command runs as a session (and group) leader. */
-  pgid: number;
-  /** Attempt number under the run base. */
-  attempt: number;
-  runDir: string;
-}
-
-export interface ExecJournal {
-  /** Journal file in the workspace. */
-  path: string;
-  /** JSON text of a new journal up to and including `"events":[`. */
-  head: string;
-  /** The `started` event as a JSON object; the wrapper adds attempt, runDir, wrapperPid, container, at. */
-  started: string;
-  /** `fresh`: run only as the call's first attempt (else report the journal); `append`: run as the next attempt. */
-  mode: 'fresh' | 'append';
-  /**
-   * `fresh` only: where an older harness version kept this call's attempts; any attempt there counts as
-   * an earlier attempt too (the caller then consults `runStatus`, which reads it).
-   */
-  legacyRunBase?: string;
-}
-
-export interface ExecOptions {
-  /** A bash script, run as `bash -c <command> agent-tool <args...>`. */
-  command: string;
-  args?: string[];
-  /** Directory under which this command's attempt directories are made. */
-  runBase: string;
-  timeoutMs: number;
-  /** Output capture cap (bytes); the rest is counted and discarded. */
-  maxOutputBytes?: number;
-  /** A path the full output is hard-linked to when the command ends. */
-  outputLink?: string;
-  journal?: ExecJournal;
-  /** Aborting kills the command's process group (and marks the run `cancelled`). */
-  signal?: AbortSignal;
-  onProcess?: (identity: ProcessIdentity) => void;
-}
-
-export type ExecResult =
-  | {
-      kind: 'finished';
-      exit: RunExit;
-      output: Buffer;
-      process: ProcessIdentity;
-      outputPath: string;
-      /** Set when it ran with `docker exec` because the sandbox's executor could not start: why. */
-      executorFallback?: string;
-    }
-  /**
-   * The sandbox's executor stopped before the command's end reached the hands; the container runs
-   * on, so the command may too: its records (`runStatus`) tell.
-   */
-  | { kind: 'executor-lost'; reason: string; process?: ProcessIdentity }
-  /** `fresh` mode found an earlier attempt: nothing ran; consult `runStatus`. */
-  | { kind: 'journal-exists'; journal: string }
-  /** The container stopped while the command ran. */
-  | { kind: 'lost'; reason: string; process?: ProcessIdentity };
-
 export type RunState = 'none' | 'unstarted' | 'starting' | 'running' | 'finished' | 'dead';
 
 export interface RunStatus {
@@ -173,8 +106,6 @@ export interface GcResult {
   releasedImages?: string[];
 }
 
-export const DEFAULT_CAPTURE_BYTES = 8 * 1024 * 1024;
-
 export class SandboxManager {
   private readonly docker: Docker;
   private readonly image: string;
@@ -184,7 +115,8 @@ export class SandboxManager {
   private readonly extraLabels: Record<string, string>;
   private readonly volumes: SandboxVolumes;
   private readonly pending = new Map<string, Promise<EnsureResult>>();
-  private readonly runner: CommandRunner;
+  /** Commands in the sandboxes (`sandbox-commands.ts`). */
+  readonly commands: SandboxCommands;
   readonly namePrefix: string;
   private readonly egress: SandboxEgressWiring | undefined;
 
@@ -206,22 +138,22 @@ export class SandboxManager {
     }
     this.quota = options.quota && !unsupported ? options.quota : null;
     this.volumes = new SandboxVolumes(this.docker, this.quota, AGENT_UID, this.namePrefix);
-    this.runner = commandRunner({
-      executor: options.executor !== false,
-      demux: (stream, stdout, stderr) => this.docker.modem.demuxStream(stream, stdout, stderr),
-      createExec: (sessionId, cmd, user, attachStdin) =>
-        this.createExec(this.docker.getContainer(containerNameOf(sessionId, this.namePrefix)), cmd, user, attachStdin),
+    this.commands = new SandboxCommands({
+      docker: this.docker,
+      namePrefix: this.namePrefix,
+      ...(this.egress ? { egress: this.egress } : {}),
+      ...(options.executor !== undefined ? { executor: options.executor } : {}),
     });
   }
 
   /** The pid of the session's executor in its container, when one is live (diagnostics, tests). */
   executorPid(sessionId: string): Promise<number | undefined> {
-    return this.runner.executorPid(sessionId);
+    return this.commands.executorPid(sessionId);
   }
 
   /** Closes the executors this manager started (they exit once their commands end). */
   close(): void {
-    this.runner.close();
+    this.commands.close();
   }
 
   /** The disk quota of the session's workspace, or undefined when it has none (a plain volume). */
@@ -237,7 +169,7 @@ export class SandboxManager {
     const creation = this.doEnsure(sessionId, options.operationId)
       .then((result) => {
         // A new container: whatever executor the session had belonged to the old one.
-        if (result.created) this.runner.forget(sessionId);
+        if (result.created) this.commands.forget(sessionId);
         return result;
       })
       .finally(() => this.pending.delete(sessionId));
@@ -321,126 +253,9 @@ export class SandboxManager {
     return sandboxLabels(this.extraLabels, sessionId, operationId);
   }
 
-  /** Runs a command under the run wrapper; see `ExecOptions` and scripts.ts. */
-  async exec(sessionId: string, options: ExecOptions): Promise<ExecResult> {
-    const container = this.docker.getContainer(containerNameOf(sessionId, this.namePrefix));
-    const journal = options.journal;
-    const argv = [
-      'bash',
-      '-c',
-      SCRIPTS.runWrapper,
-      'agent-run',
-      options.runBase,
-      options.outputLink ?? '',
-      (Math.max(1, options.timeoutMs) / 1000).toFixed(3),
-      String(options.maxOutputBytes ?? DEFAULT_CAPTURE_BYTES),
-      options.command,
-      journal?.path ?? '',
-      journal?.head ?? '',
-      journal?.started ?? '',
-      journal?.mode === 'fresh' && journal.legacyRunBase
-        ? `fresh:${journal.legacyRunBase}`
-        : (journal?.mode ?? 'append'),
-      ...(options.args ?? []),
-    ];
-    let identity: ProcessIdentity | undefined;
-    let killing: Promise<void> | undefined;
-    const killNow = () => {
-      if (!identity || killing) return;
-      killing = this.kill(sessionId, identity.pgid, { runDir: identity.runDir }).catch(() => undefined);
-    };
-    const onAbort = () => killNow();
-    options.signal?.addEventListener('abort', onAbort);
-
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    let head = '';
-    const onStdout = (chunk: Buffer) => {
-      stdout.push(chunk);
-      if (identity || head.length > 200) return;
-      head += chunk.toString('latin1');
-      const match = /^@@agent-pid (\d+) (\d+)\n/.exec(head);
-      if (match) {
-        const pid = Number(match[1]);
-        const attempt = Number(match[2]);
-        identity = { pid, pgid: pid, attempt, runDir: `${options.runBase}/${attempt}` };
-        options.onProcess?.(identity);
-        if (options.signal?.aborted) killNow();
-      }
-    };
-
-    // The wrapper enforces the timeout; this guard only catches a wedged engine or executor.
-    const guardMs = options.timeoutMs + 60_000;
-    let guard: NodeJS.Timeout | undefined;
-    let run: CommandRun;
-    try {
-      run = await Promise.race([
-        this.runner.run(
-          sessionId,
-          argv,
-          JOURNAL_WRITER,
-          { stdout: onStdout, stderr: (chunk) => stderr.push(chunk) },
-          { exitCode: false },
-        ),
-        new Promise<never>((_, reject) => {
-          guard = setTimeout(
-            () =>
-              reject(new SandboxError('unavailable', `the sandbox command did not end ${guardMs} ms after it started`)),
-            guardMs,
-          );
-        }),
-      ]);
-    } finally {
-      clearTimeout(guard);
-      options.signal?.removeEventListener('abort', onAbort);
-    }
-    await killing;
-    const fallback = run.executorFallback ? { executorFallback: run.executorFallback } : {};
-
-    const all = Buffer.concat(stdout);
-    if (all.subarray(0, 16).toString('latin1') === '@@agent-journal\n') {
-      return { kind: 'journal-exists', journal: all.subarray(16).toString('utf8') };
-    }
-    const parsed = parseRunOutput(all);
-    // With the executor lost mid-output, what arrived may be cut short: the records have it whole.
-    if (parsed && !(run.executorLost && parsed.output.length < parsed.exit.outputBytes)) {
-      const runDir = `${options.runBase}/${parsed.attempt}`;
-      const process: ProcessIdentity = identity ?? {
-        pid: parsed.exit.pid,
-        pgid: parsed.exit.pid,
-        attempt: parsed.attempt,
-        runDir,
-      };
-      return {
-        kind: 'finished',
-        exit: parsed.exit,
-        output: parsed.output,
-        process,
-        outputPath: parsed.exit.outputPath ?? options.outputLink ?? `${runDir}/out`,
-        ...fallback,
-      };
-    }
-    // No result: the container probably died under the command. Docker updates its state a moment
-    // after the exec stream ends, so look for a little while; an executor that died alone leaves the
-    // container running.
-    for (let i = 0; i < (run.executorLost ? 10 : 50); i++) {
-      const state = await dockerCall('inspect the sandbox container', () => container.inspect(), [404]);
-      if (!state || !state.State.Running) {
-        const why = !state ? 'removed' : state.State.OOMKilled ? 'out of memory' : `exited ${state.State.ExitCode}`;
-        return {
-          kind: 'lost',
-          reason: `the sandbox container stopped while the command ran (${why})`,
-          ...(identity ? { process: identity } : {}),
-        };
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    if (run.executorLost)
-      return { kind: 'executor-lost', reason: run.executorLost, ...(identity ? { process: identity } : {}) };
-    throw new SandboxError(
-      'failed',
-      `the run wrapper ended without a result: ${Buffer.concat(stderr).toString('utf8').trim().slice(0, 500) || 'no output'}`,
-    );
+  /** Runs a command under the run wrapper (`SandboxCommands.exec`). */
+  exec(sessionId: string, options: ExecOptions): Promise<ExecResult> {
+    return this.commands.exec(sessionId, options);
   }
 
   /**
@@ -480,76 +295,19 @@ export class SandboxManager {
     };
   }
 
-  /** Kills a process group in the sandbox: TERM, then KILL after `graceSeconds` (default 2). */
-  async kill(sessionId: string, pid: number, options: { graceSeconds?: number; runDir?: string } = {}): Promise<void> {
-    if (!Number.isInteger(pid) || pid <= 1) throw new SandboxError('invalid', `refusing to kill process group ${pid}`);
-    await this.script(
-      sessionId,
-      SCRIPTS.killGroup,
-      [String(pid), String(options.graceSeconds ?? 2), options.runDir ?? ''],
-      {
-        user: JOURNAL_WRITER,
-      },
-    );
+  /** Kills a process group in the sandbox (`SandboxCommands.kill`). */
+  kill(sessionId: string, pid: number, options: { graceSeconds?: number; runDir?: string } = {}): Promise<void> {
+    return this.commands.kill(sessionId, pid, options);
   }
 
-  /**
-   * Runs a short bash script in /workspace and returns its output (not journalled, no process
-   * identity: for the hands' own bookkeeping and quick reads). As `agent` unless `user` says
-   * otherwise (`JOURNAL_WRITER` for the records the agent may not write).
-   */
-  async script(
+  /** Runs a short bash script in /workspace (`SandboxCommands.script`). */
+  script(
     sessionId: string,
     script: string,
     args: string[] = [],
     options: { user?: string } = {},
-  ): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    const run = await this.runner.run(
-      sessionId,
-      ['bash', '-c', script, 'agent-script', ...args],
-      options.user ?? AGENT_USER,
-      { stdout: (c) => stdout.push(c), stderr: (c) => stderr.push(c) },
-      { exitCode: true },
-    );
-    if (run.executorLost)
-      throw new SandboxError('unavailable', `${run.executorLost}; a sandbox script's outcome is unknown`);
-    return {
-      exitCode: run.exitCode ?? -1,
-      stdout: Buffer.concat(stdout),
-      stderr: Buffer.concat(stderr).toString('utf8'),
-    };
-  }
-
-  private async createExec(
-    container: Docker.Container,
-    cmd: string[],
-    user = AGENT_USER,
-    attachStdin = false,
-  ): Promise<Docker.Exec> {
-    await this.egress?.ready();
-    try {
-      return await container.exec({
-        Cmd: cmd,
-        User: user,
-        WorkingDir: WORKSPACE_DIR,
-        Env: sandboxEnv(this.egress),
-        AttachStdout: true,
-        AttachStderr: true,
-        AttachStdin: attachStdin,
-        Tty: false,
-      });
-    } catch (err) {
-      const status = statusOf(err);
-      if (status === 404 || status === 409)
-        throw new SandboxError(
-          'lost',
-          `the sandbox container is not running (${status === 404 ? 'removed' : 'stopped'})`,
-          { cause: err },
-        );
-      throw classifyDockerError('run a command in the sandbox', err);
-    }
+  ): Promise<ScriptResult> {
+    return this.commands.script(sessionId, script, args, options);
   }
 
   /** Writes files (owned by `agent`) under /workspace; missing parent directories are created. */
@@ -585,7 +343,7 @@ export class SandboxManager {
   async remove(sessionId: string, options: { keepVolume: boolean }): Promise<{ container: boolean; volume: boolean }> {
     checkSessionId(sessionId);
     await this.pending.get(sessionId)?.catch(() => undefined);
-    this.runner.forget(sessionId);
+    this.commands.forget(sessionId);
     const container = await dockerCall(
       'remove the sandbox container',
       async () => {
@@ -705,26 +463,4 @@ function workspaceRelative(p: string): string {
     throw new SandboxError('invalid', `not a path inside ${WORKSPACE_DIR}: ${p}`);
   }
   return rel;
-}
-
-function parseRunOutput(all: Buffer): { attempt: number; exit: RunExit; output: Buffer } | undefined {
-  let offset = 0;
-  let attempt = 0;
-  const pidLine = /^@@agent-pid (\d+) (\d+)$/;
-  const firstEnd = all.indexOf(0x0a);
-  if (firstEnd < 0) return undefined;
-  const first = pidLine.exec(all.subarray(0, firstEnd).toString('latin1'));
-  if (first) {
-    attempt = Number(first[2]);
-    offset = firstEnd + 1;
-  }
-  const exitEnd = all.indexOf(0x0a, offset);
-  if (exitEnd < 0) return undefined;
-  const line = all.subarray(offset, exitEnd).toString('utf8');
-  if (!line.startsWith('@@agent-exit ')) return undefined;
-  return {
-    attempt,
-    exit: JSON.parse(line.slice('@@agent-exit '.length)) as RunExit,
-    output: all.subarray(exitEnd + 1),
-  };
 }
