@@ -9,6 +9,7 @@ import type { Heartbeat } from '../heartbeat';
 import { throwCancelled } from './failures';
 import { decideReplay, outputPathOf } from './journal';
 import { legacyRecordsOf, recordsOf } from './journal-store';
+import { runStatus } from './run-records';
 import type { ExecResult } from './sandbox-commands';
 import type { SandboxManager } from './sandbox-manager';
 import type { ReplayPolicy } from '../../common/tools';
@@ -39,7 +40,7 @@ export async function earlierAttempt(input: {
   const runBase = records.runBase;
   const deadline = Date.now() + input.timeoutMs + 15_000;
   for (;;) {
-    const status = await manager.runStatus(sessionId, records, legacyRecordsOf(toolCallId));
+    const status = await runStatus(manager.commands, sessionId, records, legacyRecordsOf(toolCallId));
     const decision = decideReplay(input.policy, status);
     switch (decision.action) {
       case 'run':

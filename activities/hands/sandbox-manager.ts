@@ -13,13 +13,11 @@ import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import { containerNameOf, isSessionId, SANDBOX_LABELS, SESSION_ID_RULE } from '../../common/sandbox-names';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
-import { JOURNAL_DIR, JOURNAL_WRITER, type ToolCallRecords } from './journal-store';
-import { SCRIPTS, type RunExit } from './scripts';
+import { JOURNAL_DIR } from './journal-store';
 import type { ExecOptions } from './run-wrapper';
 import { SandboxCommands, type ExecResult, type ScriptResult } from './sandbox-commands';
 import {
   AGENT_UID,
-  AGENT_USER,
   containerSpec,
   DEFAULT_SANDBOX_LIMITS,
   namePrefixOf,
@@ -73,19 +71,6 @@ export interface EnsureResult {
   created: boolean;
   /** Set when a dead container was replaced: why, in words (`the previous container was gone (exited 137)`). */
   replaced?: string;
-}
-
-export type RunState = 'none' | 'unstarted' | 'starting' | 'running' | 'finished' | 'dead';
-
-export interface RunStatus {
-  attempt: number;
-  state: RunState;
-  exit?: RunExit;
-  process?: { pid: number; pgid: number; startTime: number };
-  /** The journal text, when one exists. */
-  journal?: string;
-  /** Output of the latest attempt so far (complete when finished). */
-  output: Buffer;
 }
 
 export interface SandboxInfo {
@@ -256,43 +241,6 @@ export class SandboxManager {
   /** Runs a command under the run wrapper (`SandboxCommands.exec`). */
   exec(sessionId: string, options: ExecOptions): Promise<ExecResult> {
     return this.commands.exec(sessionId, options);
-  }
-
-  /**
-   * The latest attempt of a tool call (state, exit, output so far) and its journal, from its records
-   * — or, when they hold no attempt, from where an older harness version kept them (`legacy`).
-   */
-  async runStatus(sessionId: string, records: ToolCallRecords, legacy?: ToolCallRecords): Promise<RunStatus> {
-    const status = await this.readRunStatus(sessionId, records, JOURNAL_WRITER);
-    // The workspace is the agent's: what an older version left there is read as the agent, never as root.
-    return status.state === 'none' && legacy ? this.readRunStatus(sessionId, legacy, AGENT_USER) : status;
-  }
-
-  private async readRunStatus(sessionId: string, records: ToolCallRecords, user: string): Promise<RunStatus> {
-    const { stdout, exitCode, stderr } = await this.script(
-      sessionId,
-      SCRIPTS.runStatus,
-      [records.runBase, records.journalPath],
-      { user },
-    );
-    const newline = stdout.indexOf(0x0a);
-    if (exitCode !== 0 || newline < 0)
-      throw new SandboxError('failed', `reading the run status failed: ${stderr.trim().slice(0, 300)}`);
-    const header = JSON.parse(stdout.subarray(0, newline).toString('utf8')) as {
-      attempt: number;
-      state: RunState;
-      exit: RunExit | null;
-      process: RunStatus['process'] | null;
-      journal: unknown;
-    };
-    return {
-      attempt: header.attempt,
-      state: header.state,
-      ...(header.exit ? { exit: header.exit } : {}),
-      ...(header.process ? { process: header.process } : {}),
-      ...(header.journal !== null ? { journal: JSON.stringify(header.journal) } : {}),
-      output: stdout.subarray(newline + 1),
-    };
   }
 
   /** Kills a process group in the sandbox (`SandboxCommands.kill`). */

@@ -10,6 +10,7 @@ import { createHandsActivities } from '../../activities/hands/activities';
 import type { RunToolInput } from '../../common/hands';
 import { parseJournal } from '../../activities/hands/journal';
 import { JOURNAL_WRITER, legacyRecordsOf, recordsOf } from '../../activities/hands/journal-store';
+import { runStatus } from '../../activities/hands/run-records';
 import { containerNameOf } from '../../common/sandbox-names';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
@@ -133,13 +134,13 @@ describe('tool-call journal and replay (real Docker)', () => {
         `tr '\\0' ' ' < /proc/$!/cmdline`,
     );
     expect(wrapper).toContain(records.runBase);
-    expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'running' });
+    expect(await runStatus(fx.manager.commands, sessionId, records)).toMatchObject({ attempt: 1, state: 'running' });
 
     await asWriter(`kill $(cat ${d}/wrapper)`);
-    expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'dead' });
+    expect(await runStatus(fx.manager.commands, sessionId, records)).toMatchObject({ attempt: 1, state: 'dead' });
 
     await asWriter(`printf '{"exitCode":0}' > ${d}/exit`);
-    expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'finished' });
+    expect(await runStatus(fx.manager.commands, sessionId, records)).toMatchObject({ attempt: 1, state: 'finished' });
   });
 
   it("holds none of the call's output open in the wrapper's watchdog, so a sleep it leaves behind cannot keep the call waiting", async () => {
