@@ -10,11 +10,11 @@
  * - Commands in them: `sandbox-commands.ts` (`commands`; `exec`, `script` and `kill` pass through).
  */
 import type Docker from 'dockerode';
-import * as tar from 'tar-stream';
 import { containerNameOf, isSessionId, SANDBOX_LABELS, SESSION_ID_RULE } from '../../common/sandbox-names';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
 import { JOURNAL_DIR } from './journal-store';
 import type { ExecOptions } from './run-wrapper';
+import { SandboxFiles, type WorkspaceFile } from './sandbox-files';
 import { SandboxCommands, type ExecResult, type ScriptResult } from './sandbox-commands';
 import {
   AGENT_UID,
@@ -22,7 +22,6 @@ import {
   DEFAULT_SANDBOX_LIMITS,
   namePrefixOf,
   sandboxLabels,
-  WORKSPACE_DIR,
   type SandboxLimits,
 } from './sandbox-spec';
 import { SandboxVolumes } from './sandbox-volumes';
@@ -100,6 +99,8 @@ export class SandboxManager {
   private readonly extraLabels: Record<string, string>;
   private readonly volumes: SandboxVolumes;
   private readonly pending = new Map<string, Promise<EnsureResult>>();
+  /** Files copied into the workspaces (`sandbox-files.ts`). */
+  readonly files: SandboxFiles;
   /** Commands in the sandboxes (`sandbox-commands.ts`). */
   readonly commands: SandboxCommands;
   readonly namePrefix: string;
@@ -123,6 +124,7 @@ export class SandboxManager {
     }
     this.quota = options.quota && !unsupported ? options.quota : null;
     this.volumes = new SandboxVolumes(this.docker, this.quota, AGENT_UID, this.namePrefix);
+    this.files = new SandboxFiles({ docker: this.docker, namePrefix: this.namePrefix });
     this.commands = new SandboxCommands({
       docker: this.docker,
       namePrefix: this.namePrefix,
@@ -258,30 +260,14 @@ export class SandboxManager {
     return this.commands.script(sessionId, script, args, options);
   }
 
-  /** Writes files (owned by `agent`) under /workspace; missing parent directories are created. */
-  async putFiles(sessionId: string, files: { path: string; content: string | Buffer; mode?: number }[]): Promise<void> {
-    const pack = tar.pack();
-    const dirs = new Set<string>();
-    const mtime = new Date();
-    for (const file of files) {
-      const rel = workspaceRelative(file.path);
-      const parts = rel.split('/');
-      for (let i = 1; i < parts.length; i++) {
-        const dir = parts.slice(0, i).join('/');
-        if (dirs.has(dir)) continue;
-        dirs.add(dir);
-        pack.entry({ name: dir, type: 'directory', mode: 0o755, uid: AGENT_UID, gid: AGENT_UID, mtime });
-      }
-      pack.entry({ name: rel, mode: file.mode ?? 0o644, uid: AGENT_UID, gid: AGENT_UID, mtime }, file.content);
-    }
-    pack.finalize();
-    await this.putArchive(sessionId, pack);
+  /** Writes files under /workspace (`SandboxFiles.put`). */
+  putFiles(sessionId: string, files: WorkspaceFile[]): Promise<void> {
+    return this.files.put(sessionId, files);
   }
 
-  /** Extracts a tar stream at /workspace (entries should carry uid/gid 1000). */
-  async putArchive(sessionId: string, archive: NodeJS.ReadableStream): Promise<void> {
-    const container = this.docker.getContainer(containerNameOf(sessionId, this.namePrefix));
-    await dockerCall('copy files into the sandbox', () => container.putArchive(archive, { path: WORKSPACE_DIR }));
+  /** Extracts a tar stream at /workspace (`SandboxFiles.putArchive`). */
+  putArchive(sessionId: string, archive: NodeJS.ReadableStream): Promise<void> {
+    return this.files.putArchive(sessionId, archive);
   }
 
   /**
@@ -403,12 +389,4 @@ function checkSessionId(sessionId: string): void {
   if (!isSessionId(sessionId)) {
     throw new SandboxError('invalid', `invalid session id ${JSON.stringify(sessionId)}: use ${SESSION_ID_RULE}`);
   }
-}
-
-function workspaceRelative(p: string): string {
-  const rel = p.startsWith(`${WORKSPACE_DIR}/`) ? p.slice(WORKSPACE_DIR.length + 1) : p;
-  if (!rel || rel.startsWith('/') || rel.split('/').some((part) => part === '..' || part === '')) {
-    throw new SandboxError('invalid', `not a path inside ${WORKSPACE_DIR}: ${p}`);
-  }
-  return rel;
 }
