@@ -6,7 +6,8 @@ import { parseDuration } from '../common/duration';
 import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
 import { handsHostSettings } from '../workers/hands-host';
-import { SandboxManager, type GcResult, type SandboxInfo } from '../activities/hands/sandbox-manager';
+import type { GcResult, SandboxInfo } from '../activities/hands/sandbox-inventory';
+import { SandboxManager } from '../activities/hands/sandbox-manager';
 import { handsSettingsFromEnv } from '../workers/workers';
 
 export type SandboxCommand =

@@ -10,10 +10,11 @@
  * - Commands in them: `sandbox-commands.ts` (`commands`; `exec`, `script` and `kill` pass through).
  */
 import type Docker from 'dockerode';
-import { containerNameOf, isSessionId, SANDBOX_LABELS, SESSION_ID_RULE } from '../../common/sandbox-names';
+import { containerNameOf, isSessionId, SESSION_ID_RULE } from '../../common/sandbox-names';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
 import { JOURNAL_DIR } from './journal-store';
 import type { ExecOptions } from './run-wrapper';
+import { SandboxInventory, type GcOptions, type GcResult, type SandboxInfo } from './sandbox-inventory';
 import { SandboxFiles, type WorkspaceFile } from './sandbox-files';
 import { SandboxCommands, type ExecResult, type ScriptResult } from './sandbox-commands';
 import {
@@ -72,24 +73,6 @@ export interface EnsureResult {
   replaced?: string;
 }
 
-export interface SandboxInfo {
-  sessionId: string;
-  operationId?: string;
-  container?: { name: string; id: string; state: string; status: string; createdAt: Date };
-  /** The workspace volume; `quotaImage` when it has a disk quota. */
-  volume?: { name: string; createdAt?: Date; quotaImage?: string };
-  journalVolume?: { name: string };
-  /** Why it is kept on purpose (`agent.keep`), if it is. */
-  keep?: string;
-}
-
-export interface GcResult {
-  removedContainers: string[];
-  removedVolumes: string[];
-  /** Workspace images no volume used any more, detached and deleted (with `volumes`). */
-  releasedImages?: string[];
-}
-
 export class SandboxManager {
   private readonly docker: Docker;
   private readonly image: string;
@@ -101,6 +84,8 @@ export class SandboxManager {
   private readonly pending = new Map<string, Promise<EnsureResult>>();
   /** Files copied into the workspaces (`sandbox-files.ts`). */
   readonly files: SandboxFiles;
+  /** The sandboxes of this manager's labels (`sandbox-inventory.ts`). */
+  readonly inventory: SandboxInventory;
   /** Commands in the sandboxes (`sandbox-commands.ts`). */
   readonly commands: SandboxCommands;
   readonly namePrefix: string;
@@ -124,6 +109,12 @@ export class SandboxManager {
     }
     this.quota = options.quota && !unsupported ? options.quota : null;
     this.volumes = new SandboxVolumes(this.docker, this.quota, AGENT_UID, this.namePrefix);
+    this.inventory = new SandboxInventory({
+      docker: this.docker,
+      namePrefix: this.namePrefix,
+      labels: this.extraLabels,
+      quota: this.quota,
+    });
     this.files = new SandboxFiles({ docker: this.docker, namePrefix: this.namePrefix });
     this.commands = new SandboxCommands({
       docker: this.docker,
@@ -292,96 +283,14 @@ export class SandboxManager {
     return { container: container ?? false, volume };
   }
 
-  /**
-   * Every sandbox this harness made (by label, and this manager's extra labels) under this manager's
-   * name prefix, with its container and volumes.
-   */
-  async list(): Promise<SandboxInfo[]> {
-    const ours = (name: string): boolean => name.replace(/^\//, '').startsWith(this.namePrefix);
-    const filters = {
-      label: [
-        `${SANDBOX_LABELS.harness}=1`,
-        ...Object.entries(this.extraLabels).map(([key, value]) => `${key}=${value}`),
-      ],
-    };
-    const containers = await dockerCall('list sandbox containers', () =>
-      this.docker.listContainers({ all: true, filters }),
-    );
-    const volumes = await dockerCall('list workspace volumes', () => this.docker.listVolumes({ filters }));
-    const byId = new Map<string, SandboxInfo>();
-    const entry = (id: string, labels: Record<string, string> | undefined): SandboxInfo => {
-      let info = byId.get(id);
-      if (!info) byId.set(id, (info = { sessionId: id }));
-      if (!info.operationId && labels?.[SANDBOX_LABELS.operation]) info.operationId = labels[SANDBOX_LABELS.operation];
-      if (!info.keep && labels?.[SANDBOX_LABELS.keep]) info.keep = labels[SANDBOX_LABELS.keep];
-      return info;
-    };
-    for (const c of containers) {
-      const id = c.Labels[SANDBOX_LABELS.sandbox];
-      if (!id || !ours(c.Names[0] ?? '')) continue;
-      entry(id, c.Labels).container = {
-        name: (c.Names[0] ?? '').replace(/^\//, ''),
-        id: c.Id,
-        state: c.State,
-        status: c.Status,
-        createdAt: new Date(c.Created * 1000),
-      };
-    }
-    for (const v of volumes.Volumes ?? []) {
-      const id = v.Labels?.[SANDBOX_LABELS.sandbox];
-      if (!id || !ours(v.Name)) continue;
-      const info = entry(id, v.Labels);
-      if (v.Name.startsWith(`${this.namePrefix}jr-`)) {
-        info.journalVolume = { name: v.Name };
-        continue;
-      }
-      const createdAt = (v as { CreatedAt?: string }).CreatedAt;
-      const quotaImage = v.Labels[SANDBOX_LABELS.quotaImage];
-      info.volume = {
-        name: v.Name,
-        ...(createdAt ? { createdAt: new Date(createdAt) } : {}),
-        ...(quotaImage ? { quotaImage } : {}),
-      };
-    }
-    return [...byId.values()].sort((a, b) => a.sessionId.localeCompare(b.sessionId));
+  /** The sandboxes of this manager's labels (`SandboxInventory.list`). */
+  list(): Promise<SandboxInfo[]> {
+    return this.inventory.list();
   }
 
-  /**
-   * Removes leftovers: containers (running or not) created more than `olderThanMs` ago and, with
-   * `volumes`, the volumes of sandboxes older than that whose container is gone. A removed container
-   * is replaced on its volumes if the sandbox is used again; a removed volume is gone for good.
-   */
-  async gc(options: {
-    olderThanMs: number;
-    volumes?: boolean;
-    now?: number;
-    /** Only sandboxes this accepts are candidates (default: every sandbox of the harness). */
-    only?: (sandbox: SandboxInfo) => boolean;
-  }): Promise<GcResult> {
-    const cutoff = (options.now ?? Date.now()) - options.olderThanMs;
-    const result: GcResult = { removedContainers: [], removedVolumes: [] };
-    for (const sandbox of await this.list()) {
-      if (options.only && !options.only(sandbox)) continue;
-      let containerGone = !sandbox.container;
-      if (sandbox.container && sandbox.container.createdAt.getTime() <= cutoff) {
-        await dockerCall(
-          'remove a sandbox container',
-          () => this.docker.getContainer(sandbox.container!.id).remove({ force: true }),
-          [404],
-        );
-        result.removedContainers.push(sandbox.container.name);
-        containerGone = true;
-      }
-      const volume = sandbox.volume;
-      const old = (volume?.createdAt?.getTime() ?? 0) <= cutoff;
-      if (options.volumes && containerGone && old) {
-        for (const name of [volume?.name, sandbox.journalVolume?.name]) {
-          if (name && (await this.volumes.removeVolume(name))) result.removedVolumes.push(name);
-        }
-      }
-    }
-    if (options.volumes) result.releasedImages = await this.volumes.releaseOrphanImages(cutoff);
-    return result;
+  /** Removes old sandboxes (`SandboxInventory.gc`). */
+  gc(options: GcOptions): Promise<GcResult> {
+    return this.inventory.gc(options);
   }
 }
 

@@ -4,9 +4,8 @@ import Docker from 'dockerode';
 import { ApplicationFailure } from '@temporalio/common';
 import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
-import { SandboxManager, type SandboxInfo } from '../../activities/hands/sandbox-manager';
-import { containerNameOf, journalVolumeNameOf, volumeNameOf } from '../../common/sandbox-names';
-import { sandboxCommand } from '../../cli/sandbox';
+import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
 
@@ -61,59 +60,6 @@ describe('sandbox lifecycle (real Docker)', () => {
     expect([results[0].created, results[2].created].sort()).toEqual([false, true]);
     const containers = await docker.listContainers({ all: true, filters: { label: [`agent.sandbox=${sessionId}`] } });
     expect(containers).toHaveLength(1);
-  });
-
-  it('labels the operation, lists and removes sandboxes (CLI too)', async () => {
-    const sessionId = fx.sessionId('list');
-    await fx.manager.ensure(sessionId, { operationId: 'op-123' });
-    const listed = (await fx.manager.list()).find((s) => s.sessionId === sessionId);
-    expect(listed).toMatchObject({
-      sessionId,
-      operationId: 'op-123',
-      container: { name: containerNameOf(sessionId), state: 'running' },
-      volume: { name: volumeNameOf(sessionId) },
-    });
-
-    const lines: string[] = [];
-    expect(await sandboxCommand(['ls'], { manager: fx.manager, out: (l) => lines.push(l) })).toBe(0);
-    expect(lines.join('\n')).toMatch(
-      new RegExp(`${sessionId}\\s+${containerNameOf(sessionId)}\\s+Up .*${volumeNameOf(sessionId)}\\s+op-123`),
-    );
-
-    lines.length = 0;
-    expect(
-      await sandboxCommand(['rm', sessionId, '--keep-volume'], { manager: fx.manager, out: (l) => lines.push(l) }),
-    ).toBe(0);
-    expect(lines[0]).toBe(`removed sandbox ${sessionId}: container removed, volume kept`);
-    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toEqual({
-      sessionId,
-      operationId: 'op-123',
-      volume: expect.objectContaining({ name: volumeNameOf(sessionId) }),
-      journalVolume: { name: journalVolumeNameOf(sessionId) },
-    });
-    expect(await sandboxCommand(['rm', sessionId], { manager: fx.manager, out: () => undefined })).toBe(0);
-    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
-    expect(
-      await sandboxCommand(['rm', sessionId], { manager: fx.manager, out: () => undefined, err: () => undefined }),
-    ).toBe(1);
-  });
-
-  it('garbage-collects old sandboxes by label', async () => {
-    const sessionId = fx.sessionId('gc');
-    await fx.manager.ensure(sessionId);
-    const future = Date.now() + 10 * 60_000;
-    // Nothing is older than ten minutes yet.
-    // Scoped to this test's sandbox: other sandboxes on the engine (a concurrent run's) are not ours to remove.
-    const only = (sandbox: SandboxInfo) => sandbox.sessionId === sessionId;
-    const none = await fx.manager.gc({ olderThanMs: 60 * 60_000, volumes: true, only });
-    expect(none.removedContainers).not.toContain(containerNameOf(sessionId));
-    // Seen from ten minutes on, it is: the container goes, the volume only with `volumes`.
-    const containersOnly = await fx.manager.gc({ olderThanMs: 60_000, now: future, only });
-    expect(containersOnly.removedContainers).toContain(containerNameOf(sessionId));
-    expect(containersOnly.removedVolumes).toEqual([]);
-    const withVolumes = await fx.manager.gc({ olderThanMs: 60_000, volumes: true, now: future, only });
-    expect(withVolumes.removedVolumes).toContain(volumeNameOf(sessionId));
-    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
   });
 
   it('classifies infrastructure failures as typed ApplicationFailures', async () => {
