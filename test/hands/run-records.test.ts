@@ -12,7 +12,7 @@ import { handsFixture } from '../support/hands';
 
 describe('run records (real Docker)', () => {
   const fx = handsFixture();
-  const commands = fx.manager.commands;
+  const commands = fx.sandboxes.commands;
   const sessionId = fx.sessionId('records');
   const newToolCallId = () => `toolu_${randomUUID().slice(0, 12)}`;
   const commandOf = (toolCallId: string, command: string): ExecOptions => ({
@@ -27,7 +27,7 @@ describe('run records (real Docker)', () => {
     expect({ exitCode, stderr }).toEqual({ exitCode: 0, stderr: '' });
   };
 
-  beforeAll(() => fx.manager.ensure(sessionId));
+  beforeAll(() => fx.sandboxes.lifecycle.ensure(sessionId));
   afterAll(() => fx.cleanup());
 
   it('reads a call without records as none', async () => {

@@ -15,7 +15,7 @@ import { handsFixture } from '../support/hands';
 
 describe('sandbox commands (real Docker)', () => {
   const fx = handsFixture();
-  const commands = fx.manager.commands;
+  const commands = fx.sandboxes.commands;
   const sessionId = fx.sessionId('commands');
   /** A command of a new tool call, with its records where the run-tool activity keeps them. */
   const newCommand = (command: string, extra: Partial<ExecOptions> = {}): ExecOptions => {
@@ -28,7 +28,7 @@ describe('sandbox commands (real Docker)', () => {
     return result;
   };
 
-  beforeAll(() => fx.manager.ensure(sessionId));
+  beforeAll(() => fx.sandboxes.lifecycle.ensure(sessionId));
   afterAll(async () => {
     await fx.cleanup();
     commands.close();
@@ -121,7 +121,7 @@ describe('sandbox commands (real Docker)', () => {
 
   it('reports a container that stops under a command as lost', async () => {
     const lostId = fx.sessionId('commands-lost');
-    await fx.manager.ensure(lostId);
+    await fx.sandboxes.lifecycle.ensure(lostId);
     const result = await commands.exec(
       lostId,
       newCommand('sleep 304', {

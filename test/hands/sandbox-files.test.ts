@@ -9,10 +9,10 @@ import { handsFixture } from '../support/hands';
 
 describe('sandbox files (real Docker)', () => {
   const fx = handsFixture();
-  const files = fx.manager.files;
+  const files = fx.sandboxes.files;
   const sessionId = fx.sessionId('files');
 
-  beforeAll(() => fx.manager.ensure(sessionId));
+  beforeAll(() => fx.sandboxes.lifecycle.ensure(sessionId));
   afterAll(() => fx.cleanup());
 
   it('writes files owned by the agent, with their modes, creating missing directories', async () => {

@@ -24,8 +24,8 @@ describe('sandbox inventory (real Docker)', () => {
 
   it('labels the operation, lists and removes sandboxes (CLI too)', async () => {
     const sessionId = fx.sessionId('list');
-    await fx.manager.ensure(sessionId, { operationId: 'op-123' });
-    const listed = (await fx.manager.list()).find((s) => s.sessionId === sessionId);
+    await fx.sandboxes.lifecycle.ensure(sessionId, { operationId: 'op-123' });
+    const listed = (await fx.sandboxes.inventory.list()).find((s) => s.sessionId === sessionId);
     expect(listed).toMatchObject({
       sessionId,
       operationId: 'op-123',
@@ -34,56 +34,56 @@ describe('sandbox inventory (real Docker)', () => {
     });
 
     const lines: string[] = [];
-    expect(await sandboxCommand(['ls'], { manager: fx.manager, out: (l) => lines.push(l) })).toBe(0);
+    expect(await sandboxCommand(['ls'], { sandboxes: fx.sandboxes, out: (l) => lines.push(l) })).toBe(0);
     expect(lines.join('\n')).toMatch(
       new RegExp(`${sessionId}\\s+${containerNameOf(sessionId)}\\s+Up .*${volumeNameOf(sessionId)}\\s+op-123`),
     );
 
     lines.length = 0;
     expect(
-      await sandboxCommand(['rm', sessionId, '--keep-volume'], { manager: fx.manager, out: (l) => lines.push(l) }),
+      await sandboxCommand(['rm', sessionId, '--keep-volume'], { sandboxes: fx.sandboxes, out: (l) => lines.push(l) }),
     ).toBe(0);
     expect(lines[0]).toBe(`removed sandbox ${sessionId}: container removed, volume kept`);
-    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toEqual({
+    expect((await fx.sandboxes.inventory.list()).find((s) => s.sessionId === sessionId)).toEqual({
       sessionId,
       operationId: 'op-123',
       volume: expect.objectContaining({ name: volumeNameOf(sessionId) }),
       journalVolume: { name: journalVolumeNameOf(sessionId) },
     });
-    expect(await sandboxCommand(['rm', sessionId], { manager: fx.manager, out: () => undefined })).toBe(0);
-    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
+    expect(await sandboxCommand(['rm', sessionId], { sandboxes: fx.sandboxes, out: () => undefined })).toBe(0);
+    expect((await fx.sandboxes.inventory.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
     expect(
-      await sandboxCommand(['rm', sessionId], { manager: fx.manager, out: () => undefined, err: () => undefined }),
+      await sandboxCommand(['rm', sessionId], { sandboxes: fx.sandboxes, out: () => undefined, err: () => undefined }),
     ).toBe(1);
   });
 
   it('garbage-collects old sandboxes by label', async () => {
     const sessionId = fx.sessionId('gc');
-    await fx.manager.ensure(sessionId);
+    await fx.sandboxes.lifecycle.ensure(sessionId);
     const future = Date.now() + 10 * 60_000;
     // Nothing is older than ten minutes yet.
     // Scoped to this test's sandbox: other sandboxes on the engine (a concurrent run's) are not ours to remove.
     const only = (sandbox: SandboxInfo) => sandbox.sessionId === sessionId;
-    const none = await fx.manager.gc({ olderThanMs: 60 * 60_000, volumes: true, only });
+    const none = await fx.sandboxes.inventory.gc({ olderThanMs: 60 * 60_000, volumes: true, only });
     expect(none.removedContainers).not.toContain(containerNameOf(sessionId));
     // Seen from ten minutes on, it is: the container goes, the volume only with `volumes`.
-    const containersOnly = await fx.manager.gc({ olderThanMs: 60_000, now: future, only });
+    const containersOnly = await fx.sandboxes.inventory.gc({ olderThanMs: 60_000, now: future, only });
     expect(containersOnly.removedContainers).toContain(containerNameOf(sessionId));
     expect(containersOnly.removedVolumes).toEqual([]);
-    const withVolumes = await fx.manager.gc({ olderThanMs: 60_000, volumes: true, now: future, only });
+    const withVolumes = await fx.sandboxes.inventory.gc({ olderThanMs: 60_000, volumes: true, now: future, only });
     expect(withVolumes.removedVolumes).toContain(volumeNameOf(sessionId));
-    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
+    expect((await fx.sandboxes.inventory.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
   });
 
   it('sees only the sandboxes of its labels and name prefix, and why one is kept', async () => {
     const ours = fx.sessionId('scope');
     const theirs = kept.sessionId('scope');
-    await fx.manager.ensure(ours);
-    await kept.manager.ensure(theirs);
+    await fx.sandboxes.lifecycle.ensure(ours);
+    await kept.sandboxes.lifecycle.ensure(theirs);
     const ids = async (inventory: SandboxInventory) => (await inventory.list()).map((s) => s.sessionId);
-    expect(await ids(fx.manager.inventory)).toContain(ours);
-    expect(await ids(fx.manager.inventory)).not.toContain(theirs);
-    expect((await kept.manager.inventory.list()).find((s) => s.sessionId === theirs)).toMatchObject({
+    expect(await ids(fx.sandboxes.inventory)).toContain(ours);
+    expect(await ids(fx.sandboxes.inventory)).not.toContain(theirs);
+    expect((await kept.sandboxes.inventory.list()).find((s) => s.sessionId === theirs)).toMatchObject({
       keep: 'kept by the inventory test',
     });
     // Every sandbox of the harness on the engine, whatever its extra labels; none under another prefix.
@@ -93,9 +93,9 @@ describe('sandbox inventory (real Docker)', () => {
 
   it('lists a sandbox whose container is gone by its volumes, and gc removes them only with volumes', async () => {
     const sessionId = fx.sessionId('volumes');
-    await fx.manager.ensure(sessionId);
+    await fx.sandboxes.lifecycle.ensure(sessionId);
     await removeContainer(sessionId);
-    const listed = (await fx.manager.inventory.list()).find((s) => s.sessionId === sessionId);
+    const listed = (await fx.sandboxes.inventory.list()).find((s) => s.sessionId === sessionId);
     expect(listed).toEqual({
       sessionId,
       volume: expect.objectContaining({ name: volumeNameOf(sessionId), createdAt: expect.any(Date) }),
@@ -104,15 +104,15 @@ describe('sandbox inventory (real Docker)', () => {
 
     const only = (sandbox: SandboxInfo) => sandbox.sessionId === sessionId;
     const future = Date.now() + 10 * 60_000;
-    expect(await fx.manager.inventory.gc({ olderThanMs: 60_000, now: future, only })).toEqual({
+    expect(await fx.sandboxes.inventory.gc({ olderThanMs: 60_000, now: future, only })).toEqual({
       removedContainers: [],
       removedVolumes: [],
     });
-    const withVolumes = await fx.manager.inventory.gc({ olderThanMs: 60_000, volumes: true, now: future, only });
+    const withVolumes = await fx.sandboxes.inventory.gc({ olderThanMs: 60_000, volumes: true, now: future, only });
     expect([...withVolumes.removedVolumes].sort()).toEqual(
       [journalVolumeNameOf(sessionId), volumeNameOf(sessionId)].sort(),
     );
     expect(withVolumes.releasedImages).toEqual([]);
-    expect((await fx.manager.inventory.list()).find(only)).toBeUndefined();
+    expect((await fx.sandboxes.inventory.list()).find(only)).toBeUndefined();
   });
 });

@@ -23,7 +23,7 @@ function git(dir: string, ...args: string[]): string {
 describe('workspace seeding and diff (real Docker)', () => {
   const fx = handsFixture();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-seed-test-'));
-  const hands = createHandsActivities({ manager: fx.manager, allowedRoots: [tmp] });
+  const hands = createHandsActivities({ sandboxes: fx.sandboxes, allowedRoots: [tmp] });
   const repo = path.join(tmp, 'repo');
 
   beforeAll(() => {

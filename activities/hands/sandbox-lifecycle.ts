@@ -1,22 +1,22 @@
 /**
- * Sandboxes (what one is: `sandbox-spec.ts`), and the one way to run anything in them. All Docker
- * access of the hands goes through this class.
+ * A session's sandbox comes and goes (what one is: `sandbox-spec.ts`):
  *
  * - Created lazily by `ensure`. A container that died (exited, was killed or removed) is replaced on
  *   the same volumes and `ensure` says why, so the tool result can tell the model; so is a container
- *   made by an older harness version (without the journal volume). Concurrent `ensure` calls for one
- *   id share one creation; a creation that loses a race with another process adopts the winner's
+ *   made without the journal volume or without the egress proxy socket (by a harness version before
+ *   them, still running for a session that kept its container). Concurrent `ensure` calls for one id
+ *   share one creation; a creation that loses a race with another process adopts the winner's
  *   container.
- * - Commands in them: `sandbox-commands.ts` (`commands`; `exec`, `script` and `kill` pass through).
+ * - `remove` takes the container and, unless asked to keep it, the workspace; with a new or removed
+ *   container the session's executor goes too (`SandboxCommands.forget`).
  */
 import type Docker from 'dockerode';
 import { containerNameOf, isSessionId, SESSION_ID_RULE } from '../../common/sandbox-names';
+// egress hook: the container's way out through the host's proxy (activities/egress/).
+import type { SandboxEgressWiring } from '../egress/egress-host';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
 import { JOURNAL_DIR } from './journal-store';
-import type { ExecOptions } from './run-wrapper';
-import { SandboxInventory, type GcOptions, type GcResult, type SandboxInfo } from './sandbox-inventory';
-import { SandboxFiles, type WorkspaceFile } from './sandbox-files';
-import { SandboxCommands, type ExecResult, type ScriptResult } from './sandbox-commands';
+import type { SandboxCommands } from './sandbox-commands';
 import {
   AGENT_UID,
   containerSpec,
@@ -27,29 +27,21 @@ import {
 } from './sandbox-spec';
 import { SandboxVolumes } from './sandbox-volumes';
 import { quotaUnsupportedReason, type WorkspaceQuota } from './workspace-quota';
-// egress hook: the container's way out through the host's proxy (activities/egress/).
-import type { SandboxEgressWiring } from '../egress/egress-host';
 
-export interface SandboxManagerOptions {
+export interface SandboxLifecycleOptions {
   docker: Docker;
   /** The sandbox image tag (`sandboxImageTag()`). */
   image: string;
   limits?: Partial<SandboxLimits>;
-  /** Only `none` is supported: sandboxes have no network. */
-  network?: 'none';
   /** What container and volume names start with (default `agent-`; see `common/sandbox-names.ts`). */
   namePrefix?: string;
   /**
    * A disk quota for new workspace volumes (`workspace-quota.ts`); none when absent or null. Where the
-   * host cannot make one (not root, remote engine, missing tools) the manager says why through `warn`
-   * once and makes plain volumes.
+   * host cannot make one (not root, remote engine, missing tools) it says why through `warn` once and
+   * makes plain volumes.
    */
   quota?: WorkspaceQuota | null;
-  /**
-   * Extra labels on every container and volume it makes; `list` and `gc` then see only sandboxes
-   * that carry them (a manager scoped to, say, one test run), and `agent.keep` marks a sandbox kept
-   * on purpose.
-   */
+  /** Extra labels on every container and volume it makes (`sandbox-inventory.ts` can scope by them). */
   labels?: Record<string, string>;
   /** Where warnings go (default: stderr). */
   warn?: (line: string) => void;
@@ -59,8 +51,8 @@ export interface SandboxManagerOptions {
    * and registry environment of every command. Without it the sandbox has no way out at all.
    */
   egress?: SandboxEgressWiring;
-  /** Run commands through a persistent executor per sandbox (default), or `false`: a `docker exec` each. */
-  executor?: boolean;
+  /** The commands in these sandboxes: a replaced or removed container's executor is dropped there. */
+  commands: SandboxCommands;
 }
 
 export interface EnsureResult {
@@ -73,33 +65,27 @@ export interface EnsureResult {
   replaced?: string;
 }
 
-export class SandboxManager {
-  private readonly docker: Docker;
-  private readonly image: string;
+export class SandboxLifecycle {
   readonly limits: SandboxLimits;
   /** The disk quota of new workspaces, or null when they get none. */
   readonly quota: WorkspaceQuota | null;
-  private readonly extraLabels: Record<string, string>;
+  readonly namePrefix: string;
+  private readonly docker: Docker;
+  private readonly image: string;
+  private readonly labels: Record<string, string>;
+  private readonly egress: SandboxEgressWiring | undefined;
+  private readonly commands: SandboxCommands;
   private readonly volumes: SandboxVolumes;
   private readonly pending = new Map<string, Promise<EnsureResult>>();
-  /** Files copied into the workspaces (`sandbox-files.ts`). */
-  readonly files: SandboxFiles;
-  /** The sandboxes of this manager's labels (`sandbox-inventory.ts`). */
-  readonly inventory: SandboxInventory;
-  /** Commands in the sandboxes (`sandbox-commands.ts`). */
-  readonly commands: SandboxCommands;
-  readonly namePrefix: string;
-  private readonly egress: SandboxEgressWiring | undefined;
 
-  constructor(options: SandboxManagerOptions) {
-    if (options.network !== undefined && options.network !== 'none')
-      throw new SandboxError('invalid', `network ${String(options.network)} is not supported`);
+  constructor(options: SandboxLifecycleOptions) {
     this.docker = options.docker;
     this.image = options.image;
     this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
     this.namePrefix = namePrefixOf(options.namePrefix);
+    this.labels = options.labels ?? {};
     this.egress = options.egress;
-    this.extraLabels = options.labels ?? {};
+    this.commands = options.commands;
     const unsupported = options.quota ? quotaUnsupportedReason() : undefined;
     if (options.quota && unsupported) {
       (options.warn ?? ((line: string) => console.warn(line)))(
@@ -109,34 +95,6 @@ export class SandboxManager {
     }
     this.quota = options.quota && !unsupported ? options.quota : null;
     this.volumes = new SandboxVolumes(this.docker, this.quota, AGENT_UID, this.namePrefix);
-    this.inventory = new SandboxInventory({
-      docker: this.docker,
-      namePrefix: this.namePrefix,
-      labels: this.extraLabels,
-      quota: this.quota,
-    });
-    this.files = new SandboxFiles({ docker: this.docker, namePrefix: this.namePrefix });
-    this.commands = new SandboxCommands({
-      docker: this.docker,
-      namePrefix: this.namePrefix,
-      ...(this.egress ? { egress: this.egress } : {}),
-      ...(options.executor !== undefined ? { executor: options.executor } : {}),
-    });
-  }
-
-  /** The pid of the session's executor in its container, when one is live (diagnostics, tests). */
-  executorPid(sessionId: string): Promise<number | undefined> {
-    return this.commands.executorPid(sessionId);
-  }
-
-  /** Closes the executors this manager started (they exit once their commands end). */
-  close(): void {
-    this.commands.close();
-  }
-
-  /** The disk quota of the session's workspace, or undefined when it has none (a plain volume). */
-  workspaceQuotaBytes(sessionId: string): Promise<number | undefined> {
-    return this.volumes.quotaBytesOf(sessionId);
   }
 
   /** Makes sure a running container exists for the sandbox; creates or replaces one as needed. */
@@ -153,6 +111,33 @@ export class SandboxManager {
       .finally(() => this.pending.delete(sessionId));
     this.pending.set(sessionId, creation);
     return creation;
+  }
+
+  /**
+   * Removes the container and, unless `keepVolume`, the workspace and journal volumes (a quota
+   * workspace's loop device is detached and its image deleted). Missing parts are fine.
+   */
+  async remove(sessionId: string, options: { keepVolume: boolean }): Promise<{ container: boolean; volume: boolean }> {
+    checkSessionId(sessionId);
+    await this.pending.get(sessionId)?.catch(() => undefined);
+    this.commands.forget(sessionId);
+    const container = await dockerCall(
+      'remove the sandbox container',
+      async () => {
+        await this.docker.getContainer(containerNameOf(sessionId, this.namePrefix)).remove({ force: true, v: false });
+        return true;
+      },
+      [404],
+    );
+    const volume = options.keepVolume ? false : await this.volumes.remove(sessionId);
+    // egress hook: the removed container's proxy socket goes with it.
+    this.egress?.release(containerNameOf(sessionId, this.namePrefix));
+    return { container: container ?? false, volume };
+  }
+
+  /** The disk quota of the session's workspace, or undefined when it has none (a plain volume). */
+  workspaceQuotaBytes(sessionId: string): Promise<number | undefined> {
+    return this.volumes.quotaBytesOf(sessionId);
   }
 
   private async doEnsure(sessionId: string, operationId: string | undefined, round = 0): Promise<EnsureResult> {
@@ -181,11 +166,21 @@ export class SandboxManager {
       replaced = 'the previous container was gone (removed)';
     }
 
-    await this.volumes.ensure(sessionId, this.labels(sessionId, operationId));
+    const labels = sandboxLabels(this.labels, sessionId, operationId);
+    await this.volumes.ensure(sessionId, labels);
     await this.egress?.ready();
     let created: Docker.Container;
     try {
-      created = await this.docker.createContainer(this.containerSpec(sessionId, operationId));
+      created = await this.docker.createContainer(
+        containerSpec({
+          sessionId,
+          image: this.image,
+          namePrefix: this.namePrefix,
+          limits: this.limits,
+          labels,
+          egress: this.egress,
+        }),
+      );
     } catch (err) {
       if (statusOf(err) === 409 && round < 50) {
         // Another process is creating it (Docker reserves the name before the container can be
@@ -214,83 +209,6 @@ export class SandboxManager {
 
   private async start(container: Docker.Container): Promise<void> {
     await dockerCall('start the sandbox container', () => container.start(), [304]);
-  }
-
-  private containerSpec(sessionId: string, operationId: string | undefined): Docker.ContainerCreateOptions {
-    return containerSpec({
-      sessionId,
-      image: this.image,
-      namePrefix: this.namePrefix,
-      limits: this.limits,
-      labels: this.labels(sessionId, operationId),
-      egress: this.egress,
-    });
-  }
-
-  private labels(sessionId: string, operationId: string | undefined): Record<string, string> {
-    return sandboxLabels(this.extraLabels, sessionId, operationId);
-  }
-
-  /** Runs a command under the run wrapper (`SandboxCommands.exec`). */
-  exec(sessionId: string, options: ExecOptions): Promise<ExecResult> {
-    return this.commands.exec(sessionId, options);
-  }
-
-  /** Kills a process group in the sandbox (`SandboxCommands.kill`). */
-  kill(sessionId: string, pid: number, options: { graceSeconds?: number; runDir?: string } = {}): Promise<void> {
-    return this.commands.kill(sessionId, pid, options);
-  }
-
-  /** Runs a short bash script in /workspace (`SandboxCommands.script`). */
-  script(
-    sessionId: string,
-    script: string,
-    args: string[] = [],
-    options: { user?: string } = {},
-  ): Promise<ScriptResult> {
-    return this.commands.script(sessionId, script, args, options);
-  }
-
-  /** Writes files under /workspace (`SandboxFiles.put`). */
-  putFiles(sessionId: string, files: WorkspaceFile[]): Promise<void> {
-    return this.files.put(sessionId, files);
-  }
-
-  /** Extracts a tar stream at /workspace (`SandboxFiles.putArchive`). */
-  putArchive(sessionId: string, archive: NodeJS.ReadableStream): Promise<void> {
-    return this.files.putArchive(sessionId, archive);
-  }
-
-  /**
-   * Removes the container and, unless `keepVolume`, the workspace and journal volumes (a quota
-   * workspace's loop device is detached and its image deleted). Missing parts are fine.
-   */
-  async remove(sessionId: string, options: { keepVolume: boolean }): Promise<{ container: boolean; volume: boolean }> {
-    checkSessionId(sessionId);
-    await this.pending.get(sessionId)?.catch(() => undefined);
-    this.commands.forget(sessionId);
-    const container = await dockerCall(
-      'remove the sandbox container',
-      async () => {
-        await this.docker.getContainer(containerNameOf(sessionId, this.namePrefix)).remove({ force: true, v: false });
-        return true;
-      },
-      [404],
-    );
-    const volume = options.keepVolume ? false : await this.volumes.remove(sessionId);
-    // egress hook: the removed container's proxy socket goes with it.
-    this.egress?.release(containerNameOf(sessionId, this.namePrefix));
-    return { container: container ?? false, volume };
-  }
-
-  /** The sandboxes of this manager's labels (`SandboxInventory.list`). */
-  list(): Promise<SandboxInfo[]> {
-    return this.inventory.list();
-  }
-
-  /** Removes old sandboxes (`SandboxInventory.gc`). */
-  gc(options: GcOptions): Promise<GcResult> {
-    return this.inventory.gc(options);
   }
 }
 
