@@ -54,6 +54,7 @@ export async function earlierAttempt(input: {
             exit: decision.exit,
             output: decision.output,
             process,
+            // No path only in an older version's records (`legacyRecordsOf`): it copied the output there.
             outputPath: decision.exit.outputPath ?? outputPathOf(toolCallId),
           },
         };

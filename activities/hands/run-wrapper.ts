@@ -103,7 +103,7 @@ export type WrapperOutput =
   /** A `fresh` run found an earlier attempt: nothing ran; the journal as it stands (maybe empty). */
   | { kind: 'journal-exists'; journal: string }
   /** The command ended: its attempt number, exit record and captured output (cut short if the stream was). */
-  | { kind: 'ended'; attempt: number; exit: RunExit; output: Buffer }
+  | { kind: 'ended'; attempt: number; exit: RunExit & { outputPath: string }; output: Buffer }
   /** No result line: the wrapper was stopped (or its output lost) before the command's end. */
   | { kind: 'no-result' };
 
@@ -127,7 +127,8 @@ export function parseWrapperOutput(all: Buffer): WrapperOutput {
   return {
     kind: 'ended',
     attempt,
-    exit: JSON.parse(line.slice('@@agent-exit '.length)) as RunExit,
+    // The wrapper this worker sends always says where it left the output.
+    exit: JSON.parse(line.slice('@@agent-exit '.length)) as RunExit & { outputPath: string },
     output: all.subarray(exitEnd + 1),
   };
 }

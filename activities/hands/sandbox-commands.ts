@@ -195,7 +195,7 @@ export class SandboxCommands {
         exit: parsed.exit,
         output: parsed.output,
         process,
-        outputPath: parsed.exit.outputPath ?? options.outputLink ?? `${runDir}/out`,
+        outputPath: parsed.exit.outputPath,
         ...fallback,
       };
     }

@@ -68,7 +68,8 @@ export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInp
   let cloneDir: string | undefined;
   try {
     await lifecycle.ensure(sessionId, { operationId: input.operationId });
-    // The record, or where an older version left it in the workspace (read as the agent, not as root).
+    // The record, or where a version before the journal volume left it (`SEED_RECORD`): that one is
+    // in the workspace, so it is read as the agent, not as root.
     const current = await commands.script(sessionId, READ_SEED_RECORD, [SEED_RECORD.path], { user: JOURNAL_WRITER });
     const found = current.stdout.length
       ? current
