@@ -245,7 +245,7 @@ export class SandboxManager {
     if (!NAME_PREFIX_PATTERN.test(this.namePrefix))
       throw new SandboxError('invalid', `sandbox name prefix "${this.namePrefix}" must be ${NAME_PREFIX_RULE}`);
     this.extraLabels = options.labels ?? {};
-    const unsupported = options.quota ? quotaUnsupportedReason() : undefined;
+    const unsupported = options.quota ? quotaUnsupportedReason(this.docker) : undefined;
     if (options.quota && unsupported) {
       (options.warn ?? ((line: string) => console.warn(line)))(
         `WARNING: workspaces get NO disk quota: ${unsupported}. A tool can fill the host's disk. ` +
