@@ -1,10 +1,11 @@
 /**
- * Makes the real parts the tests need available: the temporal CLI, a Docker engine and the sandbox
- * image. Prints only what it had to do.
+ * Makes the real parts the tests need available: the temporal CLI, a Docker engine, the sandbox
+ * image and the Chromium of the Web UI test. Prints only what it had to do.
  */
 import { ensureDockerEngine } from '../platform/docker-engine';
 import { buildSandboxImage } from '../platform/sandbox-image';
 import { ensureTemporalCli } from '../platform/temporal-cli';
+import { ensureChromium } from '../platform/chromium';
 import { runMain } from '../client/main';
 
 const say = (line: string): void => console.log(`[setup] ${line}`);
@@ -14,4 +15,5 @@ runMain(async () => {
   const docker = await ensureDockerEngine(say);
   const image = await buildSandboxImage(docker, say);
   if (image.built) say(`built the sandbox image ${image.tag} in ${image.seconds.toFixed(0)} s`);
+  ensureChromium(say);
 });
