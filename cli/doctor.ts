@@ -271,6 +271,7 @@ async function localSandboxes(): Promise<SandboxInfo[] | undefined> {
   const manager = new SandboxManager({
     docker: dockerClient(),
     image: 'unused',
+    sandboxTools: 'unused',
     namePrefix: handsHostSettings().namePrefix,
   });
   return manager.list().catch(() => undefined);

@@ -5,6 +5,7 @@
 import { parseDuration } from '../common/duration';
 import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
+import { sandboxToolsPath } from '../platform/sandbox-tools';
 import { handsHostSettings } from '../workers/hands-host';
 import { SandboxManager, type GcResult, type SandboxInfo } from '../activities/hands/sandbox-manager';
 import { handsSettingsFromEnv } from '../workers/workers';
@@ -95,6 +96,7 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
     new SandboxManager({
       docker: await requireDocker(),
       image: sandboxImageTag(),
+      sandboxTools: sandboxToolsPath(),
       namePrefix: handsHostSettings().namePrefix,
       // Where the workspace images are, for gc; this command makes no sandboxes, so no quota warning.
       quota: handsSettingsFromEnv().quota,

@@ -7,10 +7,11 @@ import { createHandsActivities } from '../activities/hands/activities';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
 import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
+import { ensureSandboxTools } from '../platform/sandbox-tools';
 
 export async function workspaceDiff(sessionId: string): Promise<{ diff: string; stat: string }> {
   const docker = await requireDocker();
-  const manager = new SandboxManager({ docker, image: sandboxImageTag() });
+  const manager = new SandboxManager({ docker, image: sandboxImageTag(), sandboxTools: ensureSandboxTools().path });
   const { created } = await manager.ensure(sessionId);
   try {
     return await createHandsActivities({ manager }).workspaceDiff({ sessionId: sessionId });

@@ -1,6 +1,6 @@
 /**
- * Makes the real parts the tests need available: the temporal CLI, a Docker engine and the sandbox
- * image. Prints only what it had to do.
+ * Makes the real parts the tests need available: the temporal CLI, a Docker engine, the sandbox
+ * image and the sandbox tools. Prints only what it had to do.
  */
 import { ensureDockerEngine } from '../platform/docker-engine';
 import { buildSandboxImage } from '../platform/sandbox-image';
@@ -13,5 +13,6 @@ runMain(async () => {
   await ensureTemporalCli(say);
   const docker = await ensureDockerEngine(say);
   const image = await buildSandboxImage(docker, say);
+  if (image.tools.built) say(`built the sandbox tools ${image.tools.path} in ${image.tools.seconds.toFixed(0)} s`);
   if (image.built) say(`built the sandbox image ${image.tag} in ${image.seconds.toFixed(0)} s`);
 });

@@ -31,6 +31,7 @@ import { createAnthropicClient } from '../activities/model/client';
 import type { ModelSettings } from '../activities/model/settings';
 import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
 import { DATA_DIR } from '../platform/paths';
+import { ensureSandboxTools } from '../platform/sandbox-tools';
 import { ReleaseStickyOnRetryInterceptor } from '../activities/failover';
 import { readBrainWorkerSettings, type BrainWorkerSettings } from './worker-settings';
 
@@ -166,6 +167,8 @@ export function handsActivities(
   const manager = new SandboxManager({
     docker: options.docker,
     image: options.image,
+    // Built here when missing (a checkout whose platform step has not run since the source changed).
+    sandboxTools: ensureSandboxTools((line) => process.stderr.write(`${line}\n`)).path,
     namePrefix: options.namePrefix,
     quota: settings.quota,
     limits: settings.limits,

@@ -47,6 +47,7 @@ import { quotaUnsupportedReason, type WorkspaceQuota } from './workspace-quota';
 // egress hook: the container's way out through the host's proxy (activities/egress/).
 import type { SandboxEgressWiring } from '../egress/egress-host';
 import { commandRunner, type CommandRun, type CommandRunner } from './executor/runner';
+import { SANDBOX_TOOLS, sandboxToolsMount } from './executor/sandbox-tools';
 
 export { SandboxError, classifyDockerError, type SandboxErrorKind } from './docker-calls';
 
@@ -75,6 +76,11 @@ export interface SandboxManagerOptions {
   docker: Docker;
   /** The sandbox image tag (`sandboxImageTag()`). */
   image: string;
+  /**
+   * The sandbox tools binary on this host (`ensureSandboxTools()`), mounted read-only into every
+   * container (`executor/sandbox-tools.ts`). A container with another build (or none) is replaced.
+   */
+  sandboxTools: string;
   limits?: Partial<SandboxLimits>;
   /** Only `none` is supported: sandboxes have no network. */
   network?: 'none';
@@ -233,12 +239,14 @@ export class SandboxManager {
   private readonly runner: CommandRunner;
   readonly namePrefix: string;
   private readonly egress: SandboxEgressWiring | undefined;
+  private readonly sandboxTools: string;
 
   constructor(options: SandboxManagerOptions) {
     if (options.network !== undefined && options.network !== 'none')
       throw new SandboxError('invalid', `network ${String(options.network)} is not supported`);
     this.docker = options.docker;
     this.image = options.image;
+    this.sandboxTools = options.sandboxTools;
     this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
     this.namePrefix = options.namePrefix ?? DEFAULT_NAME_PREFIX;
     this.egress = options.egress;
@@ -303,7 +311,16 @@ export class SandboxManager {
       const result = { sessionId, containerName: name, containerId: info.Id, created: false };
       const mounted = (target: string) => (info.Mounts ?? []).some((mount) => mount.Destination === target);
       const withoutEgress = this.egress !== undefined && !mounted(this.egress.marker);
-      const current = mounted(JOURNAL_DIR) && !withoutEgress;
+      // The executor and the file tools run the build of the sandbox tools mounted when it was made.
+      const tools = (info.Mounts ?? []).find((mount) => mount.Destination === SANDBOX_TOOLS)?.Source;
+      const outdated = withoutEgress
+        ? 'without the egress proxy socket'
+        : !mounted(JOURNAL_DIR)
+          ? 'without the tool-call journal volume'
+          : tools !== this.sandboxTools
+            ? `${tools ? 'with another build of' : 'without'} the sandbox tools`
+            : undefined;
+      const current = outdated === undefined;
       if (current && state.Running && state.Paused)
         await dockerCall('unpause the sandbox container', () => container.unpause());
       if (current && state.Running) return result;
@@ -312,7 +329,7 @@ export class SandboxManager {
         return result;
       }
       replaced = !current
-        ? `the previous container was made by an older version of the harness (without the ${withoutEgress ? 'egress proxy socket' : 'tool-call journal volume'})`
+        ? `the previous container was made by another version of the harness (${outdated})`
         : `the previous container was gone (${state.OOMKilled ? `out of memory, exit ${state.ExitCode}` : state.Status === 'dead' ? 'dead' : `exited ${state.ExitCode}`})`;
       await dockerCall('remove the dead sandbox container', () => container.remove({ force: true }), [404, 409]);
     } else if (await this.volumes.workspaceExists(sessionId)) {
@@ -374,6 +391,7 @@ export class SandboxManager {
           { Type: 'volume', Source: volumeNameOf(sessionId, this.namePrefix), Target: WORKSPACE_DIR },
           { Type: 'volume', Source: journalVolumeNameOf(sessionId, this.namePrefix), Target: JOURNAL_DIR },
           ...(this.egress?.mounts(name) ?? []),
+          sandboxToolsMount(this.sandboxTools),
         ],
         NanoCpus: Math.round(this.limits.cpus * 1e9),
         Memory: this.limits.memoryBytes,

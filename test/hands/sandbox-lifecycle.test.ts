@@ -47,7 +47,8 @@ describe('sandbox lifecycle (real Docker)', () => {
 
   it('creates one container for concurrent ensure calls, also across managers', async () => {
     const sessionId = fx.sessionId('race');
-    const other = new SandboxManager({ docker, image: testPlatform().sandboxImage });
+    const { sandboxImage: image, sandboxTools } = testPlatform();
+    const other = new SandboxManager({ docker, image, sandboxTools });
     const results = await Promise.all([
       fx.manager.ensure(sessionId),
       fx.manager.ensure(sessionId),
@@ -124,14 +125,22 @@ describe('sandbox lifecycle (real Docker)', () => {
       input: { command: 'true' },
     };
     const unreachable = createHandsActivities({
-      manager: new SandboxManager({ docker: new Docker({ socketPath: '/nonexistent/docker.sock' }), image: 'x' }),
+      manager: new SandboxManager({
+        docker: new Docker({ socketPath: '/nonexistent/docker.sock' }),
+        image: 'x',
+        sandboxTools: testPlatform().sandboxTools,
+      }),
     });
     const down = await unreachable.runTool(call).catch((err: unknown) => err);
     expect(down).toBeInstanceOf(ApplicationFailure);
     expect(down).toMatchObject({ type: 'SandboxUnavailable', nonRetryable: false });
 
     const noImage = createHandsActivities({
-      manager: new SandboxManager({ docker, image: 'agent-sandbox:does-not-exist' }),
+      manager: new SandboxManager({
+        docker,
+        image: 'agent-sandbox:does-not-exist',
+        sandboxTools: testPlatform().sandboxTools,
+      }),
     });
     const missing = await noImage.runTool(call).catch((err: unknown) => err);
     expect(missing).toMatchObject({ type: 'SandboxImageMissing', nonRetryable: true });

@@ -136,6 +136,7 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
       const manager = new SandboxManager({
         docker: dockerClient(),
         image: testPlatform().sandboxImage,
+        sandboxTools: testPlatform().sandboxTools,
         quota,
         warn: (line) => warnings.push(line),
       });

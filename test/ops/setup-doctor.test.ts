@@ -122,7 +122,8 @@ describe('agent setup and agent doctor on a bare server (real processes)', () =>
   });
 
   it('doctor --json reports a queue nobody polls, the stuck operation, a failing workflow task and a leaked container', async () => {
-    await new SandboxManager({ docker, image: testPlatform().sandboxImage }).ensure(leaked, {
+    const { sandboxImage: image, sandboxTools } = testPlatform();
+    await new SandboxManager({ docker, image, sandboxTools }).ensure(leaked, {
       operationId: `gone-op-${id}`,
     });
     const lonely = `nobody-${id}`;

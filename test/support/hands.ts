@@ -26,6 +26,7 @@ export async function removeSandboxes(sessionIds: Iterable<string>, namePrefix?:
   const manager = new SandboxManager({
     docker: dockerClient(),
     image: testPlatform().sandboxImage,
+    sandboxTools: testPlatform().sandboxTools,
     ...(namePrefix ? { namePrefix } : {}),
     warn: () => undefined,
   });
@@ -34,12 +35,17 @@ export async function removeSandboxes(sessionIds: Iterable<string>, namePrefix?:
 
 /**
  * A manager whose sandboxes carry a label of their own (`agent.test-run`), so its `list` and `gc`
- * see only them: a test never removes a sandbox another run on the same host is using.
+ * see only them: a test never removes a sandbox another run on the same host is using. The image and
+ * the sandbox tools are the test run's unless given.
  */
-export function handsFixture(options: Omit<SandboxManagerOptions, 'docker' | 'image'> = {}): HandsFixture {
+export function handsFixture(
+  options: Omit<SandboxManagerOptions, 'docker' | 'image' | 'sandboxTools'> &
+    Partial<Pick<SandboxManagerOptions, 'image' | 'sandboxTools'>> = {},
+): HandsFixture {
   const docker = dockerClient();
   const labels = { 'agent.test-run': randomUUID().slice(0, 8), ...options.labels };
-  const manager = new SandboxManager({ docker, image: testPlatform().sandboxImage, ...options, labels });
+  const { sandboxImage: image, sandboxTools } = testPlatform();
+  const manager = new SandboxManager({ docker, image, sandboxTools, ...options, labels });
   const ids: string[] = [];
   return {
     manager,
