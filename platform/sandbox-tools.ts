@@ -105,9 +105,10 @@ function buildEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** `go` on PATH, or where the official installer puts it; 1.21 or newer. */
+/** `go` on PATH, or where the official installer puts it: the first that is 1.21 or newer. */
 function findGo(): { path: string; version: string } {
   const install = `install Go ${MIN_GO.major}.${MIN_GO.minor} or newer (https://go.dev/dl/) and put \`go\` on PATH`;
+  const tooOld: string[] = [];
   for (const candidate of ['go', '/usr/local/go/bin/go']) {
     const probe = spawnSync(candidate, ['env', 'GOVERSION'], {
       encoding: 'utf8',
@@ -118,9 +119,11 @@ function findGo(): { path: string; version: string } {
     const match = /^go(\d+)\.(\d+)/.exec(version);
     const [major, minor] = match ? [Number(match[1]), Number(match[2])] : [0, 0];
     if (major > MIN_GO.major || (major === MIN_GO.major && minor >= MIN_GO.minor)) return { path: candidate, version };
-    throw new PlatformError(
-      `the sandbox tools need Go ${MIN_GO.major}.${MIN_GO.minor} or newer to build; ${candidate} is ${version || 'of an unknown version'}: ${install}`,
-    );
+    tooOld.push(`${candidate} is ${version || 'of an unknown version'}`);
   }
-  throw new PlatformError(`the sandbox tools are built from Go source and no \`go\` was found: ${install}`);
+  throw new PlatformError(
+    tooOld.length
+      ? `the sandbox tools need Go ${MIN_GO.major}.${MIN_GO.minor} or newer to build (${tooOld.join(', ')}): ${install}`
+      : `the sandbox tools are built from Go source and no \`go\` was found: ${install}`,
+  );
 }
