@@ -2,7 +2,7 @@
  * `agent doctor [--json]`: what is unhealthy across the namespace, each finding with its reason and
  * the command that fixes it; exit code 1 when there is any finding (0 when all is well).
  *
- * Findings (the README's runbook explains each):
+ * Findings (the runbook in docs/operations.md explains each):
  *  - `search-attributes-missing` — the namespace lacks the project's search attributes;
  *  - `stuck-operation` — an operation says it is stuck (`AgentStatus = "stuck"`), with its reason;
  *  - `queue-without-pollers` — a task queue has pending work and no worker polls it;
@@ -15,11 +15,12 @@ import { sessionWorkflowId } from '../common/session';
 import type { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { connectClient, temporalSettings, type TemporalSettings } from '../client/connection';
+import { connectClient, type TemporalSettings } from '../client/connection';
+import { cliSettings } from './settings';
 import { searchAttributeState, SETUP_HINT } from '../client/namespace-setup';
 import { HANDS_FAILURE_TYPES } from '../common/hands';
 import { statusQuery } from '../common/operation';
-import type { SandboxInfo } from '../activities/hands/sandbox-manager';
+import type { SandboxInfo } from '../activities/hands/sandbox-inventory';
 
 export type FindingKind =
   | 'search-attributes-missing'
@@ -70,7 +71,7 @@ export async function doctorCommand(json: boolean, deps: DoctorDeps = {}): Promi
 }
 
 export async function diagnose(deps: DoctorDeps = {}): Promise<DoctorReport> {
-  const settings = deps.settings ?? temporalSettings();
+  const settings = deps.settings ?? cliSettings().temporal;
   const { client, connection } = await connectClient(settings);
   const report: DoctorReport = {
     address: settings.address,
@@ -176,7 +177,7 @@ function fixForQueue(queue: string, kind: 'workflow' | 'activity'): string {
   const at = queue.lastIndexOf('@');
   if (at > 0) {
     const [shared, host] = [queue.slice(0, at), queue.slice(at + 1)];
-    return `on host ${host}: AGENT_HANDS_QUEUE=${shared} AGENT_HANDS_HOST=${host} agent worker hands   # or, if the host is gone for good: the replaceHandsHost update (README runbook)`;
+    return `on host ${host}: AGENT_HANDS_QUEUE=${shared} AGENT_HANDS_HOST=${host} agent worker hands   # or, if the host is gone for good: the replaceHandsHost update (docs/operations.md#runbook)`;
   }
   return `AGENT_HANDS_QUEUE=${queue} agent worker hands   # or AGENT_BRAIN_QUEUE=${queue} agent worker brain for brain activities`;
 }
@@ -266,15 +267,10 @@ async function sandboxFindings(client: Client, deps: DoctorDeps, skipped: string
 
 async function localSandboxes(): Promise<SandboxInfo[] | undefined> {
   const { dockerClient } = await import('../platform/docker-engine');
-  const { SandboxManager } = await import('../activities/hands/sandbox-manager');
-  const { handsHostSettings } = await import('../workers/hands-host');
-  const manager = new SandboxManager({
-    docker: dockerClient(),
-    image: 'unused',
-    sandboxTools: 'unused',
-    namePrefix: handsHostSettings().namePrefix,
-  });
-  return manager.list().catch(() => undefined);
+  const { SandboxInventory } = await import('../activities/hands/sandbox-inventory');
+  const { sandboxHostSettings } = await import('./settings');
+  const inventory = new SandboxInventory({ docker: dockerClient(), namePrefix: sandboxHostSettings().host.namePrefix });
+  return inventory.list().catch(() => undefined);
 }
 
 export function formatReport(report: DoctorReport): string {

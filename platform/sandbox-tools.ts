@@ -15,6 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DATA_DIR, PROJECT_ROOT } from './paths';
+import { childEnvironment, goEnvironment } from './settings';
 import { PlatformError } from './temporal-cli';
 
 export const SANDBOX_TOOLS_SOURCE = path.join(PROJECT_ROOT, 'sandbox-tools');
@@ -89,20 +90,20 @@ export function ensureSandboxTools(log: (line: string) => void = () => undefined
 }
 
 function buildEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    CGO_ENABLED: '0',
-    GOOS: 'linux',
-    GOARCH: goArch(),
-    // The installed toolchain, no module download, no workspace or flags of the caller's own.
-    GOTOOLCHAIN: 'local',
-    GOPROXY: 'off',
-    GOWORK: 'off',
-    GOFLAGS: '',
-  };
-  // Go keeps its build cache under $HOME; a service account without one gets one in the data dir.
-  if (!env.GOCACHE && !env.HOME && !env.XDG_CACHE_HOME) env.GOCACHE = path.join(DATA_DIR, 'go-build-cache');
-  return env;
+  // The installed toolchain, no module download, no workspace or flags of the caller's own; go keeps
+  // its build cache under $HOME, and a service account without one gets one in the data dir.
+  return goEnvironment(
+    {
+      CGO_ENABLED: '0',
+      GOOS: 'linux',
+      GOARCH: goArch(),
+      GOTOOLCHAIN: 'local',
+      GOPROXY: 'off',
+      GOWORK: 'off',
+      GOFLAGS: '',
+    },
+    path.join(DATA_DIR, 'go-build-cache'),
+  );
 }
 
 /** `go` on PATH, or where the official installer puts it: the first that is 1.21 or newer. */
@@ -112,7 +113,7 @@ function findGo(): { path: string; version: string } {
   for (const candidate of ['go', '/usr/local/go/bin/go']) {
     const probe = spawnSync(candidate, ['env', 'GOVERSION'], {
       encoding: 'utf8',
-      env: { ...process.env, GOTOOLCHAIN: 'local' },
+      env: childEnvironment({ GOTOOLCHAIN: 'local' }),
     });
     if (probe.error || probe.status !== 0) continue;
     const version = probe.stdout.trim();

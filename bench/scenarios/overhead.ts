@@ -17,7 +17,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createHandsActivities } from '../../activities/hands/activities';
-import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { createSandboxes } from '../../activities/hands/sandboxes';
 import { createAnthropicClient } from '../../activities/model/client';
 import { operationResult } from '../../client/operation-result';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
@@ -82,11 +82,10 @@ export async function runOverhead(
   const settings = benchModelSettings(server.url);
   const client = createAnthropicClient(settings);
   const sandbox = { docker: ctx.docker, image: ctx.image, sandboxTools: ensureSandboxTools().path };
-  const withExecutor = new SandboxManager(sandbox);
-  const withDockerExec = new SandboxManager({ ...sandbox, executor: false });
-  const managers = [withExecutor, withDockerExec];
-  const hands: HandsActivities = createHandsActivities({ manager: withExecutor });
-  const handsDockerExec: HandsActivities = createHandsActivities({ manager: withDockerExec });
+  const withExecutor = createSandboxes(sandbox);
+  const withDockerExec = createSandboxes({ ...sandbox, executor: false });
+  const hands: HandsActivities = createHandsActivities({ sandboxes: withExecutor });
+  const handsDockerExec: HandsActivities = createHandsActivities({ sandboxes: withDockerExec });
   const sandboxes: string[] = [];
 
   const runPlain = async (steps: number, via: HandsActivities = hands): Promise<number[]> => {
@@ -231,7 +230,7 @@ export async function runOverhead(
   } finally {
     if (!stopped) await Promise.all([worker.stop(), tracesOffWorker.stop()]);
     await ctx.removeSandboxes(sandboxes);
-    for (const manager of managers) manager.close();
+    for (const { commands } of [withExecutor, withDockerExec]) commands.close();
     await server.stop();
   }
 }

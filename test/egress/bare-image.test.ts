@@ -59,7 +59,7 @@ describe('egress in a sandbox image without python3 and node (real Docker, real 
 
   afterAll(async () => {
     await fx?.cleanup();
-    fx?.manager.close();
+    fx?.sandboxes.commands.close();
     egress?.shutdown();
     await image?.remove();
     await Promise.all([allowed?.close(), forbidden?.close()]);
@@ -68,8 +68,8 @@ describe('egress in a sandbox image without python3 and node (real Docker, real 
 
   it('reaches an allowed host through the forwarder and the proxy; the forwarder says when no proxy serves', async () => {
     const sessionId = fx.sessionId('egress-bare');
-    await fx.manager.ensure(sessionId);
-    const none = await fx.manager.script(
+    await fx.sandboxes.lifecycle.ensure(sessionId);
+    const none = await fx.sandboxes.commands.script(
       sessionId,
       `command -v python3 node; ${fetchWithBash(`http://${ip}:${allowed.port}/early`)}`,
     );
@@ -78,7 +78,7 @@ describe('egress in a sandbox image without python3 and node (real Docker, real 
     );
     expect(allowed.seen).toEqual([]);
 
-    const hands = createHandsActivities({ manager: fx.manager, egress, secrets: egress.secrets });
+    const hands = createHandsActivities({ sandboxes: fx.sandboxes, egress, secrets: egress.secrets });
     const result = await hands.runTool({
       sessionId,
       toolCallId: `toolu_${randomUUID().slice(0, 12)}`,

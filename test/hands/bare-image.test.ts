@@ -25,19 +25,19 @@ describe('a sandbox image without python3 and node (real Docker)', () => {
   beforeAll(async () => {
     image = await imageWithoutPythonAndNode(dockerClient(), testPlatform().sandboxImage);
     fx = handsFixture({ image: image.tag });
-    hands = createHandsActivities({ manager: fx.manager });
+    hands = createHandsActivities({ sandboxes: fx.sandboxes });
     sessionId = fx.sessionId('bare');
   });
   afterAll(async () => {
     await fx?.cleanup();
-    fx?.manager.close();
+    fx?.sandboxes.commands.close();
     await image?.remove();
   });
 
   it('has neither, and runs bash through the executor', async () => {
     const probe = await call('bash', { command: 'command -v python3 node nodejs; id -u; echo done' });
     expect(probe).toMatchObject({ content: '1000\ndone\n[exit code 0]', isError: false });
-    const pid = await fx.manager.executorPid(sessionId);
+    const pid = await fx.sandboxes.commands.executorPid(sessionId);
     expect(pid).toBeGreaterThan(1);
     const cmdline = await call('bash', { command: `tr '\\0' ' ' < /proc/${pid}/cmdline` });
     expect(cmdline.content).toBe('/opt/agent/bin/agent-sandbox-tools executor \n[exit code 0]');

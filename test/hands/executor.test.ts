@@ -54,7 +54,7 @@ async function executorPids(sessionId: string): Promise<number[]> {
 }
 
 /**
- * A stand-in for the sandbox tools binary on the host (a manager mounts it in place of the real one):
+ * A stand-in for the sandbox tools binary on the host (the sandboxes mount it in place of the real one):
  * the sandbox's executor is whatever it does.
  */
 function standInTools(name: string, content: string, mode: number): string {
@@ -66,7 +66,7 @@ function standInTools(name: string, content: string, mode: number): string {
 
 describe('sandbox executor (real Docker)', () => {
   const fx = handsFixture();
-  const hands = createHandsActivities({ manager: fx.manager });
+  const hands = createHandsActivities({ sandboxes: fx.sandboxes });
   const call = (sessionId: string, name: string, input: unknown): RunToolInput => ({
     sessionId,
     toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
@@ -88,7 +88,7 @@ describe('sandbox executor (real Docker)', () => {
 
   afterAll(async () => {
     await fx.cleanup();
-    fx.manager.close();
+    fx.sandboxes.commands.close();
   });
 
   it('runs every call of a sandbox through one executor the agent can neither signal nor read', async () => {
@@ -96,7 +96,7 @@ describe('sandbox executor (real Docker)', () => {
     const first = await hands.runTool(call(sessionId, 'bash', { command: 'id -u; pwd' }));
     expect(first).toMatchObject({ content: '1000\n/workspace\n[exit code 0]', isError: false });
     expect(first.executorFallback).toBeUndefined();
-    const pid = await fx.manager.executorPid(sessionId);
+    const pid = await fx.sandboxes.commands.executorPid(sessionId);
     expect(pid).toBeGreaterThan(1);
     const probe = await hands.runTool(
       call(sessionId, 'bash', {
@@ -110,14 +110,14 @@ describe('sandbox executor (real Docker)', () => {
       ['a', 'b', 'c'].map((x) => hands.runTool(call(sessionId, 'bash', { command: `echo ${x}` }))),
     );
     expect(parallel.map((o) => o.content)).toEqual(['a\n[exit code 0]', 'b\n[exit code 0]', 'c\n[exit code 0]']);
-    expect(await fx.manager.executorPid(sessionId)).toBe(pid);
+    expect(await fx.sandboxes.commands.executorPid(sessionId)).toBe(pid);
     expect(await executorPids(sessionId)).toEqual([pid]);
   });
 
   it('a never call whose executor is SIGKILLed mid-call runs once and returns its real result; the next call restarts the executor', async () => {
     const sessionId = fx.sessionId('executor-kill');
     await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
-    const killed = (await fx.manager.executorPid(sessionId))!;
+    const killed = (await fx.sandboxes.commands.executorPid(sessionId))!;
     const running = call(sessionId, 'bash', { command: 'echo ran >> runs.log; cat gate; echo after' });
     const outcome = hands.runTool(running);
     await commandRunning(sessionId, running.toolCallId);
@@ -129,7 +129,7 @@ describe('sandbox executor (real Docker)', () => {
 
     const next = await hands.runTool(call(sessionId, 'bash', { command: 'echo next' }));
     expect(next.content).toBe('next\n[exit code 0]');
-    const restarted = await fx.manager.executorPid(sessionId);
+    const restarted = await fx.sandboxes.commands.executorPid(sessionId);
     expect(restarted).not.toBe(killed);
     expect(await executorPids(sessionId)).toEqual([restarted]);
   });
@@ -137,7 +137,7 @@ describe('sandbox executor (real Docker)', () => {
   it('a never call that dies with its executor is reported interrupted and is not run again', async () => {
     const sessionId = fx.sessionId('executor-never');
     await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
-    const executor = (await fx.manager.executorPid(sessionId))!;
+    const executor = (await fx.sandboxes.commands.executorPid(sessionId))!;
     const running = call(sessionId, 'bash', { command: 'echo ran >> runs.log; echo partial; cat gate' });
     const outcome = hands.runTool(running);
     const { pid, wrapper } = await commandRunning(sessionId, running.toolCallId);
@@ -152,13 +152,13 @@ describe('sandbox executor (real Docker)', () => {
     expect((await hands.runTool(call(sessionId, 'bash', { command: 'echo next' }))).content).toBe(
       'next\n[exit code 0]',
     );
-    expect(await fx.manager.executorPid(sessionId)).not.toBe(executor);
+    expect(await fx.sandboxes.commands.executorPid(sessionId)).not.toBe(executor);
   });
 
   it('a safe call that dies with its executor runs again and returns a real result', async () => {
     const sessionId = fx.sessionId('executor-safe');
     await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
-    const executor = (await fx.manager.executorPid(sessionId))!;
+    const executor = (await fx.sandboxes.commands.executorPid(sessionId))!;
     const search = call(sessionId, 'grep', { pattern: 'needle', path: 'gate' });
     const outcome = hands.runTool(search);
     const { pid, wrapper } = await commandRunning(sessionId, search.toolCallId);
@@ -171,7 +171,7 @@ describe('sandbox executor (real Docker)', () => {
     expect(journal!.events.filter((e) => e.type === 'started').map((e) => (e as { attempt: number }).attempt)).toEqual([
       1, 2,
     ]);
-    expect(await fx.manager.executorPid(sessionId)).not.toBe(executor);
+    expect(await fx.sandboxes.commands.executorPid(sessionId)).not.toBe(executor);
   });
 
   it('falls back to docker exec when the executor cannot start, and says so in the result', async () => {
@@ -180,16 +180,16 @@ describe('sandbox executor (real Docker)', () => {
     const broken = handsFixture({ sandboxTools: tools });
     try {
       const sessionId = broken.sessionId('executor-fallback');
-      const outcome = await createHandsActivities({ manager: broken.manager }).runTool(
+      const outcome = await createHandsActivities({ sandboxes: broken.sandboxes }).runTool(
         call(sessionId, 'bash', { command: 'echo via docker exec' }),
       );
       expect(outcome).toMatchObject({ content: 'via docker exec\n[exit code 0]', isError: false, synthetic: false });
       expect(outcome.executorFallback).toMatch(/^the sandbox executor could not start: /);
-      expect(await broken.manager.executorPid(sessionId)).toBeUndefined();
+      expect(await broken.sandboxes.commands.executorPid(sessionId)).toBeUndefined();
       expect(await executorPids(sessionId)).toEqual([]);
     } finally {
       await broken.cleanup();
-      broken.manager.close();
+      broken.sandboxes.commands.close();
       fs.rmSync(path.dirname(tools), { recursive: true, force: true });
     }
   });
@@ -202,7 +202,7 @@ describe('sandbox executor (real Docker)', () => {
       0o755,
     );
     const dying = handsFixture({ sandboxTools: tools });
-    const dyingHands = createHandsActivities({ manager: dying.manager });
+    const dyingHands = createHandsActivities({ sandboxes: dying.sandboxes });
     try {
       const sessionId = dying.sessionId('executor-broken');
       // The first call loses two executors (its command, then the journal read), and fails retryably.
@@ -217,7 +217,7 @@ describe('sandbox executor (real Docker)', () => {
       expect(await count(sessionId, 'runs.log')).toBe(1);
     } finally {
       await dying.cleanup();
-      dying.manager.close();
+      dying.sandboxes.commands.close();
       fs.rmSync(path.dirname(tools), { recursive: true, force: true });
     }
   });
@@ -232,7 +232,7 @@ describe('sandbox executor (real Docker)', () => {
     const plain = handsFixture({ executor: false });
     try {
       const sessionId = plain.sessionId('executor-off');
-      const outcome = await createHandsActivities({ manager: plain.manager }).runTool(
+      const outcome = await createHandsActivities({ sandboxes: plain.sandboxes }).runTool(
         call(sessionId, 'bash', { command: 'echo plain' }),
       );
       expect(outcome).toMatchObject({ content: 'plain\n[exit code 0]', isError: false });

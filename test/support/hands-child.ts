@@ -4,13 +4,13 @@
  * (`TEST_SANDBOX_TOOLS`). Prints the ToolOutcome as JSON when it finishes.
  */
 import { createHandsActivities } from '../../activities/hands/activities';
-import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { createSandboxes } from '../../activities/hands/sandboxes';
 import { dockerClient } from '../../platform/docker-engine';
 import { testPlatform } from './env';
 
 const [input, image] = process.argv.slice(2);
 const hands = createHandsActivities({
-  manager: new SandboxManager({ docker: dockerClient(), image, sandboxTools: testPlatform().sandboxTools }),
+  sandboxes: createSandboxes({ docker: dockerClient(), image, sandboxTools: testPlatform().sandboxTools }),
 });
 hands
   .runTool(JSON.parse(input))

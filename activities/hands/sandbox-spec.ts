@@ -1,0 +1,158 @@
+/**
+ * What a sandbox is: one Docker container per session on two named volumes, with the harness's own
+ * programs mounted from the host.
+ *
+ * - Container `agent-sbx-<sessionId>` from the sandbox image, the workspace volume
+ *   `agent-ws-<sessionId>` at /workspace (with a disk quota where the host allows it) and the journal
+ *   volume `agent-jr-<sessionId>` at /var/lib/agent-journal (`sandbox-volumes.ts`; names:
+ *   `common/sandbox-names.ts`); no network (`NetworkMode: none`), CPU/memory/pids limits,
+ *   `no-new-privileges`, an init process that reaps orphans, no Docker socket, labels
+ *   `agent.harness=1`, `agent.sandbox=<id>` and `agent.operation=<id>` when known.
+ * - The sandbox tools (`executor/sandbox-tools.ts`: the executor, the egress forwarder, the file
+ *   tools' helpers), one static binary built on the host, bind-mounted read-only at
+ *   `/opt/agent/bin/agent-sandbox-tools`: the harness needs neither python3 nor node in the image.
+ * - Two kinds of process run in it. Everything the agent runs — tool commands, the file helpers,
+ *   git for the diff — runs as `agent` (uid 1000) with no capabilities at all. The harness's own
+ *   bookkeeping (the run wrapper around each command, the journal's readers) runs as root with
+ *   only CAP_SETUID/CAP_SETGID (to start the command as `agent`) and CAP_KILL (to stop it), so it
+ *   can keep records the agent cannot touch (`journal-store.ts`) and the agent cannot signal it.
+ *   Every other capability is dropped.
+ */
+import type Docker from 'dockerode';
+import {
+  containerNameOf,
+  DEFAULT_NAME_PREFIX,
+  journalVolumeNameOf,
+  NAME_PREFIX_PATTERN,
+  NAME_PREFIX_RULE,
+  SANDBOX_LABELS,
+  volumeNameOf,
+} from '../../common/sandbox-names';
+// egress hook: the container's way out through the host's proxy (activities/egress/).
+import type { SandboxEgressWiring } from '../egress/egress-host';
+import { SandboxError } from './docker-calls';
+import { SANDBOX_TOOLS, sandboxToolsMount } from './executor/sandbox-tools';
+import { JOURNAL_DIR, JOURNAL_WRITER } from './journal-store';
+
+export const WORKSPACE_DIR = '/workspace';
+export const AGENT_UID = 1000;
+/** The agent's user in the sandbox (uid:gid): what its commands, and anything acting for it, run as. */
+export const AGENT_USER = `${AGENT_UID}:${AGENT_UID}`;
+/**
+ * What the harness's own processes in the sandbox may do beyond an unprivileged user: start a
+ * command as `agent` and signal it. The agent's processes have none of these (a uid change to
+ * 1000 clears them, and `no-new-privileges` keeps them cleared).
+ */
+const HARNESS_CAPABILITIES = ['SETUID', 'SETGID', 'KILL'];
+
+export interface SandboxLimits {
+  /** CPU cores (fractional allowed). */
+  cpus: number;
+  memoryBytes: number;
+  /** Most processes/threads at once. */
+  pids: number;
+}
+
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { cpus: 2, memoryBytes: 4 * 1024 ** 3, pids: 1024 };
+
+const SANDBOX_ENV = [
+  'HOME=/home/agent',
+  'USER=agent',
+  'LANG=C.UTF-8',
+  'TERM=dumb',
+  'PAGER=cat',
+  'GIT_PAGER=cat',
+  'CI=1',
+];
+
+/** The name prefix given, or the default; throws when it is not one `common/sandbox-names.ts` allows. */
+export function namePrefixOf(namePrefix: string | undefined): string {
+  const prefix = namePrefix ?? DEFAULT_NAME_PREFIX;
+  if (!NAME_PREFIX_PATTERN.test(prefix))
+    throw new SandboxError('invalid', `sandbox name prefix "${prefix}" must be ${NAME_PREFIX_RULE}`);
+  return prefix;
+}
+
+/** The environment of the container and every command in it (egress hook: proxy, CA and registry settings). */
+export function sandboxEnv(egress: SandboxEgressWiring | undefined): string[] {
+  return egress ? [...SANDBOX_ENV, ...egress.env()] : SANDBOX_ENV;
+}
+
+/** The labels of a sandbox's container and volumes: `extra` (a scope such as a test run's) and the harness's own. */
+export function sandboxLabels(
+  extra: Record<string, string>,
+  sessionId: string,
+  operationId: string | undefined,
+): Record<string, string> {
+  return {
+    ...extra,
+    [SANDBOX_LABELS.harness]: '1',
+    [SANDBOX_LABELS.sandbox]: sessionId,
+    ...(operationId ? { [SANDBOX_LABELS.operation]: operationId } : {}),
+  };
+}
+
+/** How Docker creates a session's container (see the module's description). */
+export function containerSpec(sandbox: {
+  sessionId: string;
+  image: string;
+  namePrefix: string;
+  limits: SandboxLimits;
+  labels: Record<string, string>;
+  egress: SandboxEgressWiring | undefined;
+  /** The sandbox tools binary on the host (`platform/sandbox-tools.ts`). */
+  sandboxTools: string;
+}): Docker.ContainerCreateOptions {
+  const { sessionId, namePrefix, limits, egress } = sandbox;
+  const name = containerNameOf(sessionId, namePrefix);
+  return {
+    name,
+    Image: sandbox.image,
+    // egress hook: with egress wiring the first process also runs the forwarder to the proxy.
+    Cmd: egress?.command ?? ['sleep', 'infinity'],
+    // The container's own processes (init, the idle sleep) belong to the harness: the agent cannot
+    // signal them. Every agent process is started as AGENT_USER.
+    User: JOURNAL_WRITER,
+    WorkingDir: WORKSPACE_DIR,
+    Env: sandboxEnv(egress),
+    Labels: sandbox.labels,
+    HostConfig: {
+      NetworkMode: 'none',
+      Init: true,
+      Mounts: [
+        { Type: 'volume', Source: volumeNameOf(sessionId, namePrefix), Target: WORKSPACE_DIR },
+        { Type: 'volume', Source: journalVolumeNameOf(sessionId, namePrefix), Target: JOURNAL_DIR },
+        ...(egress?.mounts(name) ?? []),
+        sandboxToolsMount(sandbox.sandboxTools),
+      ],
+      NanoCpus: Math.round(limits.cpus * 1e9),
+      Memory: limits.memoryBytes,
+      MemorySwap: limits.memoryBytes,
+      PidsLimit: limits.pids,
+      CapDrop: ['ALL'],
+      CapAdd: HARNESS_CAPABILITIES,
+      SecurityOpt: ['no-new-privileges'],
+      RestartPolicy: { Name: 'no' },
+    },
+  };
+}
+
+/**
+ * Why a session's existing container is not one `containerSpec` would make now, from its mounts, or
+ * undefined when it is: it was made by a harness version before the egress proxy socket or the
+ * journal volume, or with another build of the sandbox tools (or none) than `sandboxTools`, which
+ * the executor and the file tools would then run.
+ */
+export function outdatedContainer(
+  mounts: ReadonlyArray<{ Source: string; Destination: string }>,
+  now: { egress: SandboxEgressWiring | undefined; sandboxTools: string },
+): string | undefined {
+  const mounted = (target: string) => mounts.some((mount) => mount.Destination === target);
+  if (now.egress !== undefined && !mounted(now.egress.marker))
+    return 'made by an older version of the harness (without the egress proxy socket)';
+  if (!mounted(JOURNAL_DIR)) return 'made by an older version of the harness (without the tool-call journal volume)';
+  const tools = mounts.find((mount) => mount.Destination === SANDBOX_TOOLS)?.Source;
+  if (tools !== now.sandboxTools)
+    return `made by another version of the harness (${tools ? 'with another build of' : 'without'} the sandbox tools)`;
+  return undefined;
+}
