@@ -59,11 +59,14 @@ export async function runSandboxCommand(command: SandboxCommand, deps: SandboxCo
 async function localSandboxes() {
   const { requireDocker } = await import('../platform/docker-engine');
   const { createSandboxes } = await import('../activities/hands/sandboxes');
+  const { sandboxToolsPath } = await import('../platform/sandbox-tools');
   const { sandboxHostSettings } = await import('./settings');
   const settings = sandboxHostSettings();
   return createSandboxes({
     docker: await requireDocker(),
     image: settings.image,
+    // Never built here: this command makes no sandboxes.
+    sandboxTools: sandboxToolsPath(),
     namePrefix: settings.host.namePrefix,
     // Where the workspace images are, for gc; this command makes no sandboxes, so no quota warning.
     quota: settings.quota,
