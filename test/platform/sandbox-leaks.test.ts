@@ -31,7 +31,16 @@ describe('leak check', () => {
     await left.sandboxes.lifecycle.ensure(leftId);
     await kept.sandboxes.lifecycle.ensure(keptId);
 
-    const leaks = withoutBaseline(await findSandboxLeaks(dockerClient(), [imageDir]), before);
+    // Other test files may make and remove sandboxes meanwhile: only this test's own count here.
+    const mine = (line: string) => line.includes(leftId) || line.includes(keptId);
+    const own = (found: Awaited<ReturnType<typeof findSandboxLeaks>>) => ({
+      containers: found.containers.filter(mine),
+      volumes: found.volumes.filter(mine),
+      loopDevices: found.loopDevices.filter(mine),
+      imageFiles: found.imageFiles.filter(mine),
+      kept: found.kept.filter(mine),
+    });
+    const leaks = own(withoutBaseline(await findSandboxLeaks(dockerClient(), [imageDir]), before));
     expect(leaks.containers).toEqual([containerNameOf(leftId)]);
     expect([...leaks.volumes].sort()).toEqual([journalVolumeNameOf(leftId), volumeNameOf(leftId)].sort());
     expect(leaks.loopDevices).toEqual([
@@ -48,7 +57,7 @@ describe('leak check', () => {
 
     await left.cleanup();
     await kept.cleanup();
-    const after = withoutBaseline(await findSandboxLeaks(dockerClient(), [imageDir]), before);
-    expect(after).toEqual({ containers: [], volumes: [], loopDevices: [], imageFiles: [], kept: before.kept });
+    const after = own(withoutBaseline(await findSandboxLeaks(dockerClient(), [imageDir]), before));
+    expect(after).toEqual({ containers: [], volumes: [], loopDevices: [], imageFiles: [], kept: [] });
   });
 });
