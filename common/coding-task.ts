@@ -10,6 +10,7 @@
 import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
 import { egressPolicySchema } from './egress';
+import { environmentInputSchema } from './environment';
 import type { FeatureListViolation } from './feature-list';
 import { mcpServersSchema } from './mcp';
 import type { TokenUsage } from './model-types';
@@ -105,6 +106,11 @@ export const codingTaskInputSchema = z
      * the hands host is configured to use, so `init.sh` can install dependencies.
      */
     egress: egressPolicySchema.default('registries'),
+    /**
+     * What the sandbox runs in (`common/environment.ts`); without it, the repository's
+     * devcontainer.json, else detection from its files (`pyproject.toml`, `go.mod`, …).
+     */
+    environment: environmentInputSchema.optional(),
   })
   .refine((input) => !(input.spec !== undefined && input.specPath !== undefined), {
     message: 'give one of spec or specPath, not both',

@@ -17,6 +17,7 @@ import type Docker from 'dockerode';
 import { createBrainActivities } from '../activities/brain/activities';
 import { ContextCache } from '../activities/brain/context-cache';
 import { EgressHost } from '../activities/egress/egress-host';
+import { createEnvironmentActivities } from '../activities/environment/activities';
 import { createHandsActivities } from '../activities/hands/activities';
 import { SandboxManager } from '../activities/hands/sandbox-manager';
 import { readHandsSettings, type HandsSettings } from '../activities/hands/settings';
@@ -173,9 +174,19 @@ export function handsActivities(
     executor: settings.executor,
   });
   const host = options.host ? { host: options.host, taskQueue: hostQueueOf(options.taskQueue, options.host) } : {};
+  const { prepareEnvironment, setUpWorkspace } = createEnvironmentActivities({
+    docker: options.docker,
+    manager,
+    egress,
+    allowedRoots: settings.allowedRoots,
+    hostEnv: process.env,
+    toolchainCacheDir: path.join(DATA_DIR, 'toolchains'),
+  });
   return {
     ...createHandsActivities({ manager, host, allowedRoots: settings.allowedRoots, egress, secrets: egress.secrets }),
     ...createRepoActivities({ manager, tasksDir: options.tasksDir ?? tasksDir() }),
+    prepareEnvironment,
+    setUpWorkspace,
     ...createHealthActivities(),
   };
 }

@@ -27,6 +27,7 @@
  *   when it cannot start (the result says so) or when the manager is made with `executor: false`.
  */
 import type Docker from 'dockerode';
+import type { EnvironmentSource } from '../../common/environment';
 import * as tar from 'tar-stream';
 import {
   containerNameOf,
@@ -211,6 +212,8 @@ const LABEL_HARNESS = SANDBOX_LABELS.harness;
 const LABEL_SANDBOX = SANDBOX_LABELS.sandbox;
 const LABEL_OPERATION = SANDBOX_LABELS.operation;
 export const DEFAULT_CAPTURE_BYTES = 8 * 1024 * 1024;
+/** Where a repository's dependency cache volume is mounted (the package managers' caches point into it). */
+export const DEPENDENCY_CACHE_DIR = '/var/cache/agent';
 const SANDBOX_ENV = [
   'HOME=/home/agent',
   'USER=agent',
@@ -220,6 +223,36 @@ const SANDBOX_ENV = [
   'GIT_PAGER=cat',
   'CI=1',
 ];
+/** The package managers' caches, in the dependency cache volume (only when the workspace has one). */
+const CACHE_ENV = [
+  `PIP_CACHE_DIR=${DEPENDENCY_CACHE_DIR}/pip`,
+  `npm_config_cache=${DEPENDENCY_CACHE_DIR}/npm`,
+  `GOMODCACHE=${DEPENDENCY_CACHE_DIR}/go/mod`,
+  `GOCACHE=${DEPENDENCY_CACHE_DIR}/go/build`,
+  `GRADLE_USER_HOME=${DEPENDENCY_CACHE_DIR}/gradle`,
+  `YARN_CACHE_FOLDER=${DEPENDENCY_CACHE_DIR}/yarn`,
+];
+
+/** The image a workspace's containers run and its dependency cache volume (`assignEnvironment`). */
+export interface WorkspaceEnvironment {
+  image: string;
+  cache?: string;
+  /** Where the environment came from and its content hash (for reports). */
+  source?: EnvironmentSource;
+  hash?: string;
+}
+
+function environmentOf(labels: Record<string, string> | undefined, defaultImage: string): WorkspaceEnvironment {
+  const cache = labels?.[SANDBOX_LABELS.cache];
+  const source = labels?.[SANDBOX_LABELS.environmentSource] as EnvironmentSource | undefined;
+  const hash = labels?.[SANDBOX_LABELS.environmentHash];
+  return {
+    image: labels?.[SANDBOX_LABELS.environment] ?? defaultImage,
+    ...(cache ? { cache } : {}),
+    ...(source ? { source } : {}),
+    ...(hash ? { hash } : {}),
+  };
+}
 
 export class SandboxManager {
   private readonly docker: Docker;
@@ -321,9 +354,10 @@ export class SandboxManager {
 
     await this.volumes.ensure(sessionId, this.labels(sessionId, operationId));
     await this.egress?.ready();
+    const environment = environmentOf(await this.volumes.workspaceLabels(sessionId), this.image);
     let created: Docker.Container;
     try {
-      created = await this.docker.createContainer(this.containerSpec(sessionId, operationId));
+      created = await this.docker.createContainer(this.containerSpec(sessionId, operationId, environment));
     } catch (err) {
       if (statusOf(err) === 409 && round < 50) {
         // Another process is creating it (Docker reserves the name before the container can be
@@ -335,7 +369,10 @@ export class SandboxManager {
       if (statusOf(err) === 404)
         throw new SandboxError(
           'image-missing',
-          `the sandbox image ${this.image} does not exist: build it with \`npm run sandbox:build\``,
+          environment.image === this.image
+            ? `the sandbox image ${this.image} does not exist: build it with \`npm run sandbox:build\``
+            : `the workspace's environment image ${environment.image} does not exist any more (removed by hand?): ` +
+              `remove the workspace (\`agent sandbox rm ${sessionId}\`) so the next run prepares its environment again`,
           { cause: err },
         );
       throw classifyDockerError('create the sandbox container', err);
@@ -354,18 +391,61 @@ export class SandboxManager {
     await dockerCall('start the sandbox container', () => container.start(), [304]);
   }
 
-  private containerSpec(sessionId: string, operationId: string | undefined): Docker.ContainerCreateOptions {
+  /**
+   * Gives a workspace its environment before any container of it exists: the workspace volume is
+   * made with the environment's image and cache volume as labels, which every later container of
+   * the session follows. A workspace that already exists keeps what it has (returned).
+   */
+  async assignEnvironment(
+    sessionId: string,
+    environment: WorkspaceEnvironment,
+    options: { operationId?: string; cacheOf?: string } = {},
+  ): Promise<WorkspaceEnvironment & { existed: boolean }> {
+    checkSessionId(sessionId);
+    const existing = await this.workspaceEnvironment(sessionId);
+    if (existing) return { ...existing, existed: true };
+    if (environment.cache)
+      await this.volumes.ensureCache(environment.cache, {
+        ...this.extraLabels,
+        [SANDBOX_LABELS.cache]: options.cacheOf || environment.cache,
+      });
+    await this.volumes.ensure(sessionId, {
+      ...this.labels(sessionId, options.operationId),
+      ...(environment.image !== this.image ? { [SANDBOX_LABELS.environment]: environment.image } : {}),
+      ...(environment.cache ? { [SANDBOX_LABELS.cache]: environment.cache } : {}),
+      ...(environment.source ? { [SANDBOX_LABELS.environmentSource]: environment.source } : {}),
+      ...(environment.hash ? { [SANDBOX_LABELS.environmentHash]: environment.hash } : {}),
+    });
+    return { ...environment, existed: false };
+  }
+
+  /** The environment a workspace was given, or undefined when the workspace does not exist yet. */
+  async workspaceEnvironment(sessionId: string): Promise<WorkspaceEnvironment | undefined> {
+    const labels = await this.volumes.workspaceLabels(sessionId);
+    return labels ? environmentOf(labels, this.image) : undefined;
+  }
+
+  /** The hands worker's default sandbox image (what a workspace without an environment of its own runs). */
+  get defaultImage(): string {
+    return this.image;
+  }
+
+  private containerSpec(
+    sessionId: string,
+    operationId: string | undefined,
+    environment: WorkspaceEnvironment,
+  ): Docker.ContainerCreateOptions {
     const name = containerNameOf(sessionId, this.namePrefix);
     return {
       name,
-      Image: this.image,
+      Image: environment.image,
       // egress hook: with egress wiring the first process also runs the forwarder to the proxy.
       Cmd: this.egress?.command ?? ['sleep', 'infinity'],
       // The container's own processes (init, the idle sleep) belong to the harness: the agent cannot
       // signal them. Every agent process is started as AGENT_USER.
       User: JOURNAL_WRITER,
       WorkingDir: WORKSPACE_DIR,
-      Env: this.sandboxEnv(),
+      Env: [...this.sandboxEnv(), ...(environment.cache ? CACHE_ENV : [])],
       Labels: this.labels(sessionId, operationId),
       HostConfig: {
         NetworkMode: 'none',
@@ -373,6 +453,7 @@ export class SandboxManager {
         Mounts: [
           { Type: 'volume', Source: volumeNameOf(sessionId, this.namePrefix), Target: WORKSPACE_DIR },
           { Type: 'volume', Source: journalVolumeNameOf(sessionId, this.namePrefix), Target: JOURNAL_DIR },
+          ...(environment.cache ? [{ Type: 'volume' as const, Source: environment.cache, Target: DEPENDENCY_CACHE_DIR }] : []),
           ...(this.egress?.mounts(name) ?? []),
         ],
         NanoCpus: Math.round(this.limits.cpus * 1e9),
