@@ -332,6 +332,7 @@ async function repack(
 /** Released Go toolchains on the module proxy (`1.22.5`), as the host's `go` lists them. */
 async function goToolchainVersions(host: ToolchainHost): Promise<string[]> {
   try {
+    fs.mkdirSync(host.cacheDir, { recursive: true });
     const { stdout } = await execFileAsync('go', ['list', '-m', '-versions', 'golang.org/toolchain'], {
       env: { ...host.env, GOFLAGS: '-mod=mod', GO111MODULE: 'on' },
       cwd: host.cacheDir,
