@@ -35,7 +35,13 @@ const MAY_IMPORT = {
   test: LOCAL_FOLDERS,
 };
 
-/** The rule for the files `depth` folders below the project root in `folder` (relative paths climb `depth` levels to leave it). */
+/** Folders nest at most this deep (`workflows/operation/x.ts` is depth 2); a deeper file fails lint until it is raised. */
+const MAX_DEPTH = 5;
+
+/**
+ * The rule for the files `depth` folders below the project root in `folder` (relative paths climb
+ * `depth` levels to leave the project's folder and reach another).
+ */
 function layerRule(folder, depth) {
   const forbidden = LOCAL_FOLDERS.filter((other) => other !== folder && !MAY_IMPORT[folder].includes(other));
   const up = '\\.\\./'.repeat(depth);
@@ -48,12 +54,14 @@ function layerRule(folder, depth) {
       ]
     : [];
   if (folder === 'workflows') {
-    // Deterministic code: its own modules, the contracts, and the workflow SDK (with its streams'
-    // workflow side). Nothing else, not even types.
+    // Deterministic code: its own modules (in its folder or, climbing fewer than `depth` levels, in
+    // another folder of workflows/), the contracts, and the workflow SDK (with its streams' workflow
+    // side). Nothing else, not even types.
+    const sibling = depth > 1 ? `|(\\.\\./){1,${depth - 1}}(?!\\.\\./)` : '';
     patterns.push({
-      regex: `^(?!\\./|${up}common/|@temporalio/workflow$|@temporalio/workflow-streams/workflow$)`,
+      regex: `^(?!\\./(?!\\.\\./)${sibling}|${up}common/|@temporalio/workflow$|@temporalio/workflow-streams/workflow$)`,
       message:
-        'workflows/ import only ./, ../common/, @temporalio/workflow and @temporalio/workflow-streams/workflow: workflow code must stay deterministic',
+        'workflows/ import only workflows/, common/, @temporalio/workflow and @temporalio/workflow-streams/workflow: workflow code must stay deterministic',
     });
   }
   const files = [`${folder}/${'*/'.repeat(depth - 1)}*.ts`];
@@ -62,7 +70,18 @@ function layerRule(folder, depth) {
 
 const layerRules = Object.keys(MAY_IMPORT)
   .filter((folder) => folder !== 'test')
-  .flatMap((folder) => [1, 2, 3, 4].map((depth) => layerRule(folder, depth)));
+  .flatMap((folder) => [
+    ...Array.from({ length: MAX_DEPTH }, (_, i) => layerRule(folder, i + 1)),
+    {
+      files: [`${folder}/${'*/'.repeat(MAX_DEPTH)}**/*.ts`],
+      rules: {
+        'no-restricted-syntax': [
+          'error',
+          { selector: 'Program', message: `deeper than the layer rules reach: raise MAX_DEPTH in eslint.config.js` },
+        ],
+      },
+    },
+  ]);
 
 module.exports = tseslint.config(
   {
@@ -72,12 +91,23 @@ module.exports = tseslint.config(
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
+    // Type-aware rules: every .ts file is in tsconfig.json's program.
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: __dirname } },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-explicit-any': 'error',
+      // A promise nobody awaits loses its failure; one left running on purpose says so with `void` and why.
+      '@typescript-eslint/no-floating-promises': 'error',
     },
   },
   ...layerRules,
+  {
+    // Functions a reader takes in at once: none over 100 lines, blank lines and comments included.
+    files: ['workflows/**/*.ts', 'activities/**/*.ts', 'client/**/*.ts', 'cli/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 100, skipBlankLines: false, skipComments: false, IIFEs: true }],
+    },
+  },
   {
     files: ['**/*.js'],
     languageOptions: {

@@ -88,7 +88,7 @@ export function summarizeCpuProfiles(
   };
 }
 
-/** The module a frame belongs to: `(garbage collector)`, `node:internal/streams`, `@temporalio/worker`, `workflows/operation.ts`… */
+/** The module a frame belongs to: `(garbage collector)`, `node:internal/streams`, `@temporalio/worker`, `workflows/operation/operation.ts`… */
 export function moduleOf(frame: { functionName: string; url: string }): string {
   const { url } = frame;
   if (!url) return frame.functionName.startsWith('(') ? frame.functionName : '(native)';

@@ -124,7 +124,7 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
         `${last.runs} run(s) in the chain at ${last.steps} steps` +
         `${suggestCan ? ` (continue-as-new suggested at ${suggestCan} events for this profile)` : ' (server default: continue-as-new suggested at 4,096 events)'}. ` +
         `Message content is ${((last.contentBytes / last.bytes) * 100).toFixed(1)} % of the bytes here. Each tool result's content is stored twice ` +
-        '(the tool activity\'s result and the next model step\'s input), which is linear, not quadratic; the README ("History size") says why it stays so.',
+        '(the tool activity\'s result and the next model step\'s input), which is linear, not quadratic; docs/benchmark.md ("History size") says why it stays so.',
     );
   }
   const t = results.tokens;
@@ -175,7 +175,7 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
     notes.push(
       `Concurrency: ${c.operations} operations × ${c.stepsPerOperation} steps on one worker process (default tuning: 100 activity slots per worker, 10 workflow-task slots for the brain` +
         (c.stickyFailover
-          ? `; \`AGENT_STICKY_FAILOVER=${c.stickyFailover}\`, as the README advises for a brain worker loaded far beyond its cores — with the default 5 s, a run of this load on this machine had 942 workflow tasks time out on the busy worker's sticky queue and replay from the shared queue`
+          ? `; \`AGENT_STICKY_FAILOVER=${c.stickyFailover}\`, as docs/crash-safety.md advises for a brain worker loaded far beyond its cores — with the default 5 s, a run of this load on this machine had 942 workflow tasks time out on the busy worker's sticky queue and replay from the shared queue`
           : '') +
         `), model latency 0; ` +
         `every operation creates its own container (included in the wall time; kept until the end so that its CPU time is counted). Timeouts under this load: ${c.timeouts.activity} activity timeouts, ` +

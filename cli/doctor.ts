@@ -2,7 +2,7 @@
  * `agent doctor [--json]`: what is unhealthy across the namespace, each finding with its reason and
  * the command that fixes it; exit code 1 when there is any finding (0 when all is well).
  *
- * Findings (the README's runbook explains each):
+ * Findings (the runbook in docs/operations.md explains each):
  *  - `search-attributes-missing` — the namespace lacks the project's search attributes;
  *  - `stuck-operation` — an operation says it is stuck (`AgentStatus = "stuck"`), with its reason;
  *  - `queue-without-pollers` — a task queue has pending work and no worker polls it;
@@ -176,7 +176,7 @@ function fixForQueue(queue: string, kind: 'workflow' | 'activity'): string {
   const at = queue.lastIndexOf('@');
   if (at > 0) {
     const [shared, host] = [queue.slice(0, at), queue.slice(at + 1)];
-    return `on host ${host}: AGENT_HANDS_QUEUE=${shared} AGENT_HANDS_HOST=${host} agent worker hands   # or, if the host is gone for good: the replaceHandsHost update (README runbook)`;
+    return `on host ${host}: AGENT_HANDS_QUEUE=${shared} AGENT_HANDS_HOST=${host} agent worker hands   # or, if the host is gone for good: the replaceHandsHost update (docs/operations.md#runbook)`;
   }
   return `AGENT_HANDS_QUEUE=${queue} agent worker hands   # or AGENT_BRAIN_QUEUE=${queue} agent worker brain for brain activities`;
 }

@@ -28,7 +28,7 @@ export async function setupCommand(deps: SetupDeps = {}): Promise<number> {
     }
     const added = await registerSearchAttributes(connection, settings.namespace).catch((err: Error) => {
       throw new Error(
-        `could not register search attributes on ${settings.namespace} (${err.message}); on Temporal Cloud add them in the namespace's settings or with tcld (see the README, "Production")`,
+        `could not register search attributes on ${settings.namespace} (${err.message}); on Temporal Cloud add them in the namespace's settings or with tcld (see docs/production.md)`,
       );
     });
     out(

@@ -2,7 +2,7 @@
  * The project's search attributes on a namespace, through the operator service: which are there,
  * which are missing, which exist with another type, and registering the missing ones. Used by
  * `agent setup` and `agent doctor`; works on any Temporal cluster that allows the operator service
- * (Temporal Cloud registers search attributes through its own API: see the README).
+ * (Temporal Cloud registers search attributes through its own API: see docs/production.md).
  */
 import type { Connection } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';

@@ -16,7 +16,7 @@
  */
 import type { McpToolDefinition } from './mcp';
 import { z } from 'zod';
-import type { ContextFingerprint, TailBlock } from './model-step';
+import type { ContextFingerprint, TailBlock } from './context-fingerprint';
 import type { MessageParam, TokenUsage } from './model-types';
 
 const percent = (what: string) =>

@@ -14,21 +14,9 @@
  * Deterministic: type-only imports.
  */
 import type { CompactContextInput, CompactContextResult, ContextClear } from './context';
+import type { ContextFingerprint, TailBlock } from './context-fingerprint';
 import type { McpToolDefinition } from './mcp';
-import type { ContentBlockParam, ModelReply } from './model-types';
-
-/**
- * Identifies the context before the tail: its message count, the id of its last assistant message,
- * and how often it was compacted and edited (absent in steps recorded before those existed: 0).
- */
-export interface ContextFingerprint {
-  messages: number;
-  lastReplyId: string | null;
-  compactions?: number;
-  edits?: number;
-}
-
-export type TailBlock = ContentBlockParam;
+import type { ModelReply } from './model-types';
 
 export interface ModelStepInput {
   /** Workflow id of the operation: the cache key and where the history lives. */

@@ -137,7 +137,7 @@ export const operationInputSchema = z.strictObject({
   /**
    * How long a model or tool activity may go without a heartbeat before Temporal retries it on
    * another worker, i.e. how fast a dead worker is noticed. Default: the presets in
-   * `workflows/policies.ts` (model 15 s, tool 5 s, sandbox 10 s).
+   * `workflows/shared/policies.ts` (model 15 s, tool 5 s, sandbox 10 s).
    */
   heartbeatTimeoutMs: z.int().min(1_000).max(600_000).optional(),
   /** Default timeout of one tool call in milliseconds. */

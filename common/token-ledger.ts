@@ -13,7 +13,7 @@
  *    technique removed (cleared, compacted away) stops counting for the earlier one, so nothing is
  *    counted twice.
  *
- * The workflow updates it as steps complete (`workflows/context-window.ts`); the operation's status
+ * The workflow updates it as steps complete (`workflows/operation/context-window.ts`); the operation's status
  * and result carry `tokenEconomy(...)` of it; `agent report` prints that beside the per-step usage it
  * reads from the history. Deterministic and pure (imported by workflow code).
  */

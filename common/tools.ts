@@ -14,7 +14,7 @@
  * A tool that declares no policy gets `never`.
  *
  * Besides the sandbox tools (run by the hands), the model has one tool the workflow runs itself:
- * `task`, which forks a subagent lane (`workflows/subagents.ts`). `toolDefinitions()` and
+ * `task`, which forks a subagent lane (`workflows/operation/subagents.ts`). `toolDefinitions()` and
  * `validateModelToolCall()` cover both; `validateToolCall()` and `ToolName` cover the sandbox tools.
  */
 import { z } from 'zod';
@@ -480,7 +480,7 @@ export function toolSummary(name: string, input: unknown): string {
 /**
  * How long one call may run, in milliseconds: `bash` takes its `timeout_ms` (else the operation's
  * default); the file and search tools are quick helpers, capped at `HELPER_TIMEOUT_MS`. The hands
- * enforce it; the tool activity's timeout is derived from it (`workflows/policies.ts`).
+ * enforce it; the tool activity's timeout is derived from it (`workflows/shared/policies.ts`).
  */
 export function toolRunTimeoutMs(name: string, input: unknown, defaultMs: number): number {
   if (name === 'bash') {

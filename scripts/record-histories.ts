@@ -3,7 +3,7 @@
  * (`test/fixtures/histories/*.json`), which `test/replay/replay.test.ts` replays against the current
  * workflow code. Re-record only when a workflow change is *meant* to be incompatible and no
  * operation recorded with the old code can still be running; otherwise guard the change with
- * `patched()` (see README, "Changing workflow code") and keep the old fixtures.
+ * `patched()` (see docs/changing-workflow-code.md) and keep the old fixtures.
  *
  * Without arguments it records only the fixtures that are missing; `-- --only <name>[,<name>…]`
  * records just those (a new one, without touching the others); `-- --replace` re-records them all.

@@ -1,5 +1,5 @@
 /** The workflow types this project registers. Worker bundles are built from this file. */
-export { codingTask } from './coding-task';
-export { healthCheck } from './health';
-export { operation } from './operation';
-export { session } from './session';
+export { codingTask } from './coding-task/coding-task';
+export { healthCheck } from './shared/health';
+export { operation } from './operation/operation';
+export { session } from './session/session';

@@ -16,7 +16,8 @@ import {
   type CompactContextResult,
   type ContextClear,
 } from '../../common/context';
-import type { ContextFingerprint, ModelStepInput, ModelStepResult, TailBlock } from '../../common/model-step';
+import type { ModelStepInput, ModelStepResult } from '../../common/model-step';
+import type { ContextFingerprint, TailBlock } from '../../common/context-fingerprint';
 import type { RecordedStep } from '../../common/recorded-steps';
 
 export interface AssembledContext {

@@ -10,7 +10,7 @@
  * took over (a step that completed after its operation stopped listening is not part of the lane).
  */
 import { ApplicationFailure } from '@temporalio/common';
-import type { ContextFingerprint } from '../../common/model-step';
+import type { ContextFingerprint } from '../../common/context-fingerprint';
 import type { RecordedStep } from '../../common/recorded-steps';
 
 /** The recorded steps of one operation, over all its runs, in order. */

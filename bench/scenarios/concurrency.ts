@@ -4,7 +4,7 @@
  * failover below). Reports how many completed, steps per second over the wall time from the first
  * submit to the last completion, the worker process's peak RSS (VmHWM) and event-loop delay, every
  * timeout in the operations' histories (under this load a live worker must not miss a heartbeat or
- * sticky-queue timeout: the failover settings are tight, see `workflows/policies.ts`), and where the
+ * sticky-queue timeout: the failover settings are tight, see `workflows/shared/policies.ts`), and where the
  * machine's CPU went (`cpu-usage.ts`).
  */
 import type { Client } from '@temporalio/client';
@@ -24,8 +24,8 @@ import { WORKER_ENV } from '../../workers/worker-settings';
 /**
  * The worker's `AGENT_STICKY_FAILOVER` here. 200 operations on two cores keep every workflow task
  * waiting tens of seconds for the one worker; past the default 5 s each would move to the shared
- * queue and be replayed (942 such timeouts in a run with the default). The README advises a longer
- * failover for a brain worker loaded far beyond its cores, and this is that worker.
+ * queue and be replayed (942 such timeouts in a run with the default). docs/crash-safety.md advises a
+ * longer failover for a brain worker loaded far beyond its cores, and this is that worker.
  */
 const STICKY_FAILOVER_UNDER_LOAD = '60s';
 

@@ -28,7 +28,7 @@ const FEATURES: Feature[] = [
 ];
 
 describe('coding task input', () => {
-  it('accepts the README example and fills the defaults', () => {
+  it('accepts the documented example (docs/overnight-runs.md) and fills the defaults', () => {
     const parsed = parseCodingTaskInput({
       repo: { kind: 'git', url: 'file:///srv/git/textkit.git' },
       specPath: 'SPEC.md',

@@ -1,5 +1,5 @@
 /**
- * The README's `temporal workflow start --type codingTask` example, run with the real temporal CLI:
+ * The `temporal workflow start --type codingTask` example of docs/overnight-runs.md, run with the real temporal CLI:
  * its input (the remote swapped for a local bare repository, the hands on this test's queue)
  * completes with every feature passing. The server here suggests continue-as-new after a few dozen
  * events, as a long night's history would: the task carries its record over (feature list, progress,
@@ -16,15 +16,16 @@ import { remoteCommits, startTaskHarness, taskResult, type TaskHarness } from '.
 
 jest.setTimeout(600_000);
 
-/** The `--input '…'` of the README's `temporal workflow start --type codingTask` command. */
-function readmeExampleInput(): Record<string, unknown> {
-  const readme = fs.readFileSync(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
-  const command = /temporal workflow start --type codingTask[^\n]*\\\n\s*--input '([^']+)'/.exec(readme);
-  if (!command) throw new Error('README.md has no `temporal workflow start --type codingTask … --input` example');
+/** The `--input '…'` of the documented `temporal workflow start --type codingTask` command. */
+function documentedExampleInput(): Record<string, unknown> {
+  const page = fs.readFileSync(path.join(PROJECT_ROOT, 'docs', 'overnight-runs.md'), 'utf8');
+  const command = /temporal workflow start --type codingTask[^\n]*\\\n\s*--input '([^']+)'/.exec(page);
+  if (!command)
+    throw new Error('docs/overnight-runs.md has no `temporal workflow start --type codingTask … --input` example');
   return JSON.parse(command[1]!) as Record<string, unknown>;
 }
 
-describe('the README example of codingTask', () => {
+describe('the documented example of codingTask (docs/overnight-runs.md)', () => {
   let server: DevServer;
   let h: TaskHarness;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'task-readme-'));
@@ -44,7 +45,7 @@ describe('the README example of codingTask', () => {
   });
 
   it('completes when started with the temporal CLI, across continue-as-new', async () => {
-    const example = readmeExampleInput();
+    const example = documentedExampleInput();
     expect(example).toMatchObject({ repo: { kind: 'git', url: 'file:///tmp/textkit.git' }, specPath: 'SPEC.md' });
     const input = { ...example, repo: { kind: 'git', url: h.remote.url }, handsTaskQueue: h.handsQueue };
     const taskId = `readme-${process.pid}`;

@@ -8,7 +8,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { assembleContext } from '../../activities/brain/context-assembly';
 import { laneChainSteps } from '../../activities/brain/lane-chain';
 import type { CompactContextInput, CompactContextResult, ContextClear } from '../../common/context';
-import type { ContextFingerprint, ModelStepInput, ModelStepResult, TailBlock } from '../../common/model-step';
+import type { ModelStepInput, ModelStepResult } from '../../common/model-step';
+import type { ContextFingerprint, TailBlock } from '../../common/context-fingerprint';
 import { ZERO_USAGE, type AssistantMessage } from '../../common/model-types';
 import type { RecordedStep } from '../../common/recorded-steps';
 

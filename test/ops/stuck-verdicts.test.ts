@@ -1,7 +1,7 @@
 /** The stuck verdicts and the loop patterns as pure functions (the end-to-end runs are in stuck.test.ts). */
 import { stuckLimitsSchema } from '../../common/stuck';
-import { detect, type LoopWindow } from '../../workflows/loop-detector';
-import { stuckReason, type WatchTarget } from '../../workflows/stuck';
+import { detect, type LoopWindow } from '../../workflows/operation/loop-detector';
+import { stuckReason, type WatchTarget } from '../../workflows/operation/stuck';
 
 const limits = stuckLimitsSchema.parse({});
 const tool: WatchTarget = {

@@ -6,7 +6,7 @@ import { createHealthActivities } from '../../activities/health';
 import { freePort, startDevServer } from '../../platform/dev-server';
 import { connectTestTemporal, createTestWorker, TestTemporal, uniqueQueue } from '../support/temporal';
 import { testPlatform } from '../support/env';
-import { healthCheck } from '../../workflows/health';
+import { healthCheck } from '../../workflows/shared/health';
 import { NativeConnection, Worker } from '@temporalio/worker';
 
 describe('Temporal dev server (real)', () => {

@@ -6,7 +6,7 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { ModelActivities } from './model-activities';
 import type { ModelReply, ModelRequest } from '../../common/model-types';
-import { MODEL_CALL_ACTIVITY_OPTIONS } from '../../workflows/policies';
+import { MODEL_CALL_ACTIVITY_OPTIONS } from '../../workflows/shared/policies';
 
 export interface CallModelOnceInput {
   request: ModelRequest;

@@ -1,0 +1,105 @@
+/**
+ * The start of a coding-task run: the host prepares its clone and the branch, the branch is copied
+ * into the workspace, and the harness's record of the feature list is established — read from the
+ * branch (a later run: no initializer) or produced by an initializer operation on a branch that has
+ * none (its list validated, then committed and pushed as the branch's first commit).
+ */
+import { checkNewFeatureList, parseFeatureList, type Feature } from '../../common/feature-list';
+import { initializerGoal } from '../../common/task-prompts';
+import { commitAndPush, guardWorkspace, hostGit, taskWorkspace } from './repo';
+import { runTaskOperation } from './task-operation';
+import { taskFailure, TaskEnd, type TaskRun } from './state';
+import { showTaskDetails } from './visibility';
+
+/** Prepares the run; returns an end when the run cannot go on (its failures throw `taskFailure`). */
+export async function prepareTask(task: TaskRun): Promise<TaskEnd | undefined> {
+  const { carry, settings } = task;
+  task.phase = 'preparing';
+  showTaskDetails(task);
+  const prepared = await hostGit(task).prepareRepository({
+    taskId: task.taskId,
+    sessionId: task.sessionId,
+    repo: settings.repo,
+    branch: task.branch,
+    ...(settings.specPath ? { specPath: settings.specPath } : {}),
+  });
+  carry.prepared = {
+    remote: prepared.remote,
+    startCommit: prepared.startCommit,
+    branchExisted: prepared.branchExisted,
+    hostRepository: prepared.hostRepository,
+  };
+  carry.accepted = prepared.startCommit;
+  carry.pushed = prepared.branchExisted ? prepared.startCommit : null;
+  carry.sandboxUsed = true;
+  await taskWorkspace(task).seedBranch({
+    sessionId: task.sessionId,
+    operationId: task.taskId,
+    branch: task.branch,
+    commit: prepared.startCommit,
+  });
+
+  if (prepared.featureListText !== undefined) {
+    const parsed = parseFeatureList(prepared.featureListText);
+    if (!parsed.ok) {
+      throw taskFailure(
+        `the feature list on branch ${task.branch} at ${prepared.startCommit.slice(0, 12)} is malformed: ${parsed.error}`,
+      );
+    }
+    carry.features = parsed.features;
+    carry.initializer = 'not needed';
+    return undefined;
+  }
+  const spec = settings.spec ?? prepared.spec?.text;
+  if (spec === undefined) {
+    throw taskFailure(
+      `the branch ${task.branch} has no feature_list.json yet, so the initializer needs a specification: give spec or specPath`,
+    );
+  }
+  return initialize(task, {
+    text: spec,
+    truncated: settings.spec === undefined && prepared.spec?.truncated === true,
+    ...(settings.specPath ? { path: settings.specPath } : {}),
+  });
+}
+
+async function initialize(
+  task: TaskRun,
+  spec: { text: string; truncated: boolean; path?: string },
+): Promise<TaskEnd | undefined> {
+  const { carry, settings } = task;
+  task.phase = 'initializing';
+  const operationId = `${task.taskId}.init`;
+  const goal = initializerGoal({ branch: task.branch, spec, ...(settings.verify ? { verify: settings.verify } : {}) });
+  const { entry, modelUnavailable } = await runTaskOperation(task, {
+    kind: 'initializer',
+    operationId,
+    goal,
+    summary: `initializer: feature list for ${task.branch}`,
+  });
+  carry.initializer = 'ran';
+  if (modelUnavailable) return new TaskEnd('failed', `the initializer could not reach the model: ${entry.reason}`);
+  if (entry.state !== 'completed') return new TaskEnd('failed', `the initializer ${entry.state}: ${entry.reason}`);
+
+  const features = await acceptedFeatureList(task);
+  carry.features = features;
+  await guardWorkspace(task, { operationId });
+  const committed = await commitAndPush(task, {
+    operationId,
+    subject: `Initialize the coding task: ${features.length} features, init.sh, HANDOFF.md`,
+  });
+  entry.commit = committed.sha;
+  if (committed.changedTestFiles.length) entry.changedTestFiles = committed.changedTestFiles;
+  return committed.end;
+}
+
+/** The initializer's feature list, validated; every `passes` starts false (only the harness sets it). */
+async function acceptedFeatureList(task: TaskRun): Promise<Feature[]> {
+  const { text } = await taskWorkspace(task).readFeatureList({ sessionId: task.sessionId });
+  if (text === undefined) throw taskFailure('the initializer wrote no feature_list.json');
+  const parsed = parseFeatureList(text);
+  if (!parsed.ok) throw taskFailure(`the initializer's feature list is malformed: ${parsed.error}`);
+  const problem = checkNewFeatureList(parsed.features, task.settings.verify);
+  if (problem) throw taskFailure(`the initializer's feature list is malformed: ${problem}`);
+  return parsed.features.map((feature) => ({ ...feature, passes: false }));
+}

@@ -1,0 +1,225 @@
+/**
+ * `operation`: one accepted request, run as the agent loop
+ * checkpoint → model turn → tool batch → checkpoint → … until the model ends its turn with nothing
+ * queued, a budget ends it, or someone aborts it. Exactly one terminal state:
+ *  - `completed` (the workflow returns its result),
+ *  - `failed` (the workflow fails with an `OperationFailed` ApplicationFailure carrying the result),
+ *  - `aborted` (the workflow returns its result).
+ *
+ * The workflow keeps no transcript: model turns send a context fingerprint and the new tail
+ * (`model-turn.ts`); tool calls run on the hands queue, one activity per call (`tool-calls.ts`).
+ * Steering is accepted durably by an Update and enters the context at the next checkpoint, at its
+ * tail (`steering.ts`). The state every step works on is one `OperationRun` (`state.ts`).
+ *
+ * Run by a session (`../session/session.ts`), an operation is one step of a lane: it may continue the lane's
+ * conversation (`continues`), uses the session's sandbox under its lease, hears changed facts, and
+ * its result says where the lane's next operation continues (`context`, `openToolResults`,
+ * `pendingNotes`). Started alone (`temporal workflow start --type operation`) it is a session of one
+ * operation that owns its sandbox. Tool calls may wait for approval (`approvals.ts`); the `task`
+ * tool runs subagent operations as children (`subagents.ts`).
+ */
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  patched,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { COMPACT_CONTEXT_ACTIVITY } from '../../common/context';
+import type { ModelStepResult } from '../../common/model-step';
+import type { TextBlockParam, ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
+import { parseOperationInput, type OperationResult, type OperationSettings } from '../../common/operation';
+import { costUsd } from '../../common/pricing';
+import { volumeNameOf } from '../../common/sandbox-names';
+import { acceptApprovals } from './approvals';
+import { deadlineEnd, spentBudget } from './budget';
+import { acceptContextUpdates, keepContextInWindow, modelTurnWithinWindow } from './compaction';
+import { laneContextOf, modelOf, operationTokens } from './context-window';
+import { publishReply } from './model-turn';
+import { toolCallsOf } from './reply';
+import { OperationEnd, OperationRun, steeringNote, type OperationCarry, type ReplyContinuation } from './state';
+import { provisionSandbox, type OperationSandbox } from './sandbox';
+import { listenToSession, reportAbortToSession } from './session-link';
+import { acceptSteeringAndAbort } from './steering';
+import { actOnCutToolCalls, actOnStopReason, STOP_REASONS_PATCH } from './stop-reasons';
+import { runToolBatch } from './tool-calls';
+import { checkForLoop } from './loop-detector';
+import { listMcpTools } from './mcp-tools';
+import { stuckDetectionOn } from './stuck';
+import {
+  answerStatusQuery,
+  countersDue,
+  keepDetails,
+  publishRejectedInput,
+  publishSearchAttributes,
+  showDetails,
+} from './visibility';
+
+export type { OperationCarry } from './state';
+
+export async function operation(rawInput: unknown, carry?: OperationCarry): Promise<OperationResult> {
+  const op = new OperationRun(validSettings(rawInput), carry);
+  const loopScope = new CancellationScope();
+  answerStatusQuery(op);
+  acceptSteeringAndAbort(op, () => {
+    loopScope.cancel();
+    reportAbortToSession(op);
+  });
+  acceptContextUpdates(op);
+  acceptApprovals(op);
+  listenToSession(op);
+  publishSearchAttributes(op, 'state');
+  showDetails(op);
+  const sandbox = provisionSandbox(op);
+  const refused = await sandbox.checkSeedSource();
+  if (!refused) sandbox.startEagerly();
+
+  try {
+    op.end(refused ?? (await loopScope.run(() => agentLoop(op, sandbox, rawInput))));
+  } catch (err) {
+    op.end(endOfFailedLoop(op, err));
+  }
+  return finish(op, sandbox);
+}
+
+async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: unknown): Promise<OperationEnd> {
+  const { carry } = op;
+  // MCP tools are listed once, before the first turn; without `mcpServers` nothing is scheduled.
+  const mcpFailed = await listMcpTools(op);
+  if (mcpFailed) return mcpFailed;
+  for (;;) {
+    op.enterSteering();
+    if (carry.tail.length === 0 && !carry.context.resumePause) return new OperationEnd('completed', 'end_turn');
+    const overBudget = spentBudget(op);
+    if (overBudget) return overBudget;
+    if (workflowInfo().continueAsNewSuggested) {
+      op.live.detach();
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof operation>(rawInput, op.carryOver());
+    }
+    if (!(await keepContextInWindow(op))) return deadlineEnd(op);
+
+    op.startTurn();
+    showDetails(op);
+    const reply = await modelTurnWithinWindow(op);
+    if (reply === undefined) return deadlineEnd(op);
+    op.recordReply(reply);
+    publishReply(op, reply);
+    if (countersDue(op)) publishSearchAttributes(op, 'counters');
+
+    const end = await actOnReply(op, sandbox, reply);
+    if (end) return end;
+    showDetails(op);
+  }
+}
+
+/** The operation's settings from its input, or the workflow fails with `InvalidOperationInput` naming the field. */
+function validSettings(rawInput: unknown): OperationSettings {
+  const parsed = parseOperationInput(rawInput);
+  if (parsed.ok) return parsed.value;
+  publishRejectedInput();
+  throw ApplicationFailure.nonRetryable(`invalid operation input: ${parsed.error}`, 'InvalidOperationInput');
+}
+
+/** Runs the reply's tool batch (its results become the next tail), or says how the operation ends. */
+async function actOnReply(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  reply: ModelStepResult,
+): Promise<OperationEnd | undefined> {
+  const calls = toolCallsOf(reply);
+  const cut =
+    reply.stopReason === 'max_tokens' ||
+    (reply.stopReason === 'model_context_window_exceeded' && patched(STOP_REASONS_PATCH));
+  if (calls.length > 0 && cut) return goOn(op, actOnCutToolCalls(op, reply, calls));
+  if (calls.length > 0) {
+    op.startToolBatch(calls);
+    showDetails(op);
+    op.recordToolResults(await runToolBatch(op, sandbox, calls));
+    if (op.abortReason !== undefined) return new OperationEnd('aborted', `aborted: ${op.abortReason}`);
+    return stuckDetectionOn() ? loopEnd(op, calls) : undefined;
+  }
+  return goOn(op, actOnStopReason(op, reply));
+}
+
+/** Applies the stop reasons' continuation of a reply, if any; returns the end, if any. */
+function goOn(op: OperationRun, next: OperationEnd | ReplyContinuation | undefined): OperationEnd | undefined {
+  if (next === undefined || next instanceof OperationEnd) return next;
+  op.continueReply(next);
+  return undefined;
+}
+
+/** Applies the loop detector's verdict on the batch just run: a note at the tail, or the end of a stuck operation. */
+function loopEnd(op: OperationRun, calls: ToolUseBlock[]): OperationEnd | undefined {
+  const verdict = checkForLoop(op.carry.loop, calls, op.carry.tail, op.settings.stuck);
+  op.recordLoopCheck(verdict);
+  return verdict.stuck === undefined ? undefined : new OperationEnd('failed', `stuck: ${verdict.stuck}`);
+}
+
+/** How an exception out of the loop ends the operation: an abort, or a model step that finally failed. */
+function endOfFailedLoop(op: OperationRun, err: unknown): OperationEnd {
+  if (isCancellation(err) || op.abortReason !== undefined) {
+    return new OperationEnd('aborted', `aborted: ${op.abortReason ?? 'workflow cancelled'}`);
+  }
+  if (err instanceof ActivityFailure) {
+    const cause = err.cause;
+    const type = cause instanceof ApplicationFailure && cause.type ? ` [${cause.type}]` : '';
+    const step = err.activityType === COMPACT_CONTEXT_ACTIVITY ? 'compaction' : 'model step';
+    return new OperationEnd('failed', `${step} failed${type}: ${cause?.message ?? err.message}`);
+  }
+  throw err;
+}
+
+/** Tears the sandbox down, publishes the terminal state and returns (or, when failed, throws) the result. */
+async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<OperationResult> {
+  const ended = op.ended!;
+  op.beginFinishing();
+  showDetails(op);
+  await sandbox.teardown();
+  op.markDone();
+  publishSearchAttributes(op, 'state');
+  showDetails(op);
+  op.live.publish(op.carry.turn, { kind: 'operation.ended', state: ended.state, reason: ended.reason });
+  // Parked followers get the last events before the workflow closes. Not cancellable: a cancelled
+  // operation (its parent's abort) still returns its result, which carries what it used.
+  op.live.detach();
+  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+
+  const { carry } = op;
+  const result: OperationResult = {
+    state: ended.state,
+    reason: ended.reason,
+    turns: carry.turn,
+    steps: carry.steps,
+    usage: carry.usage,
+    costUsd: costUsd(carry.usage, modelOf(op)),
+    finalText: carry.finalText,
+    sessionId: op.sessionId,
+    workspaceVolume: volumeNameOf(op.sessionId, carry.handsHost?.namePrefix),
+    openToolResults: carry.tail.filter((block): block is ToolResultBlockParam => block.type === 'tool_result'),
+    ...keepDetails(op),
+    ...(carry.handsHost ? { handsRoute: carry.handsHost } : {}),
+    tokens: operationTokens(op),
+    ...(carry.egress ? { egress: carry.egress } : {}),
+    lane: op.settings.lane,
+    context: laneContextOf(op),
+    pendingNotes: [
+      ...carry.tail.filter((block): block is TextBlockParam => block.type === 'text').map((block) => block.text),
+      ...(carry.pendingFacts ?? []),
+      ...carry.pendingSteering.map(steeringNote),
+    ],
+  };
+  if (ended.state === 'failed') {
+    throw ApplicationFailure.create({
+      type: 'OperationFailed',
+      message: ended.reason,
+      nonRetryable: true,
+      details: [result],
+    });
+  }
+  return result;
+}
