@@ -10,7 +10,7 @@
 import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
 import { egressPolicySchema } from './egress';
-import { environmentInputSchema } from './environment';
+import { environmentInputSchema, type PreparedEnvironment } from './environment';
 import type { FeatureListViolation } from './feature-list';
 import { mcpServersSchema } from './mcp';
 import type { TokenUsage } from './model-types';
@@ -224,6 +224,8 @@ export interface TaskReportData {
   workspaceVolume: string;
   /** Where the host keeps its clone (the record of accepted commits). */
   hostRepository?: string;
+  /** The workspace's environment: where it came from, its image and toolchains. */
+  environment?: PreparedEnvironment;
 }
 
 export interface CodingTaskResult extends TaskReportData {
@@ -234,7 +236,7 @@ export interface CodingTaskResult extends TaskReportData {
 
 export interface CodingTaskStatus {
   state: TaskState;
-  phase: 'preparing' | 'initializing' | 'feature' | 'verifying' | 'pushing' | 'finishing' | 'done';
+  phase: 'preparing' | 'environment' | 'initializing' | 'feature' | 'verifying' | 'pushing' | 'finishing' | 'done';
   branch: string;
   /** The feature being worked on, its attempt, and the operation doing it. */
   current?: { featureId?: string; attempt?: number; operationId: string };

@@ -8,7 +8,7 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { contextPolicySchema } from './context';
 import { egressPolicySchema, type EgressSummary } from './egress';
-import { environmentInputSchema } from './environment';
+import { environmentInputSchema, type PreparedEnvironment } from './environment';
 import {
   APPROVAL_TIMEOUT_DEFAULT_MS,
   APPROVAL_TIMEOUT_MAX_MS,
@@ -248,6 +248,8 @@ export interface ContextStatus {
 }
 
 export interface OperationResult {
+  /** The workspace's environment (`common/environment.ts`), once prepared. */
+  environment?: PreparedEnvironment;
   state: OperationEndState;
   reason: string;
   turns: number;
