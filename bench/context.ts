@@ -12,7 +12,7 @@ import { OPERATION_WORKFLOW_TYPE, type OperationInput } from '../common/operatio
 import { installRuntime } from '../workers/runtime';
 import { createBrainWorker, createHandsWorker } from '../workers/workers';
 import { benchModelSettings } from './model';
-import { SandboxManager } from '../activities/hands/sandbox-manager';
+import { createSandboxes } from '../activities/hands/sandboxes';
 
 const BENCH_LOOP_LIMITS = { sameCallRepeats: 1_000_000, alternations: 1_000_000, errorTurns: 1_000_000 };
 
@@ -44,9 +44,9 @@ export async function connectBench(platform: BenchPlatform, log: (line: string) 
     nativeConnection,
     log,
     async removeSandboxes(ids) {
-      // Through the manager: a quota workspace's loop device and image go with its volume.
-      const manager = new SandboxManager({ docker: platform.docker, image: platform.image });
-      for (const id of ids) await manager.remove(id, { keepVolume: false }).catch(() => undefined);
+      // Through the sandbox lifecycle: a quota workspace's loop device and image go with its volume.
+      const { lifecycle } = createSandboxes({ docker: platform.docker, image: platform.image });
+      for (const id of ids) await lifecycle.remove(id, { keepVolume: false }).catch(() => undefined);
     },
     async close() {
       await connection.close();

@@ -1,7 +1,7 @@
 /**
  * The baseline: a plain in-process agent loop with no durability. It calls the model through the
  * same `sendMessagesRequest` and client the brain uses, and runs tools through the same hands code
- * (`createHandsActivities` over a `SandboxManager`, called directly instead of as an activity), so
+ * (`createHandsActivities` over `createSandboxes`, called directly instead of as an activity), so
  * the only difference from the harness is Temporal: no workflow, no activities, no history.
  */
 import type Anthropic from '@anthropic-ai/sdk';

@@ -276,7 +276,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('');
     out.push(
       'The same scripted task — N steps, each one model call and one `bash: true` in the sandbox — run by a plain in-process loop ' +
-        "(same `sendMessagesRequest` and client, same hands tool code and `SandboxManager`, tool commands through the sandbox's executor) and by the durable harness " +
+        "(same `sendMessagesRequest` and client, same hands tool code and sandboxes (`createSandboxes`), tool commands through the sandbox's executor) and by the durable harness " +
         `(operation workflow; ${o.worker}). ` +
         'A step is the gap between two consecutive model requests at the scripted server; runs alternate plain/durable (at latency 0: plain, plain with `docker exec`, durable) after one warm-up of each, the first gap of each run (container creation) left out.',
     );

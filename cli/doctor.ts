@@ -19,7 +19,7 @@ import { connectClient, temporalSettings, type TemporalSettings } from '../clien
 import { searchAttributeState, SETUP_HINT } from '../client/namespace-setup';
 import { HANDS_FAILURE_TYPES } from '../common/hands';
 import { statusQuery } from '../common/operation';
-import type { SandboxInfo } from '../activities/hands/sandbox-manager';
+import type { SandboxInfo } from '../activities/hands/sandbox-inventory';
 
 export type FindingKind =
   | 'search-attributes-missing'
@@ -266,14 +266,10 @@ async function sandboxFindings(client: Client, deps: DoctorDeps, skipped: string
 
 async function localSandboxes(): Promise<SandboxInfo[] | undefined> {
   const { dockerClient } = await import('../platform/docker-engine');
-  const { SandboxManager } = await import('../activities/hands/sandbox-manager');
+  const { SandboxInventory } = await import('../activities/hands/sandbox-inventory');
   const { handsHostSettings } = await import('../workers/hands-host');
-  const manager = new SandboxManager({
-    docker: dockerClient(),
-    image: 'unused',
-    namePrefix: handsHostSettings().namePrefix,
-  });
-  return manager.list().catch(() => undefined);
+  const inventory = new SandboxInventory({ docker: dockerClient(), namePrefix: handsHostSettings().namePrefix });
+  return inventory.list().catch(() => undefined);
 }
 
 export function formatReport(report: DoctorReport): string {

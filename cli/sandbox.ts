@@ -6,7 +6,9 @@ import { parseDuration } from '../common/duration';
 import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
 import { handsHostSettings } from '../workers/hands-host';
-import { SandboxManager, type GcResult, type SandboxInfo } from '../activities/hands/sandbox-manager';
+import type { GcResult, SandboxInfo, SandboxInventory } from '../activities/hands/sandbox-inventory';
+import type { SandboxLifecycle } from '../activities/hands/sandbox-lifecycle';
+import { createSandboxes } from '../activities/hands/sandboxes';
 import { handsSettingsFromEnv } from '../workers/workers';
 
 export type SandboxCommand =
@@ -68,8 +70,8 @@ export function parseSandboxArgs(args: string[]): SandboxCommand {
 export { parseDuration };
 
 export interface SandboxCommandDeps {
-  /** The sandbox manager (default: one on the local Docker engine and the current sandbox image). */
-  manager?: Pick<SandboxManager, 'list' | 'remove' | 'gc'>;
+  /** The sandboxes (default: those on the local Docker engine, with the current sandbox image). */
+  sandboxes?: { inventory: Pick<SandboxInventory, 'list' | 'gc'>; lifecycle: Pick<SandboxLifecycle, 'remove'> };
   out?: (line: string) => void;
   err?: (line: string) => void;
   now?: () => number;
@@ -90,9 +92,9 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
     out(SANDBOX_USAGE);
     return 0;
   }
-  const manager =
-    deps.manager ??
-    new SandboxManager({
+  const { inventory, lifecycle } =
+    deps.sandboxes ??
+    createSandboxes({
       docker: await requireDocker(),
       image: sandboxImageTag(),
       namePrefix: handsHostSettings().namePrefix,
@@ -103,13 +105,13 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
   const now = deps.now ?? Date.now;
   switch (command.kind) {
     case 'ls': {
-      const sandboxes = await manager.list();
+      const sandboxes = await inventory.list();
       if (!sandboxes.length) out('no sandboxes');
       else out(formatTable(sandboxes, now()));
       return 0;
     }
     case 'rm': {
-      const removed = await manager.remove(command.sessionId, { keepVolume: command.keepVolume });
+      const removed = await lifecycle.remove(command.sessionId, { keepVolume: command.keepVolume });
       if (!removed.container && !removed.volume) {
         err(`no sandbox ${command.sessionId}${command.keepVolume ? ' container' : ''} found`);
         return 1;
@@ -120,7 +122,7 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
       return 0;
     }
     case 'gc': {
-      const result: GcResult = await manager.gc({
+      const result: GcResult = await inventory.gc({
         olderThanMs: command.olderThanMs,
         volumes: command.volumes,
         now: now(),

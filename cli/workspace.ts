@@ -4,17 +4,17 @@
  * stays); a running operation's container is left alone.
  */
 import { createHandsActivities } from '../activities/hands/activities';
-import { SandboxManager } from '../activities/hands/sandbox-manager';
+import { createSandboxes } from '../activities/hands/sandboxes';
 import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
 
 export async function workspaceDiff(sessionId: string): Promise<{ diff: string; stat: string }> {
   const docker = await requireDocker();
-  const manager = new SandboxManager({ docker, image: sandboxImageTag() });
-  const { created } = await manager.ensure(sessionId);
+  const sandboxes = createSandboxes({ docker, image: sandboxImageTag() });
+  const { created } = await sandboxes.lifecycle.ensure(sessionId);
   try {
-    return await createHandsActivities({ manager }).workspaceDiff({ sessionId: sessionId });
+    return await createHandsActivities({ sandboxes }).workspaceDiff({ sessionId: sessionId });
   } finally {
-    if (created) await manager.remove(sessionId, { keepVolume: true }).catch(() => undefined);
+    if (created) await sandboxes.lifecycle.remove(sessionId, { keepVolume: true }).catch(() => undefined);
   }
 }

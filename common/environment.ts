@@ -32,7 +32,10 @@ const commandSchema = z
 const repoPath = z
   .string()
   .min(1, 'must be a non-empty path')
-  .refine((p) => !p.startsWith('/') && !p.split('/').includes('..'), 'must be a path inside the repository (relative, no "..")');
+  .refine(
+    (p) => !p.startsWith('/') && !p.split('/').includes('..'),
+    'must be a path inside the repository (relative, no "..")',
+  );
 
 export const toolchainsSchema = z.strictObject({
   /** Python with pip and venv. Only the version the base image's Debian has can be had (bookworm: 3.11). */
@@ -51,7 +54,10 @@ export type Toolchains = z.output<typeof toolchainsSchema>;
 export const environmentSpecSchema = z
   .strictObject({
     /** An image to start from (it must exist on the hands host or be pullable there); `agent-sandbox` is the default image. */
-    image: z.string().regex(IMAGE_REFERENCE, 'must be an image reference such as agent-sandbox or my/image:1').optional(),
+    image: z
+      .string()
+      .regex(IMAGE_REFERENCE, 'must be an image reference such as agent-sandbox or my/image:1')
+      .optional(),
     /** A Dockerfile in the repository to build from (the supported instructions: docs/environments.md). */
     dockerfile: repoPath.optional(),
     /** The Dockerfile's build context in the repository (default: the Dockerfile's folder). */
@@ -124,7 +130,9 @@ export interface PreparedEnvironment {
 }
 
 /** One line for people: `detected: python 3.11, go 1.22.5 (image agent-env:1a2b3c, reused)`. */
-export function describeEnvironment(env: Pick<PreparedEnvironment, 'source' | 'image' | 'toolchains' | 'built' | 'hash'>): string {
+export function describeEnvironment(
+  env: Pick<PreparedEnvironment, 'source' | 'image' | 'toolchains' | 'built' | 'hash'>,
+): string {
   const chains = Object.entries(env.toolchains)
     .map(([name, chain]) => `${name} ${chain!.version}`)
     .join(', ');
@@ -136,7 +144,9 @@ export interface PrepareEnvironmentInput {
   sessionId: string;
   operationId?: string;
   /** Where the repository's files are read on the hands host. */
-  repository?: { kind: 'seed'; source: { kind: 'local'; path: string } | { kind: 'git'; url: string; ref?: string } } | { kind: 'host-clone'; path: string; commit: string };
+  repository?:
+    | { kind: 'seed'; source: { kind: 'local'; path: string } | { kind: 'git'; url: string; ref?: string } }
+    | { kind: 'host-clone'; path: string; commit: string };
   /** The input's `environment`, if any. */
   environment?: EnvironmentInput;
   /** What identifies the repository for its dependency cache (its URL or path); no cache without it. */

@@ -8,7 +8,7 @@
  * Without arguments it records only the fixtures that are missing; `-- --only <name>[,<name>…]`
  * records just those (a new one, without touching the others); `-- --replace` re-records them all.
  */
-import { AGENT_USER } from '../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../activities/hands/sandbox-spec';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';

@@ -7,7 +7,7 @@
  * its second operation, which compacts the context it took over as its first step, then runs a tool
  * on that host). Each scenario runs when one of its fixtures is wanted.
  */
-import { AGENT_USER } from '../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../activities/hands/sandbox-spec';
 import { execFileSync } from 'node:child_process';
 import { decideToolCall } from '../client/approvals';
 import { setFact } from '../client/session';

@@ -19,7 +19,7 @@ import { ContextCache } from '../activities/brain/context-cache';
 import { EgressHost } from '../activities/egress/egress-host';
 import { createEnvironmentActivities } from '../activities/environment/activities';
 import { createHandsActivities } from '../activities/hands/activities';
-import { SandboxManager } from '../activities/hands/sandbox-manager';
+import { createSandboxes } from '../activities/hands/sandboxes';
 import { readHandsSettings, type HandsSettings } from '../activities/hands/settings';
 import { createHealthActivities } from '../activities/health';
 import { createMcpActivities } from '../activities/mcp/activities';
@@ -164,7 +164,7 @@ export function handsActivities(
   const settings = options.settings ?? handsSettingsFromEnv();
   const egress = processEgressHost();
   egress.warm();
-  const manager = new SandboxManager({
+  const sandboxes = createSandboxes({
     docker: options.docker,
     image: options.image,
     namePrefix: options.namePrefix,
@@ -176,15 +176,15 @@ export function handsActivities(
   const host = options.host ? { host: options.host, taskQueue: hostQueueOf(options.taskQueue, options.host) } : {};
   const { prepareEnvironment, setUpWorkspace } = createEnvironmentActivities({
     docker: options.docker,
-    manager,
+    sandboxes,
     egress,
     allowedRoots: settings.allowedRoots,
     hostEnv: process.env,
     toolchainCacheDir: path.join(DATA_DIR, 'toolchains'),
   });
   return {
-    ...createHandsActivities({ manager, host, allowedRoots: settings.allowedRoots, egress, secrets: egress.secrets }),
-    ...createRepoActivities({ manager, tasksDir: options.tasksDir ?? tasksDir() }),
+    ...createHandsActivities({ sandboxes, host, allowedRoots: settings.allowedRoots, egress, secrets: egress.secrets }),
+    ...createRepoActivities({ sandboxes, tasksDir: options.tasksDir ?? tasksDir() }),
     prepareEnvironment,
     setUpWorkspace,
     ...createHealthActivities(),

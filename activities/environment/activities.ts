@@ -25,8 +25,9 @@ import { cacheVolumeNameOf } from '../../common/sandbox-names';
 import { beginToolEgress, finishToolEgress } from '../egress/tool-egress';
 import { currentActivity, Heartbeat } from '../heartbeat';
 import { JOURNAL_DIR, JOURNAL_WRITER } from '../hands/journal-store';
-import type { SandboxManager } from '../hands/sandbox-manager';
-import { SandboxError } from '../hands/sandbox-manager';
+import { SandboxError } from '../hands/docker-calls';
+import type { SandboxLifecycle } from '../hands/sandbox-lifecycle';
+import type { Sandboxes } from '../hands/sandboxes';
 import { checkSeedSource, redactUserinfo } from '../hands/seed-source';
 import type { EgressHost } from '../egress/egress-host';
 import { EnvironmentBuilder, type BuildProgress } from './builder';
@@ -36,7 +37,7 @@ import { resolveEnvironment } from './resolve';
 
 export interface EnvironmentDeps {
   docker: Docker;
-  manager: SandboxManager;
+  sandboxes: Pick<Sandboxes, 'lifecycle' | 'commands'>;
   egress?: EgressHost;
   /** Directories a local repository may lie in (the seed rule). */
   allowedRoots: readonly string[];
@@ -53,11 +54,13 @@ const WRITE_RECORD = 'printf "%s" "$2" > "$1.tmp" && mv -f "$1.tmp" "$1"';
 const SETUP_TIMEOUT_MS = 30 * 60_000;
 const TAIL_BYTES = 3_000;
 
-export function createEnvironmentActivities(deps: EnvironmentDeps): EnvironmentActivities & { builder: EnvironmentBuilder } {
+export function createEnvironmentActivities(
+  deps: EnvironmentDeps,
+): EnvironmentActivities & { builder: EnvironmentBuilder } {
   const builder = new EnvironmentBuilder({
     docker: deps.docker,
-    limits: deps.manager.limits,
-    namePrefix: deps.manager.namePrefix,
+    limits: deps.sandboxes.lifecycle.limits,
+    namePrefix: deps.sandboxes.lifecycle.namePrefix,
     ...(deps.egress ? { egress: deps.egress } : {}),
   });
   return {
@@ -80,7 +83,7 @@ async function prepareEnvironment(
   const live = liveProgress(input);
   let files: RepoFiles | undefined;
   try {
-    const { manager } = deps;
+    const manager = deps.sandboxes.lifecycle;
     const existing = await manager.workspaceEnvironment(input.sessionId);
     if (existing) return keptEnvironment(existing);
     files = await repositoryFiles(deps, input);
@@ -109,7 +112,10 @@ async function prepareEnvironment(
     const assigned = await manager.assignEnvironment(
       input.sessionId,
       { image, ...(cache ? { cache } : {}), source: resolved.source, ...(hash ? { hash } : {}) },
-      { ...(input.operationId ? { operationId: input.operationId } : {}), cacheOf: redactUserinfo(input.cacheKey ?? '') },
+      {
+        ...(input.operationId ? { operationId: input.operationId } : {}),
+        cacheOf: redactUserinfo(input.cacheKey ?? ''),
+      },
     );
     return {
       source: resolved.source,
@@ -122,7 +128,9 @@ async function prepareEnvironment(
       built,
       ...(buildMs !== undefined ? { buildMs } : {}),
       ...(assigned.cache ? { cache: assigned.cache } : {}),
-      ...(assigned.existed ? { kept: 'the workspace was made meanwhile with another environment, which it keeps' } : {}),
+      ...(assigned.existed
+        ? { kept: 'the workspace was made meanwhile with another environment, which it keeps' }
+        : {}),
     };
   } catch (err) {
     if (activity?.cancellationSignal.aborted) throw new CancelledFailure('environment preparation cancelled');
@@ -135,7 +143,9 @@ async function prepareEnvironment(
 }
 
 /** A workspace made earlier keeps its environment: what its volume records. */
-function keptEnvironment(existing: Awaited<ReturnType<SandboxManager['workspaceEnvironment']>> & object): PreparedEnvironment {
+function keptEnvironment(
+  existing: NonNullable<Awaited<ReturnType<SandboxLifecycle['workspaceEnvironment']>>>,
+): PreparedEnvironment {
   return {
     source: existing.source ?? 'default',
     files: [],
@@ -160,12 +170,15 @@ async function repositoryFiles(deps: EnvironmentDeps, input: PrepareEnvironmentI
     return await cloneFiles(source.url, source.ref, deps.hostEnv);
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr ?? String(err);
-    throw new SandboxError('failed', `git clone ${redactUserinfo(source.url)} failed: ${redactUserinfo(stderr.trim())}`);
+    throw new SandboxError(
+      'failed',
+      `git clone ${redactUserinfo(source.url)} failed: ${redactUserinfo(stderr.trim())}`,
+    );
   }
 }
 
 async function setUpWorkspace(deps: EnvironmentDeps, input: SetUpWorkspaceInput): Promise<SetUpWorkspaceResult> {
-  const { manager } = deps;
+  const { lifecycle, commands } = deps.sandboxes;
   const activity = currentActivity();
   const started = Date.now();
   const heartbeat = new Heartbeat<Record<string, unknown>>(activity, deps.heartbeatEveryMs ?? 1_000, {
@@ -173,13 +186,13 @@ async function setUpWorkspace(deps: EnvironmentDeps, input: SetUpWorkspaceInput)
     setUp: 'starting',
   });
   try {
-    await manager.ensure(input.sessionId, { ...(input.operationId ? { operationId: input.operationId } : {}) });
-    const record = await manager.script(input.sessionId, READ_RECORD, [SETUP_RECORD], { user: JOURNAL_WRITER });
+    await lifecycle.ensure(input.sessionId, { ...(input.operationId ? { operationId: input.operationId } : {}) });
+    const record = await commands.script(input.sessionId, READ_RECORD, [SETUP_RECORD], { user: JOURNAL_WRITER });
     if (record.stdout.length) return { ran: false, commands: input.commands.length, ms: Date.now() - started };
     for (const [index, command] of input.commands.entries()) {
       heartbeat.merge({ setUp: `update command ${index + 1}/${input.commands.length}: ${command.slice(0, 120)}` });
-      const egress = await beginToolEgress(deps.egress, input.sessionId, manager.namePrefix, 'registries');
-      const result = await manager.exec(input.sessionId, {
+      const egress = await beginToolEgress(deps.egress, input.sessionId, lifecycle.namePrefix, 'registries');
+      const result = await commands.exec(input.sessionId, {
         command,
         runBase: `${JOURNAL_DIR}/environment-setup/${index + 1}`,
         timeoutMs: input.timeoutMs ?? SETUP_TIMEOUT_MS,
@@ -201,13 +214,14 @@ async function setUpWorkspace(deps: EnvironmentDeps, input: SetUpWorkspaceInput)
         );
       }
     }
-    const written = await manager.script(
+    const written = await commands.script(
       input.sessionId,
       WRITE_RECORD,
       [SETUP_RECORD, JSON.stringify({ commands: input.commands.length, at: new Date().toISOString() })],
       { user: JOURNAL_WRITER },
     );
-    if (written.exitCode !== 0) throw new SandboxError('failed', `could not record the workspace setup: ${written.stderr.slice(0, 300)}`);
+    if (written.exitCode !== 0)
+      throw new SandboxError('failed', `could not record the workspace setup: ${written.stderr.slice(0, 300)}`);
     return { ran: true, commands: input.commands.length, ms: Date.now() - started };
   } catch (err) {
     throw toEnvironmentFailure(err);
@@ -217,7 +231,10 @@ async function setUpWorkspace(deps: EnvironmentDeps, input: SetUpWorkspaceInput)
 }
 
 /** Build progress as live events of the operation (best effort; coding tasks follow the heartbeat). */
-function liveProgress(input: PrepareEnvironmentInput): { publish(line: string, tail: string[]): void; close(): Promise<void> } {
+function liveProgress(input: PrepareEnvironmentInput): {
+  publish(line: string, tail: string[]): void;
+  close(): Promise<void>;
+} {
   let stream: WorkflowStreamClient | undefined;
   let last = '';
   return {
@@ -226,7 +243,13 @@ function liveProgress(input: PrepareEnvironmentInput): { publish(line: string, t
       last = line;
       try {
         stream ??= WorkflowStreamClient.fromWithinActivity({ batchInterval: 1_000 });
-        const event: LiveEvent = { kind: 'environment.progress', operationId: input.operationId, turn: 0, line, tail: lines.slice(-3) };
+        const event: LiveEvent = {
+          kind: 'environment.progress',
+          operationId: input.operationId,
+          turn: 0,
+          line,
+          tail: lines.slice(-3),
+        };
         stream.topic<LiveEvent>(LIVE_TOPIC).publish(event);
       } catch {
         // A follower misses a progress line; the build is unaffected.
@@ -250,4 +273,3 @@ function tail(output: Buffer): string {
   if (output.length <= TAIL_BYTES) return output.toString('utf8');
   return `[…]\n${output.subarray(output.length - TAIL_BYTES).toString('utf8')}`;
 }
-

@@ -12,7 +12,7 @@ import { PassThrough, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from '../hands/docker-calls';
-import type { SandboxLimits } from '../hands/sandbox-manager';
+import type { SandboxLimits } from '../hands/sandbox-spec';
 import { SANDBOX_PROXY_PORT, type EgressHost } from '../egress/egress-host';
 import { substitute } from './dockerfile';
 import { EnvironmentError } from './errors';
@@ -73,7 +73,11 @@ export class EnvironmentBuilder {
   }
 
   /** The image of `recipe`: reused when its tag exists, otherwise built (once per hash at a time). */
-  async build(recipe: Recipe, onProgress: (progress: BuildProgress) => void, signal?: AbortSignal): Promise<BuildOutcome> {
+  async build(
+    recipe: Recipe,
+    onProgress: (progress: BuildProgress) => void,
+    signal?: AbortSignal,
+  ): Promise<BuildOutcome> {
     const base = await this.probe(recipe.base);
     const hash = recipeHash(recipe, base.id);
     const image = `${ENVIRONMENT_REPOSITORY}:${hash.slice(0, 16)}`;
@@ -200,14 +204,25 @@ export class EnvironmentBuilder {
         } catch (err) {
           pack.destroy(err as Error);
           await upload.catch(() => undefined);
-          throw err instanceof EnvironmentError ? err : new EnvironmentError('build-failed', `${step.title}: ${(err as Error).message}`);
+          throw err instanceof EnvironmentError
+            ? err
+            : new EnvironmentError('build-failed', `${step.title}: ${(err as Error).message}`);
         }
         return;
       }
       case 'run': {
         const env = new Map(state.env);
         for (const [key, value] of Object.entries(step.env ?? {})) env.set(key, value);
-        await this.exec(container, step.argv, step.user ?? state.user, step.workdir ?? state.workdir, env, progress, step.title, refusals);
+        await this.exec(
+          container,
+          step.argv,
+          step.user ?? state.user,
+          step.workdir ?? state.workdir,
+          env,
+          progress,
+          step.title,
+          refusals,
+        );
       }
     }
   }
@@ -285,7 +300,16 @@ export class EnvironmentBuilder {
   private async waitForForwarder(container: Docker.Container): Promise<void> {
     const port = SANDBOX_PROXY_PORT;
     const script = `for i in $(seq 1 300); do (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && exit 0; sleep 0.1; done; exit 1`;
-    await this.exec(container, ['bash', '-c', script], 'root', '/', new Map(), () => undefined, 'start the egress forwarder', () => []);
+    await this.exec(
+      container,
+      ['bash', '-c', script],
+      'root',
+      '/',
+      new Map(),
+      () => undefined,
+      'start the egress forwarder',
+      () => [],
+    );
   }
 
   private async exists(image: string): Promise<boolean> {
@@ -346,7 +370,9 @@ export class EnvironmentBuilder {
       const env = info.Config?.Env ?? [];
       const facts: BaseFacts & { id: string } = {
         id: info.Id,
-        path: env.find((e) => e.startsWith('PATH='))?.slice(5) ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+        path:
+          env.find((e) => e.startsWith('PATH='))?.slice(5) ??
+          '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
         env,
       };
       for (const name of ['python', 'node', 'go', 'java'] as const) {

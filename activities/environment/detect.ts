@@ -63,7 +63,11 @@ function detectPython(files: RepoFiles, found: Requirements): void {
   found.python = specifier
     ? {
         specifier,
-        from: fromPyproject ? 'pyproject.toml requires-python' : fromSetupCfg ? 'setup.cfg python_requires' : 'setup.py python_requires',
+        from: fromPyproject
+          ? 'pyproject.toml requires-python'
+          : fromSetupCfg
+            ? 'setup.cfg python_requires'
+            : 'setup.py python_requires',
       }
     : { from: markers[0]! };
 }
@@ -99,7 +103,9 @@ function detectNode(files: RepoFiles, found: Requirements): void {
     engines = undefined; // a broken package.json is the project's problem, not the environment's
   }
   found.node =
-    typeof engines === 'string' && engines.trim() ? { range: engines.trim(), from: 'package.json engines.node' } : { from: 'package.json' };
+    typeof engines === 'string' && engines.trim()
+      ? { range: engines.trim(), from: 'package.json engines.node' }
+      : { from: 'package.json' };
 }
 
 /** `.nvmrc` content as an npm range: `22` → `22`, `v22.11.0` → `22.11.0`, `lts/jod` → `22`, `lts/*` / `node` → any. */
@@ -127,7 +133,12 @@ function detectJava(files: RepoFiles, found: Requirements): void {
       tag(pom, 'maven.compiler.source') ??
       tag(pom, 'java.version') ??
       tag(pom, 'source');
-    found.java = { ...(release ? { release: javaMajor(release) } : {}), build: 'maven', wrapper: files.exists('mvnw'), from: 'pom.xml' };
+    found.java = {
+      ...(release ? { release: javaMajor(release) } : {}),
+      build: 'maven',
+      wrapper: files.exists('mvnw'),
+      from: 'pom.xml',
+    };
     return;
   }
   found.files.push(gradleFile!);
@@ -136,11 +147,18 @@ function detectJava(files: RepoFiles, found: Requirements): void {
     /JavaLanguageVersion\.of\(\s*(\d+)\s*\)/.exec(text)?.[1] ??
     /JavaVersion\.VERSION_(\d+(?:_\d+)?)/.exec(text)?.[1]?.replace('_', '.') ??
     /sourceCompatibility\s*=\s*['"]?(\d+(?:\.\d+)?)/.exec(text)?.[1];
-  found.java = { ...(release ? { release: javaMajor(release) } : {}), build: 'gradle', wrapper: files.exists('gradlew'), from: gradleFile! };
+  found.java = {
+    ...(release ? { release: javaMajor(release) } : {}),
+    build: 'gradle',
+    wrapper: files.exists('gradlew'),
+    from: gradleFile!,
+  };
 }
 
 function tag(xml: string, name: string): string | undefined {
-  const value = new RegExp(`<${name.replace(/\./g, '\\.')}>\\s*([^<\\s]+)\\s*</${name.replace(/\./g, '\\.')}>`).exec(xml)?.[1];
+  const value = new RegExp(`<${name.replace(/\./g, '\\.')}>\\s*([^<\\s]+)\\s*</${name.replace(/\./g, '\\.')}>`).exec(
+    xml,
+  )?.[1];
   // `${java.version}`-style references are not resolved: the default JDK then.
   return value && !value.includes('${') ? value : undefined;
 }

@@ -36,11 +36,7 @@ const SUPPORTED_BUILD_KEYS = new Set(['dockerfile', 'context', 'args']);
 const LIFECYCLE_KEYS = ['onCreateCommand', 'updateContentCommand', 'postCreateCommand'] as const;
 
 const commandSchema = z.union(
-  [
-    z.string(),
-    z.array(z.string()).min(1),
-    z.record(z.string(), z.union([z.string(), z.array(z.string()).min(1)])),
-  ],
+  [z.string(), z.array(z.string()).min(1), z.record(z.string(), z.union([z.string(), z.array(z.string()).min(1)]))],
   { error: 'must be a command: a string, an array of strings, or an object of named commands' },
 );
 
@@ -84,7 +80,8 @@ export function readDevcontainer(files: RepoFiles): DevcontainerEnvironment | un
   const file = DEVCONTAINER_FILES.find((name) => files.exists(name));
   if (!file) return undefined;
   const text = files.read(file);
-  if (text === undefined) throw new EnvironmentError('invalid', `${file}: cannot be read (not a regular file, or over 1 MB)`);
+  if (text === undefined)
+    throw new EnvironmentError('invalid', `${file}: cannot be read (not a regular file, or over 1 MB)`);
   return parseDevcontainer(text, file);
 }
 

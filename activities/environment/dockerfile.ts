@@ -73,7 +73,8 @@ export function dockerfileRecipe(input: DockerfileInput): DockerfileRecipe {
       case 'FROM': {
         if (base !== undefined) fail(ins, 'a second time: multi-stage builds are not supported');
         const words = ins.rest.split(/\s+/);
-        if (words.some((w) => w.startsWith('--'))) fail(ins, `${words.find((w) => w.startsWith('--'))} is not supported`);
+        if (words.some((w) => w.startsWith('--')))
+          fail(ins, `${words.find((w) => w.startsWith('--'))} is not supported`);
         if (words.length === 3 && words[1]!.toUpperCase() === 'AS') words.length = 1;
         if (words.length !== 1) fail(ins, `"${ins.rest}" is not one image`);
         base = substitute(words[0]!, args);
@@ -124,7 +125,8 @@ export function dockerfileRecipe(input: DockerfileInput): DockerfileRecipe {
       case 'LABEL':
         break;
       default:
-        if (IGNORED.has(keyword)) notes.push(`${input.file} line ${ins.line}: ${keyword} is ignored (the harness starts its own process)`);
+        if (IGNORED.has(keyword))
+          notes.push(`${input.file} line ${ins.line}: ${keyword} is ignored (the harness starts its own process)`);
         else fail(ins, 'is not supported');
     }
   }
@@ -140,7 +142,10 @@ function parseInstructions(input: DockerfileInput): Instruction[] {
     const raw = lines[i]!;
     const trimmed = raw.trim();
     if (!directivesDone && /^#\s*escape\s*=/i.test(trimmed) && !/=\s*\\\s*$/.test(trimmed))
-      throw new EnvironmentError('invalid', `${input.file} line ${i + 1}: an escape character other than \\ is not supported`);
+      throw new EnvironmentError(
+        'invalid',
+        `${input.file} line ${i + 1}: an escape character other than \\ is not supported`,
+      );
     if (trimmed === '' || trimmed.startsWith('#')) continue;
     directivesDone = true;
     const start = i;
@@ -153,7 +158,11 @@ function parseInstructions(input: DockerfileInput): Instruction[] {
       text += `\n${lines[i]!}`;
     }
     const match = /^([A-Za-z]+)(?:\s+([\s\S]*))?$/.exec(text.trim());
-    if (!match) throw new EnvironmentError('invalid', `${input.file} line ${start + 1}: cannot read "${text.trim().slice(0, 60)}"`);
+    if (!match)
+      throw new EnvironmentError(
+        'invalid',
+        `${input.file} line ${start + 1}: cannot read "${text.trim().slice(0, 60)}"`,
+      );
     out.push({ line: start + 1, keyword: match[1]!.toUpperCase(), rest: (match[2] ?? '').trim() });
   }
   return out;
@@ -186,22 +195,26 @@ function parseEnv(rest: string, vars: Map<string, string>, bad: () => never): Re
 }
 
 function unquote(value: string): string {
-  if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) return value.slice(1, -1).replace(/\\(.)/g, '$1');
+  if (value.length >= 2 && value.startsWith('"') && value.endsWith('"'))
+    return value.slice(1, -1).replace(/\\(.)/g, '$1');
   if (value.length >= 2 && value.startsWith("'") && value.endsWith("'")) return value.slice(1, -1);
   return value.replace(/\\(.)/g, '$1');
 }
 
 /** `$NAME`, `${NAME}`, `${NAME:-default}`, `${NAME:+alternative}`; unknown names become empty, as in Docker. */
 export function substitute(text: string, vars: Map<string, string>, keepUnknown = false): string {
-  return text.replace(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::([-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g, (whole, braced, op, word, bare) => {
-    const name = (braced ?? bare) as string;
-    // ENV values may name the base image's variables (`$PATH`): the builder knows those.
-    if (keepUnknown && !vars.has(name)) return op ? whole : `\${${name}}`;
-    const value = vars.get(name);
-    if (op === '-') return value ? value : (word as string);
-    if (op === '+') return value ? (word as string) : '';
-    return value ?? '';
-  });
+  return text.replace(
+    /\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::([-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g,
+    (whole, braced, op, word, bare) => {
+      const name = (braced ?? bare) as string;
+      // ENV values may name the base image's variables (`$PATH`): the builder knows those.
+      if (keepUnknown && !vars.has(name)) return op ? whole : `\${${name}}`;
+      const value = vars.get(name);
+      if (op === '-') return value ? value : (word as string);
+      if (op === '+') return value ? (word as string) : '';
+      return value ?? '';
+    },
+  );
 }
 
 function copyStep(
@@ -239,7 +252,10 @@ function copyStep(
   const digest = createHash('sha256');
   for (const entry of entries) {
     const stat = fs.statSync(entry.host);
-    digest.update(`${entry.name}\0${stat.mode & 0o777}\0`).update(fs.readFileSync(entry.host)).update('\0');
+    digest
+      .update(`${entry.name}\0${stat.mode & 0o777}\0`)
+      .update(fs.readFileSync(entry.host))
+      .update('\0');
   }
   digest.update(`${owner.uid}:${owner.gid}`);
   return {
@@ -261,8 +277,10 @@ function copyStep(
         const stat = fs.statSync(entry.host);
         const body = fs.readFileSync(entry.host);
         await new Promise<void>((resolve, reject) =>
-          into.entry({ name: entry.name, mode: stat.mode & 0o777, size: body.length, uid: owner.uid, gid: owner.gid }, body, (err) =>
-            err ? reject(err) : resolve(),
+          into.entry(
+            { name: entry.name, mode: stat.mode & 0o777, size: body.length, uid: owner.uid, gid: owner.gid },
+            body,
+            (err) => (err ? reject(err) : resolve()),
           ),
         );
         progress();
@@ -272,7 +290,9 @@ function copyStep(
 }
 
 function ownerOf(spec: string): { uid: number; gid: number } | undefined {
-  const ids = spec.split(':').map((part) => (part === 'root' ? 0 : part === 'agent' ? 1000 : /^\d+$/.test(part) ? Number(part) : NaN));
+  const ids = spec
+    .split(':')
+    .map((part) => (part === 'root' ? 0 : part === 'agent' ? 1000 : /^\d+$/.test(part) ? Number(part) : NaN));
   if (ids.some((id) => Number.isNaN(id))) return undefined;
   return { uid: ids[0]!, gid: ids[1] ?? ids[0]! };
 }

@@ -86,11 +86,7 @@ export async function commitFiles(repository: string, commit: string): Promise<R
 }
 
 /** A shallow clone of `url` at `ref` (its default branch without one). */
-export async function cloneFiles(
-  url: string,
-  ref: string | undefined,
-  hostEnv: NodeJS.ProcessEnv,
-): Promise<RepoFiles> {
+export async function cloneFiles(url: string, ref: string | undefined, hostEnv: NodeJS.ProcessEnv): Promise<RepoFiles> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-env-src-'));
   const root = path.join(dir, 'repo');
   const env = { ...hostEnv, GIT_TERMINAL_PROMPT: '0' };

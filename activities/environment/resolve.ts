@@ -47,13 +47,19 @@ export async function resolveEnvironment(ctx: ResolveContext): Promise<ResolvedE
   if (devcontainer) {
     const spec: EnvironmentSpec = {
       ...(devcontainer.image ? { image: devcontainer.image } : {}),
-      ...(devcontainer.dockerfile !== undefined ? { dockerfile: devcontainer.dockerfile, context: devcontainer.context ?? '' } : {}),
+      ...(devcontainer.dockerfile !== undefined
+        ? { dockerfile: devcontainer.dockerfile, context: devcontainer.context ?? '' }
+        : {}),
       buildArgs: devcontainer.buildArgs,
       env: devcontainer.env,
       update: devcontainer.update,
     };
     const resolved = await fromSpec(ctx, spec, 'devcontainer');
-    return { ...resolved, files: [devcontainer.file, ...resolved.files], unsupported: [...devcontainer.unsupported, ...resolved.unsupported] };
+    return {
+      ...resolved,
+      files: [devcontainer.file, ...resolved.files],
+      unsupported: [...devcontainer.unsupported, ...resolved.unsupported],
+    };
   }
   const wanted = files ? detectRequirements(files) : undefined;
   if (!wanted || !wanted.files.length) return defaultEnvironment('default');
@@ -82,9 +88,14 @@ async function fromSpec(
   const notes: string[] = [];
   let recipe: Recipe;
   if (spec.dockerfile !== undefined) {
-    if (!ctx.files) throw new EnvironmentError('invalid', `dockerfile: ${spec.dockerfile} needs a repository to read it from (give repo)`);
+    if (!ctx.files)
+      throw new EnvironmentError(
+        'invalid',
+        `dockerfile: ${spec.dockerfile} needs a repository to read it from (give repo)`,
+      );
     const text = ctx.files.read(spec.dockerfile);
-    if (text === undefined) throw new EnvironmentError('invalid', `dockerfile: ${spec.dockerfile} does not exist in the repository`);
+    if (text === undefined)
+      throw new EnvironmentError('invalid', `dockerfile: ${spec.dockerfile} does not exist in the repository`);
     const contextRelative = spec.context ?? spec.dockerfile.split('/').slice(0, -1).join('/');
     const built = dockerfileRecipe({
       file: spec.dockerfile,
@@ -102,9 +113,17 @@ async function fromSpec(
   const chains = await planToolchains(wanted, await ctx.probe(recipe.base), ctx.host);
   recipe.steps.push(...chains.steps);
   for (const [index, command] of (spec.setup ?? []).entries())
-    recipe.steps.push({ kind: 'run', title: `setup ${index + 1}: ${command.slice(0, 80)}`, argv: ['sh', '-c', command] });
+    recipe.steps.push({
+      kind: 'run',
+      title: `setup ${index + 1}: ${command.slice(0, 80)}`,
+      argv: ['sh', '-c', command],
+    });
   if (spec.env && Object.keys(spec.env).length)
-    recipe.steps.push({ kind: 'env', title: `env ${Object.keys(spec.env).join(' ')}`, set: containerEnvRefs(spec.env) });
+    recipe.steps.push({
+      kind: 'env',
+      title: `env ${Object.keys(spec.env).join(' ')}`,
+      set: containerEnvRefs(spec.env),
+    });
   const nothingToBuild = recipe.base === ctx.defaultImage && recipe.steps.length === 0;
   return {
     source,
@@ -124,7 +143,10 @@ function aliasOf(image: string, defaultImage: string): string {
 /** devcontainer's `${containerEnv:NAME}` is the environment so far: `${NAME}` in an env step. */
 function containerEnvRefs(env: Record<string, string>): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(env).map(([name, value]) => [name, value.replace(/\$\{containerEnv:([A-Za-z_][A-Za-z0-9_]*)\}/g, '${$1}')]),
+    Object.entries(env).map(([name, value]) => [
+      name,
+      value.replace(/\$\{containerEnv:([A-Za-z_][A-Za-z0-9_]*)\}/g, '${$1}'),
+    ]),
   );
 }
 

@@ -84,7 +84,10 @@ function pythonPlan(wanted: NonNullable<Requirements['python']>, base: BaseFacts
   if (version && wanted.specifier) {
     const accepts = pythonSpecifier(wanted.specifier);
     if (!accepts)
-      throw new EnvironmentError('invalid', `python: cannot read the version requirement "${wanted.specifier}" (${wanted.from})`);
+      throw new EnvironmentError(
+        'invalid',
+        `python: cannot read the version requirement "${wanted.specifier}" (${wanted.from})`,
+      );
     if (!accepts(parseVersion(version)!))
       throw new EnvironmentError(
         'invalid',
@@ -98,7 +101,11 @@ function pythonPlan(wanted: NonNullable<Requirements['python']>, base: BaseFacts
     title: `python venv for the agent at ${AGENT_PYTHON}`,
     argv: ['sh', '-c', `set -e; python3 -m venv ${AGENT_PYTHON}; chown -R 1000:1000 ${AGENT_PYTHON}`],
   });
-  plan.steps.push({ kind: 'env', title: `PATH starts with ${AGENT_PYTHON}/bin`, set: { PATH: `${AGENT_PYTHON}/bin:\${PATH}` } });
+  plan.steps.push({
+    kind: 'env',
+    title: `PATH starts with ${AGENT_PYTHON}/bin`,
+    set: { PATH: `${AGENT_PYTHON}/bin:\${PATH}` },
+  });
 }
 
 async function nodePlan(
@@ -108,7 +115,8 @@ async function nodePlan(
   plan: ToolchainPlan,
 ): Promise<void> {
   const accepts = wanted.range === undefined ? () => true : npmRange(wanted.range);
-  if (!accepts) throw new EnvironmentError('invalid', `node: cannot read the version range "${wanted.range}" (${wanted.from})`);
+  if (!accepts)
+    throw new EnvironmentError('invalid', `node: cannot read the version range "${wanted.range}" (${wanted.from})`);
   const present = base.node ? parseVersion(base.node) : undefined;
   if (present && accepts(present)) {
     // The image's Node (the current LTS in the default image) does.
@@ -135,11 +143,17 @@ async function nodePlan(
     title: `node ${version} and npm ${npmTgz.version} from the npm registry`,
     digest: `${nodeTgz.integrity} ${npmTgz.integrity}`,
     pack: async (into, progress) => {
-      await repack(nodeTgz.file, into, (name) => (name === 'package/bin/node' ? `${home}/bin/node` : undefined), progress);
+      await repack(
+        nodeTgz.file,
+        into,
+        (name) => (name === 'package/bin/node' ? `${home}/bin/node` : undefined),
+        progress,
+      );
       await repack(
         npmTgz.file,
         into,
-        (name) => (name.startsWith('package/') ? `${home}/lib/node_modules/npm/${name.slice('package/'.length)}` : undefined),
+        (name) =>
+          name.startsWith('package/') ? `${home}/lib/node_modules/npm/${name.slice('package/'.length)}` : undefined,
         progress,
       );
       for (const [link, target] of [
@@ -180,7 +194,11 @@ async function goPlan(
     digest: dir.sum,
     pack: (into, progress) => packGoToolchain(dir.dir, into, progress),
   });
-  plan.steps.push({ kind: 'env', title: 'go on PATH', set: { PATH: `/usr/local/go/bin:\${PATH}`, GOTOOLCHAIN: 'local' } });
+  plan.steps.push({
+    kind: 'env',
+    title: 'go on PATH',
+    set: { PATH: `/usr/local/go/bin:\${PATH}`, GOTOOLCHAIN: 'local' },
+  });
 }
 
 function javaPlan(wanted: NonNullable<Requirements['java']>, plan: ToolchainPlan): void {
@@ -241,7 +259,13 @@ function mavenSettingsStep(): BuildStep {
   return {
     kind: 'run',
     title: 'Maven settings: the egress proxy and the dependency cache',
-    argv: ['sh', '-c', 'set -e; mkdir -p /etc/maven; printf "%s" "$1" > /etc/maven/settings.xml', 'maven-settings', settings],
+    argv: [
+      'sh',
+      '-c',
+      'set -e; mkdir -p /etc/maven; printf "%s" "$1" > /etc/maven/settings.xml',
+      'maven-settings',
+      settings,
+    ],
   };
 }
 
@@ -261,7 +285,10 @@ async function npmVersions(host: ToolchainHost, name: string): Promise<string[]>
 }
 
 /** `npm pack <spec>` on the host into the toolchain cache (once per exact version). */
-async function npmPack(host: ToolchainHost, spec: string): Promise<{ file: string; version: string; integrity: string }> {
+async function npmPack(
+  host: ToolchainHost,
+  spec: string,
+): Promise<{ file: string; version: string; integrity: string }> {
   const dir = path.join(host.cacheDir, 'npm');
   fs.mkdirSync(dir, { recursive: true });
   try {
@@ -271,7 +298,10 @@ async function npmPack(host: ToolchainHost, spec: string): Promise<{ file: strin
     });
     const viewed = JSON.parse(stdout) as unknown;
     // A range can match several versions: npm then prints an array, newest last.
-    const info = (Array.isArray(viewed) ? viewed[viewed.length - 1] : viewed) as { version: string; 'dist.integrity': string };
+    const info = (Array.isArray(viewed) ? viewed[viewed.length - 1] : viewed) as {
+      version: string;
+      'dist.integrity': string;
+    };
     const name = spec.slice(0, spec.lastIndexOf('@'));
     const file = path.join(dir, `${name.replace('/', '-')}-${info.version}.tgz`);
     if (!fs.existsSync(file)) {
@@ -290,7 +320,10 @@ async function npmPack(host: ToolchainHost, spec: string): Promise<{ file: strin
     }
     return { file, version: info.version, integrity: info['dist.integrity'] };
   } catch (err) {
-    throw new EnvironmentError('invalid', `node: ${spec} could not be fetched from the npm registry: ${describeExecError(err)}`);
+    throw new EnvironmentError(
+      'invalid',
+      `node: ${spec} could not be fetched from the npm registry: ${describeExecError(err)}`,
+    );
   }
 }
 
@@ -316,8 +349,15 @@ async function repack(
       stream.on('end', () => {
         const body = Buffer.concat(chunks);
         const mode = name.endsWith('/bin/node') || /\/bin\/[^/]+$/.test(name) ? 0o755 : (header.mode ?? 0o644) | 0o444;
-        into.entry({ name, mode, size: body.length, ...(header.linkname ? { linkname: header.linkname, type: header.type } : {}) }, body, (err) =>
-          err ? reject(err) : (progress(), next()),
+        into.entry(
+          {
+            name,
+            mode,
+            size: body.length,
+            ...(header.linkname ? { linkname: header.linkname, type: header.type } : {}),
+          },
+          body,
+          (err) => (err ? reject(err) : (progress(), next())),
         );
       });
       stream.on('error', reject);
@@ -364,7 +404,10 @@ async function goToolchainDir(host: ToolchainHost, version: string): Promise<{ d
     if (!info.Dir || info.Error) throw new Error(info.Error ?? 'no directory');
     return { dir: info.Dir, sum: info.Sum ?? module };
   } catch (err) {
-    throw new EnvironmentError('invalid', `go: ${module} could not be downloaded through the Go module proxy: ${describeExecError(err)}`);
+    throw new EnvironmentError(
+      'invalid',
+      `go: ${module} could not be downloaded through the Go module proxy: ${describeExecError(err)}`,
+    );
   }
 }
 
@@ -381,8 +424,10 @@ async function packGoToolchain(dir: string, into: tar.Pack, progress: () => void
       const body = fs.readFileSync(path.join(dir, child));
       const executable = /^bin\/[^/]+$/.test(child) || /^pkg\/tool\/[^/]+\/[^/]+$/.test(child);
       await new Promise<void>((resolve, reject) =>
-        into.entry({ name: `usr/local/go/${child}`, mode: executable ? 0o755 : 0o644, size: body.length }, body, (err) =>
-          err ? reject(err) : resolve(),
+        into.entry(
+          { name: `usr/local/go/${child}`, mode: executable ? 0o755 : 0o644, size: body.length },
+          body,
+          (err) => (err ? reject(err) : resolve()),
         ),
       );
       progress();

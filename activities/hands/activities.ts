@@ -1,6 +1,6 @@
 /**
  * The hands as Temporal activities (contract: `common/hands.ts`), built by `createHandsActivities`
- * from a `SandboxManager` — all Docker access goes through it. Each activity is a named function in
+ * from the worker's `Sandboxes` (`sandboxes.ts`) — all Docker access goes through them. Each activity is a named function in
  * its own module: `run-tool.ts`, `seed.ts`, `workspace-diff.ts`; the lifecycle ones are here.
  */
 import type { HandsActivities, SessionRef } from '../../common/hands';
@@ -32,7 +32,7 @@ async function destroySandbox(
   input: SessionRef & { keepVolume: boolean },
 ): Promise<{ container: boolean; volume: boolean }> {
   try {
-    return await hands.manager.remove(sessionOf(input), { keepVolume: input.keepVolume });
+    return await hands.sandboxes.lifecycle.remove(sessionOf(input), { keepVolume: input.keepVolume });
   } catch (err) {
     throw toActivityFailure(err);
   }
@@ -40,7 +40,7 @@ async function destroySandbox(
 
 async function ensureSandbox(hands: HandsContext, input: SessionRef): Promise<{ created: boolean; replaced?: string }> {
   try {
-    const sandbox = await hands.manager.ensure(sessionOf(input), { operationId: input.operationId });
+    const sandbox = await hands.sandboxes.lifecycle.ensure(sessionOf(input), { operationId: input.operationId });
     return { created: sandbox.created, ...(sandbox.replaced ? { replaced: sandbox.replaced } : {}) };
   } catch (err) {
     throw toActivityFailure(err);

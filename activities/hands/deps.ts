@@ -1,5 +1,5 @@
 /**
- * What every hands activity is built from: the sandbox manager, the roots a seed source may come
+ * What every hands activity is built from: the worker's sandboxes, the roots a seed source may come
  * from, and the output and heartbeat settings.
  */
 import * as os from 'node:os';
@@ -8,7 +8,7 @@ import type { EgressHost } from '../egress/egress-host';
 import type { SecretStore } from '../secrets/store';
 import type { HandsHostIdentity } from './claim-host';
 import { spillOptions, type SpillOptions } from './output';
-import type { SandboxManager } from './sandbox-manager';
+import type { Sandboxes } from './sandboxes';
 import { allowedRootsFrom } from './seed-source';
 
 /** The project's example repositories (what the demo seeds from). */
@@ -23,7 +23,7 @@ export function defaultAllowedRoots(env: Record<string, string | undefined> = pr
 }
 
 export interface HandsActivitiesDeps {
-  manager: SandboxManager;
+  sandboxes: Sandboxes;
   /** Directories a local seed source may lie in (default: `defaultAllowedRoots()`). */
   allowedRoots?: readonly string[];
   /** Output above this many bytes is spilled to a file (default 16 KiB). */
@@ -44,7 +44,7 @@ export interface HandsActivitiesDeps {
 
 /** The deps with their defaults resolved, as the activity functions take them. */
 export interface HandsContext {
-  manager: SandboxManager;
+  sandboxes: Sandboxes;
   allowedRoots: readonly string[];
   spill: SpillOptions;
   outputCaptureBytes?: number;
@@ -56,7 +56,7 @@ export interface HandsContext {
 
 export function handsContext(deps: HandsActivitiesDeps): HandsContext {
   return {
-    manager: deps.manager,
+    sandboxes: deps.sandboxes,
     allowedRoots: deps.allowedRoots ?? defaultAllowedRoots(),
     spill: spillOptions(deps.spillThresholdBytes, deps.spillThresholdLines),
     ...(deps.outputCaptureBytes ? { outputCaptureBytes: deps.outputCaptureBytes } : {}),
@@ -64,7 +64,7 @@ export function handsContext(deps: HandsActivitiesDeps): HandsContext {
     host: {
       host: deps.host?.host ?? os.hostname(),
       ...(deps.host?.taskQueue ? { taskQueue: deps.host.taskQueue } : {}),
-      namePrefix: deps.manager.namePrefix,
+      namePrefix: deps.sandboxes.lifecycle.namePrefix,
     },
     ...(deps.egress ? { egress: deps.egress } : {}),
     ...(deps.secrets ? { secrets: deps.secrets } : {}),

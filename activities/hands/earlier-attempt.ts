@@ -9,7 +9,8 @@ import type { Heartbeat } from '../heartbeat';
 import { throwCancelled } from './failures';
 import { decideReplay, outputPathOf } from './journal';
 import { legacyRecordsOf, recordsOf } from './journal-store';
-import type { ExecResult, SandboxManager } from './sandbox-manager';
+import { runStatus } from './run-records';
+import type { ExecResult, SandboxCommands } from './sandbox-commands';
 import type { ReplayPolicy } from '../../common/tools';
 
 export type EarlierAttempt =
@@ -25,7 +26,7 @@ const POLL_MS = 250;
  * waiting kills it.
  */
 export async function earlierAttempt(input: {
-  manager: SandboxManager;
+  commands: SandboxCommands;
   sessionId: string;
   toolCallId: string;
   policy: ReplayPolicy;
@@ -33,12 +34,12 @@ export async function earlierAttempt(input: {
   ctx: Context | undefined;
   heartbeat: Heartbeat<Record<string, unknown>>;
 }): Promise<EarlierAttempt> {
-  const { manager, sessionId, toolCallId } = input;
+  const { commands, sessionId, toolCallId } = input;
   const records = recordsOf(toolCallId);
   const runBase = records.runBase;
   const deadline = Date.now() + input.timeoutMs + 15_000;
   for (;;) {
-    const status = await manager.runStatus(sessionId, records, legacyRecordsOf(toolCallId));
+    const status = await runStatus(commands, sessionId, records, legacyRecordsOf(toolCallId));
     const decision = decideReplay(input.policy, status);
     switch (decision.action) {
       case 'run':
@@ -53,6 +54,7 @@ export async function earlierAttempt(input: {
             exit: decision.exit,
             output: decision.output,
             process,
+            // No path only in an older version's records (`legacyRecordsOf`): it copied the output there.
             outputPath: decision.exit.outputPath ?? outputPathOf(toolCallId),
           },
         };
@@ -68,7 +70,7 @@ export async function earlierAttempt(input: {
       case 'wait': {
         input.heartbeat.merge({ waitingFor: decision.pid ?? 'starting', attempt: status.attempt });
         if (input.ctx?.cancellationSignal.aborted) {
-          if (decision.pid) await manager.kill(sessionId, decision.pid, { runDir: `${runBase}/${status.attempt}` });
+          if (decision.pid) await commands.kill(sessionId, decision.pid, { runDir: `${runBase}/${status.attempt}` });
           await throwCancelled(input.ctx);
         }
         if (Date.now() > deadline) {

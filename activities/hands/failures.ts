@@ -5,7 +5,7 @@
 import type { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { HANDS_FAILURE_TYPES, HANDS_NON_RETRYABLE_FAILURE_TYPES, type HandsFailureType } from '../../common/hands';
-import { SandboxError, type SandboxErrorKind } from './sandbox-manager';
+import { SandboxError, type SandboxErrorKind } from './docker-calls';
 
 const BY_KIND: Record<SandboxErrorKind, HandsFailureType> = {
   unavailable: HANDS_FAILURE_TYPES.unavailable,

@@ -14,8 +14,8 @@
  *   /var/lib/agent-journal/run/<toolCallId>/<attempt>/  an attempt's pid, output, exit (scripts.ts)
  *   /var/lib/agent-journal/seeded.json                  the workspace was seeded (seed.ts)
  *
- * Older harness versions kept the same files under /workspace/.agent; they are read (never written)
- * so a call started by an older worker is still recognised after an upgrade.
+ * Harness versions before the journal volume kept the same files under /workspace/.agent; they are
+ * read there (never written, and only as the agent) for the two cases below that can still need them.
  *
  * Everything that reads or writes the records goes through this module's paths and `JOURNAL_WRITER`:
  * an executor that replaces `docker exec` keeps the same store by honouring them.
@@ -40,10 +40,22 @@ export function recordsOf(toolCallId: string): ToolCallRecords {
   return { journalPath: `${JOURNAL_DIR}/journal/${toolCallId}.json`, runBase: `${JOURNAL_DIR}/run/${toolCallId}` };
 }
 
-/** Where an older harness version kept the call's records (read as a fallback, never written). */
+/**
+ * Where a harness version before the journal volume kept a call's records (read, never written).
+ * Needed for one case only: a tool call whose activity attempt a hands worker of that version
+ * started, retried by a worker of this version (the old worker died or was upgraded mid-call, or a
+ * reset scheduled the call again). Without them a `never` call would run a second time and a finished
+ * call would not return its recorded result. A call this version starts never has records there.
+ */
 export function legacyRecordsOf(toolCallId: string): ToolCallRecords {
   return { journalPath: `${LEGACY_DIR}/journal/${toolCallId}.json`, runBase: `${LEGACY_DIR}/run/${toolCallId}` };
 }
 
-/** The record that the workspace was seeded, and where older versions kept it. */
+/**
+ * The record that the workspace was seeded (`path`), and where a version before the journal volume
+ * kept it (`legacyPath`). The latter is needed as long as a workspace such a version seeded is used
+ * again: every operation of a session calls `seedWorkspace` (and so does a retried attempt of it), so
+ * a session started before the change, continuing with its next operation, would otherwise have its
+ * repository copied over the agent's work.
+ */
 export const SEED_RECORD = { path: `${JOURNAL_DIR}/seeded.json`, legacyPath: `${LEGACY_DIR}/seeded` } as const;

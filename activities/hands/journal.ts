@@ -33,7 +33,8 @@
 import type { ReplayPolicy } from '../../common/tools';
 import { legacyRecordsOf, recordsOf } from './journal-store';
 import type { RunExit } from './scripts';
-import type { ExecJournal, RunStatus } from './sandbox-manager';
+import type { ExecJournal } from './run-wrapper';
+import type { RunStatus } from './run-records';
 
 /** The agent-visible part of the harness's files in the workspace: spilled outputs and staged inputs. */
 export const AGENT_DIR = '/workspace/.agent';

@@ -16,7 +16,9 @@ import { handsFailure, throwCancelled, toActivityFailure } from './failures';
 import { journalFor, outputPathOf, runBaseOf } from './journal';
 import { shapeOutput } from './output';
 import { resourceNotes, workspaceLooksFull } from './resource-limits';
-import { SandboxError, type ExecOptions, type ExecResult } from './sandbox-manager';
+import { SandboxError } from './docker-calls';
+import type { ExecOptions } from './run-wrapper';
+import type { ExecResult } from './sandbox-commands';
 import { HANDS_TOOLS } from './tools';
 import type { HandsTool, ToolContext, ToolResult } from './tools/types';
 
@@ -51,15 +53,20 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
     false,
   );
   try {
-    const sandbox = await hands.manager.ensure(call.sessionId, { operationId: call.operationId });
+    const sandbox = await hands.sandboxes.lifecycle.ensure(call.sessionId, { operationId: call.operationId });
     let replaced = sandbox.replaced;
     // egress hook: the proxy serves this call's policy; what the call reached is counted after it.
-    const egressCall = await beginToolEgress(hands.egress, call.sessionId, hands.manager.namePrefix, call.egress);
+    const egressCall = await beginToolEgress(
+      hands.egress,
+      call.sessionId,
+      hands.sandboxes.lifecycle.namePrefix,
+      call.egress,
+    );
     let attempt = await attemptToolCall(hands, call, ctx, heartbeat);
     if (attempt.lost) {
       // The container died under the call: replace it; a `never` call then reports itself
       // interrupted (its journal shows it started), others run again once.
-      const again = await hands.manager.ensure(call.sessionId, { operationId: call.operationId });
+      const again = await hands.sandboxes.lifecycle.ensure(call.sessionId, { operationId: call.operationId });
       replaced = again.replaced ?? attempt.lost;
       attempt = await attemptToolCall(hands, call, ctx, heartbeat);
       if (attempt.lost) throw new SandboxError('lost', attempt.lost);
@@ -96,7 +103,7 @@ async function attemptToolCall(
   ctx: Context | undefined,
   heartbeat: Heartbeat<Record<string, unknown>>,
 ): Promise<Attempt> {
-  const { manager } = hands;
+  const { lifecycle, commands, files } = hands.sandboxes;
   const policy = replayPolicyOf(call.name);
   // The map is keyed by name, so each implementation receives its own input type.
   const tool = HANDS_TOOLS[call.name] as HandsTool<ToolInput<ToolName>>;
@@ -109,7 +116,7 @@ async function attemptToolCall(
   const prepared = tool.prepare(call.input, toolCtx);
   const signal = ctx?.cancellationSignal;
   if (signal?.aborted) await throwCancelled(ctx);
-  if (prepared.files) await manager.putFiles(call.sessionId, prepared.files);
+  if (prepared.files) await files.put(call.sessionId, prepared.files);
 
   const journal = journalFor({
     toolCallId: call.toolCallId,
@@ -136,9 +143,9 @@ async function attemptToolCall(
   const formatted = async (run: Extract<ExecResult, { kind: 'finished' }>): Promise<Attempt> => {
     const result = tool.format({ exit: run.exit, output: run.output, outputPath: run.outputPath }, call.input, toolCtx);
     const notes = resourceNotes(run.exit, run.output, {
-      ...manager.limits,
+      ...lifecycle.limits,
       ...(workspaceLooksFull(run.exit, run.output)
-        ? { workspaceQuotaBytes: await manager.workspaceQuotaBytes(call.sessionId) }
+        ? { workspaceQuotaBytes: await lifecycle.workspaceQuotaBytes(call.sessionId) }
         : {}),
     });
     const fallback = run.executorFallback ? { executorFallback: run.executorFallback } : {};
@@ -147,7 +154,7 @@ async function attemptToolCall(
   };
   const earlier = (asPolicy: typeof policy): Promise<EarlierAttempt> =>
     earlierAttempt({
-      manager,
+      commands,
       sessionId: call.sessionId,
       toolCallId: call.toolCallId,
       policy: asPolicy,
@@ -164,12 +171,12 @@ async function attemptToolCall(
     if (found.kind === 'finished') return formatted(found.run);
   }
   crashPoint(`tool: before process start (${call.name} ${call.toolCallId})`);
-  let run: ExecResult = await manager.exec(call.sessionId, options);
+  let run: ExecResult = await commands.exec(call.sessionId, options);
   crashPoint(`tool: after process end (${call.name} ${call.toolCallId})`);
   if (run.kind === 'journal-exists') {
     const found = await earlier(policy);
     if (found.kind === 'run')
-      run = await manager.exec(call.sessionId, { ...options, journal: { ...journal, mode: 'append' } });
+      run = await commands.exec(call.sessionId, { ...options, journal: { ...journal, mode: 'append' } });
     else if (found.kind === 'finished') run = found.run;
     else return { result: interruptedResult(hands, call, found), synthetic: true };
   }
@@ -180,7 +187,7 @@ async function attemptToolCall(
     const found = await earlier('never');
     if (found.kind === 'finished') run = found.run;
     else if (found.kind === 'run' || policy !== 'never')
-      run = await manager.exec(call.sessionId, { ...options, journal: { ...journal, mode: 'append' } });
+      run = await commands.exec(call.sessionId, { ...options, journal: { ...journal, mode: 'append' } });
     else return { result: interruptedResult(hands, call, found), synthetic: true };
     if (run.kind === 'executor-lost') throw new SandboxError('unavailable', run.reason);
   }

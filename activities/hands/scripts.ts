@@ -58,6 +58,10 @@ export interface RunExit {
   workspaceFreeBytes?: number;
   /** Size of the file system /workspace is on (-1: unknown). */
   workspaceBytes?: number;
-  /** Where the full output was left for the model: the workspace copy, or the run directory's. */
+  /**
+   * Where the full output was left for the model: the workspace copy, or the run directory's. Always
+   * written by this version's wrapper; absent only in the records a version before the journal volume
+   * left in the workspace (read for the case `legacyRecordsOf` in `journal-store.ts` describes).
+   */
   outputPath?: string;
 }

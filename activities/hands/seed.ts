@@ -29,7 +29,8 @@ import { sessionOf, type HandsContext } from './deps';
 import { handsFailure, toActivityFailure } from './failures';
 import { isGitConfigFile, scrubGitConfig } from './git-credentials';
 import { JOURNAL_WRITER, SEED_RECORD } from './journal-store';
-import { AGENT_UID, SandboxError } from './sandbox-manager';
+import { SandboxError } from './docker-calls';
+import { AGENT_UID } from './sandbox-spec';
 import { checkSeedSource, redactUserinfo, type CheckedSeedSource } from './seed-source';
 
 const execFileAsync = promisify(execFile);
@@ -56,7 +57,7 @@ export async function checkSeedSourceActivity(
 }
 
 export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInput): Promise<SeedResult> {
-  const { manager } = hands;
+  const { lifecycle, commands } = hands.sandboxes;
   const sessionId = sessionOf(input);
   // Before any container exists: a source the hands may not read never gets one.
   const source = checkSeedSource(input.source, hands.allowedRoots);
@@ -66,12 +67,13 @@ export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInp
   });
   let cloneDir: string | undefined;
   try {
-    await manager.ensure(sessionId, { operationId: input.operationId });
-    // The record, or where an older version left it in the workspace (read as the agent, not as root).
-    const current = await manager.script(sessionId, READ_SEED_RECORD, [SEED_RECORD.path], { user: JOURNAL_WRITER });
+    await lifecycle.ensure(sessionId, { operationId: input.operationId });
+    // The record, or where a version before the journal volume left it (`SEED_RECORD`): that one is
+    // in the workspace, so it is read as the agent, not as root.
+    const current = await commands.script(sessionId, READ_SEED_RECORD, [SEED_RECORD.path], { user: JOURNAL_WRITER });
     const found = current.stdout.length
       ? current
-      : await manager.script(sessionId, READ_SEED_RECORD, [SEED_RECORD.legacyPath]);
+      : await commands.script(sessionId, READ_SEED_RECORD, [SEED_RECORD.legacyPath]);
     const recorded = found.stdout.toString('utf8').trim();
     if (recorded) {
       const previous = JSON.parse(recorded) as SeedResult;
@@ -91,7 +93,7 @@ export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInp
     if (!files.some((file) => file.startsWith('.git/'))) {
       // Not a repository of its own: commit the seeded files as a baseline so the operation's
       // changes can be diffed and the agent can use git as it would anywhere else.
-      const init = await manager.script(sessionId, BASELINE_SCRIPT, []);
+      const init = await commands.script(sessionId, BASELINE_SCRIPT, []);
       if (init.exitCode !== 0) {
         throw new SandboxError('failed', `could not create the baseline commit: ${init.stderr.trim().slice(0, 300)}`);
       }
@@ -99,7 +101,7 @@ export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInp
     }
     const result: SeedResult = { ...counts, ...((head ?? baseline) ? { head: head ?? baseline } : {}) };
     const record = { ...result, source: describeSource(input.source), at: new Date().toISOString() };
-    const written = await manager.script(sessionId, WRITE_SEED_RECORD, [SEED_RECORD.path, JSON.stringify(record)], {
+    const written = await commands.script(sessionId, WRITE_SEED_RECORD, [SEED_RECORD.path, JSON.stringify(record)], {
       user: JOURNAL_WRITER,
     });
     if (written.exitCode !== 0) {
@@ -123,7 +125,7 @@ async function uploadFiles(
   progress: () => void,
 ): Promise<{ files: number; bytes: number }> {
   const pack = tar.pack();
-  const upload = hands.manager.putArchive(sessionId, pack);
+  const upload = hands.sandboxes.files.putArchive(sessionId, pack);
   try {
     const counts = await packFiles(pack, dir, files, progress);
     pack.finalize();

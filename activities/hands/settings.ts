@@ -13,7 +13,7 @@
  */
 import * as path from 'node:path';
 import { defaultAllowedRoots } from './deps';
-import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from './sandbox-manager';
+import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from './sandbox-spec';
 import { parseQuotaSize, parseSize, type WorkspaceQuota } from './workspace-quota';
 
 export const HANDS_ENV = {

@@ -2,15 +2,15 @@
 import type { SessionRef } from '../../common/hands';
 import { sessionOf, type HandsContext } from './deps';
 import { toActivityFailure } from './failures';
-import { SandboxError } from './sandbox-manager';
+import { SandboxError } from './docker-calls';
 
 const DIFF_MAX_BYTES = 1024 * 1024;
 
 export async function workspaceDiff(hands: HandsContext, input: SessionRef): Promise<{ diff: string; stat: string }> {
   const sessionId = sessionOf(input);
   try {
-    await hands.manager.ensure(sessionId);
-    const { stdout, exitCode, stderr } = await hands.manager.script(sessionId, DIFF_SCRIPT);
+    await hands.sandboxes.lifecycle.ensure(sessionId);
+    const { stdout, exitCode, stderr } = await hands.sandboxes.commands.script(sessionId, DIFF_SCRIPT);
     if (exitCode !== 0) throw new SandboxError('failed', `git diff failed: ${stderr.trim().slice(0, 300)}`);
     const text = stdout.toString('utf8');
     if (text.startsWith('@@not-git')) return { diff: '', stat: '(the workspace is not a git repository)' };

@@ -7,7 +7,7 @@
  * the host's disk is untouched beyond the image.
  *
  * Root only (loop devices): where the hands worker is not root, the engine is remote, or the tools
- * (`losetup`, `mkfs.ext4`) are missing, `quotaUnsupportedReason` says why and the sandbox manager
+ * (`losetup`, `mkfs.ext4`) are missing, `quotaUnsupportedReason` says why and the sandbox lifecycle
  * falls back to plain volumes with a warning.
  *
  * Loop devices do not survive a reboot: `attach` re-attaches an image whose device is gone (the

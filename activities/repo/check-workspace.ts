@@ -41,13 +41,13 @@ git clean -fdq -e /.agent/
 
 export async function checkWorkspace(ctx: RepoContext, input: CheckWorkspaceInput): Promise<CheckWorkspaceResult> {
   try {
-    await ctx.manager.ensure(input.sessionId);
+    await ctx.sandboxes.lifecycle.ensure(input.sessionId);
     const historyRewritten = await guardHistory(ctx, input);
-    const text = await readWorkspaceFile(ctx.manager, input.sessionId, FEATURE_LIST_FILE);
+    const text = await readWorkspaceFile(ctx.sandboxes, input.sessionId, FEATURE_LIST_FILE);
     const expected = featureListText(input.features);
     const violations = compareFeatureList(input.features, text);
     if (text !== expected) {
-      await ctx.manager.putFiles(input.sessionId, [{ path: FEATURE_LIST_FILE, content: expected }]);
+      await ctx.sandboxes.files.put(input.sessionId, [{ path: FEATURE_LIST_FILE, content: expected }]);
     }
     return { violations, ...(historyRewritten ? { historyRewritten } : {}) };
   } catch (err) {
@@ -57,7 +57,7 @@ export async function checkWorkspace(ctx: RepoContext, input: CheckWorkspaceInpu
 
 async function guardHistory(ctx: RepoContext, input: CheckWorkspaceInput): Promise<string | undefined> {
   const state = (
-    await workspaceScript(ctx.manager, input.sessionId, 'checking the branch history', HISTORY_STATE, [
+    await workspaceScript(ctx.sandboxes, input.sessionId, 'checking the branch history', HISTORY_STATE, [
       input.acceptedCommit,
     ])
   ).trim();
@@ -68,7 +68,7 @@ async function guardHistory(ctx: RepoContext, input: CheckWorkspaceInput): Promi
     await copyBranchIn(ctx, input.sessionId, input.branch, input.acceptedCommit);
     return `the accepted commit ${short} was gone from the workspace (HEAD ${head === 'none' ? 'missing' : head.slice(0, 12)}); restored the branch from the host's copy`;
   }
-  await workspaceScript(ctx.manager, input.sessionId, 'restoring the accepted history', RESET_TO_ACCEPTED, [
+  await workspaceScript(ctx.sandboxes, input.sessionId, 'restoring the accepted history', RESET_TO_ACCEPTED, [
     input.branch,
     input.acceptedCommit,
     head,

@@ -45,9 +45,9 @@ git rev-parse HEAD
 
 export async function commitAccepted(ctx: RepoContext, input: CommitAcceptedInput): Promise<CommitAcceptedResult> {
   try {
-    await ctx.manager.ensure(input.sessionId);
+    await ctx.sandboxes.lifecycle.ensure(input.sessionId);
     const trailers = Object.entries(input.trailers).map(([key, value]) => `${key}: ${value}`);
-    const found = await workspaceScript(ctx.manager, input.sessionId, 'looking for the commit', FIND_OR_COLLECT, [
+    const found = await workspaceScript(ctx.sandboxes, input.sessionId, 'looking for the commit', FIND_OR_COLLECT, [
       input.parent,
       trailers[trailers.length - 1] ?? '',
     ]);
@@ -60,11 +60,11 @@ export async function commitAccepted(ctx: RepoContext, input: CommitAcceptedInpu
         ? `\n\nThe agent's commits:\n${agentSubjects.map((subject) => `- ${subject}`).join('\n')}`
         : '';
       const message = `${input.subject}${body}\n\n${trailers.join('\n')}\n`;
-      await ctx.manager.putFiles(input.sessionId, [
+      await ctx.sandboxes.files.put(input.sessionId, [
         { path: FEATURE_LIST_FILE, content: featureListText(input.features) },
         { path: MESSAGE_FILE, content: message },
       ]);
-      const out = await workspaceScript(ctx.manager, input.sessionId, 'committing the accepted work', SQUASH, [
+      const out = await workspaceScript(ctx.sandboxes, input.sessionId, 'committing the accepted work', SQUASH, [
         input.branch,
         input.parent,
         MESSAGE_FILE,
@@ -87,7 +87,7 @@ async function changesOf(
   commit: string,
 ): Promise<Array<{ status: string; path: string }>> {
   const out = await workspaceScript(
-    ctx.manager,
+    ctx.sandboxes,
     sessionId,
     'listing the commit',
     'git -c core.quotepath=off diff --no-renames --name-status "$1" "$2"',

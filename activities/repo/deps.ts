@@ -1,11 +1,12 @@
-/** What the repo activities are built from: the sandbox manager, the host's state folder and git settings. */
+/** What the repo activities are built from: the hands worker's sandboxes, the host's state folder and git settings. */
 import * as path from 'node:path';
 import { isSessionId, SESSION_ID_RULE } from '../../common/sandbox-names';
 import { defaultAllowedRoots } from '../hands/deps';
-import { SandboxError, type SandboxManager } from '../hands/sandbox-manager';
+import { SandboxError } from '../hands/docker-calls';
+import type { Sandboxes } from '../hands/sandboxes';
 
 export interface RepoActivitiesDeps {
-  manager: SandboxManager;
+  sandboxes: Sandboxes;
   /** Where the host keeps one bare clone per task run (`<tasksDir>/<session id>/repo.git`). */
   tasksDir: string;
   /**
@@ -24,7 +25,7 @@ export interface RepoActivitiesDeps {
 }
 
 export interface RepoContext {
-  manager: SandboxManager;
+  sandboxes: Sandboxes;
   tasksDir: string;
   allowedRoots: readonly string[];
   env: NodeJS.ProcessEnv;
@@ -35,7 +36,7 @@ export interface RepoContext {
 export function repoContext(deps: RepoActivitiesDeps): RepoContext {
   const env = deps.env ?? process.env;
   return {
-    manager: deps.manager,
+    sandboxes: deps.sandboxes,
     tasksDir: deps.tasksDir,
     allowedRoots: deps.allowedRoots ?? defaultAllowedRoots(env),
     env,

@@ -98,7 +98,7 @@ async function copyCommitsOut(
         ? [`^${input.expected}`]
         : [];
     const bundle = await workspaceBytes(
-      ctx.manager,
+      ctx.sandboxes,
       input.sessionId,
       'bundling the accepted commits',
       'cd /workspace && git bundle create -q - "refs/heads/$1" "${@:2}"',

@@ -32,8 +32,8 @@ git clean -fdq -e /.agent/
 
 export async function shelveAttempt(ctx: RepoContext, input: ShelveAttemptInput): Promise<{ shelved?: string }> {
   try {
-    await ctx.manager.ensure(input.sessionId);
-    const out = await workspaceScript(ctx.manager, input.sessionId, 'shelving the attempt', SHELVE, [
+    await ctx.sandboxes.lifecycle.ensure(input.sessionId);
+    const out = await workspaceScript(ctx.sandboxes, input.sessionId, 'shelving the attempt', SHELVE, [
       input.branch,
       input.acceptedCommit,
       input.ref,
@@ -50,10 +50,10 @@ export async function shelveAttempt(ctx: RepoContext, input: ShelveAttemptInput)
 
 export async function writeReport(ctx: RepoContext, input: WriteReportInput): Promise<{ path: string }> {
   try {
-    await ctx.manager.ensure(input.sessionId);
+    await ctx.sandboxes.lifecycle.ensure(input.sessionId);
     const name = input.taskId.replace(/[^A-Za-z0-9_.-]+/g, '-').replace(/^[.-]+/, '') || 'task';
     const path = `.agent/reports/${name}.md`;
-    await ctx.manager.putFiles(input.sessionId, [{ path, content: input.markdown }]);
+    await ctx.sandboxes.files.put(input.sessionId, [{ path, content: input.markdown }]);
     return { path: `/workspace/${path}` };
   } catch (err) {
     throw toRepoFailure(err);
@@ -62,8 +62,8 @@ export async function writeReport(ctx: RepoContext, input: WriteReportInput): Pr
 
 export async function readFeatureList(ctx: RepoContext, input: { sessionId: string }): Promise<{ text?: string }> {
   try {
-    await ctx.manager.ensure(input.sessionId);
-    const text = await readWorkspaceFile(ctx.manager, input.sessionId, FEATURE_LIST_FILE);
+    await ctx.sandboxes.lifecycle.ensure(input.sessionId);
+    const text = await readWorkspaceFile(ctx.sandboxes, input.sessionId, FEATURE_LIST_FILE);
     return text === undefined ? {} : { text };
   } catch (err) {
     throw toRepoFailure(err);

@@ -36,16 +36,16 @@ rm -f "$3"
 
 export async function seedBranch(ctx: RepoContext, input: SeedBranchInput): Promise<{ head: string }> {
   try {
-    await ctx.manager.ensure(input.sessionId, { operationId: input.operationId });
+    await ctx.sandboxes.lifecycle.ensure(input.sessionId, { operationId: input.operationId });
     const seeded = await workspaceScript(
-      ctx.manager,
+      ctx.sandboxes,
       input.sessionId,
       'reading the seed marker',
       `cat ${SEEDED_MARKER} 2>/dev/null || true`,
     );
     if (seeded.trim()) return { head: seeded.trim() };
     await copyBranchIn(ctx, input.sessionId, input.branch, input.commit);
-    await workspaceScript(ctx.manager, input.sessionId, 'marking the workspace seeded', 'echo "$1" > "$2"', [
+    await workspaceScript(ctx.sandboxes, input.sessionId, 'marking the workspace seeded', 'echo "$1" > "$2"', [
       input.commit,
       SEEDED_MARKER,
     ]);
@@ -67,8 +67,8 @@ export async function copyBranchIn(ctx: RepoContext, sessionId: string, branch: 
       ['-C', dir, 'bundle', 'create', '-q', bundle, `refs/heads/${branch}`],
       'bundling the branch',
     );
-    await putHostFile(ctx.manager, sessionId, BUNDLE_PATH, bundle);
-    await workspaceScript(ctx.manager, sessionId, 'checking the branch out', FETCH_BUNDLE, [
+    await putHostFile(ctx.sandboxes, sessionId, BUNDLE_PATH, bundle);
+    await workspaceScript(ctx.sandboxes, sessionId, 'checking the branch out', FETCH_BUNDLE, [
       branch,
       commit,
       BUNDLE_PATH,

@@ -25,9 +25,9 @@ true
 
 export async function workspaceSnapshot(ctx: RepoContext, input: SnapshotInput): Promise<WorkspaceSnapshot> {
   try {
-    await ctx.manager.ensure(input.sessionId);
+    await ctx.sandboxes.lifecycle.ensure(input.sessionId);
     const out = await workspaceScript(
-      ctx.manager,
+      ctx.sandboxes,
       input.sessionId,
       'reading the handoff and git state',
       SNAPSHOT_SCRIPT,

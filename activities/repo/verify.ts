@@ -9,7 +9,7 @@ import { CancelledFailure } from '@temporalio/common';
 import type { CheckOutcome, VerifyInput, VerifyResult } from '../../common/repo';
 import { currentActivity } from '../heartbeat';
 import { JOURNAL_DIR } from '../hands/journal-store';
-import { SandboxError } from '../hands/sandbox-manager';
+import { SandboxError } from '../hands/docker-calls';
 import type { RepoContext } from './deps';
 import { toRepoFailure } from './failures';
 
@@ -20,10 +20,10 @@ export async function verifyWorkspace(ctx: RepoContext, input: VerifyInput): Pro
   const activity = currentActivity();
   const key = input.key.replace(/[^A-Za-z0-9_.-]/g, '-');
   try {
-    await ctx.manager.ensure(input.sessionId);
+    await ctx.sandboxes.lifecycle.ensure(input.sessionId);
     const checks: CheckOutcome[] = [];
     for (const check of input.checks) {
-      const result = await ctx.manager.exec(input.sessionId, {
+      const result = await ctx.sandboxes.commands.exec(input.sessionId, {
         command: check.command,
         // Beside the tool-call journal, out of the agent's reach: its commands cannot plant or erase a result.
         runBase: `${JOURNAL_DIR}/verify/${key}/${check.name}`,

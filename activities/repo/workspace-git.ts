@@ -6,7 +6,9 @@
 import * as fs from 'node:fs';
 import * as tar from 'tar-stream';
 import { REPO_FAILURE_TYPES } from '../../common/repo';
-import { AGENT_UID, SandboxError, type SandboxManager } from '../hands/sandbox-manager';
+import { SandboxError } from '../hands/docker-calls';
+import type { Sandboxes } from '../hands/sandboxes';
+import { AGENT_UID } from '../hands/sandbox-spec';
 import { repoFailure } from './failures';
 
 /** Harness files in the workspace live under `.agent/` (excluded from git in every seeded workspace). */
@@ -21,13 +23,13 @@ grep -qx '.agent/' "$(git rev-parse --git-dir)/info/exclude" 2>/dev/null || echo
 
 /** Runs a bash script in /workspace; a non-zero exit throws `WorkspaceBroken` with the script's stderr. */
 export async function workspaceScript(
-  manager: SandboxManager,
+  sandboxes: Sandboxes,
   sessionId: string,
   what: string,
   script: string,
   args: string[] = [],
 ): Promise<string> {
-  const { exitCode, stdout, stderr } = await manager.script(sessionId, script, args);
+  const { exitCode, stdout, stderr } = await sandboxes.commands.script(sessionId, script, args);
   if (exitCode !== 0) {
     throw repoFailure(
       REPO_FAILURE_TYPES.workspace,
@@ -39,13 +41,13 @@ export async function workspaceScript(
 
 /** A script's raw stdout (a bundle); a non-zero exit throws like `workspaceScript`. */
 export async function workspaceBytes(
-  manager: SandboxManager,
+  sandboxes: Sandboxes,
   sessionId: string,
   what: string,
   script: string,
   args: string[] = [],
 ): Promise<Buffer> {
-  const { exitCode, stdout, stderr } = await manager.script(sessionId, script, args);
+  const { exitCode, stdout, stderr } = await sandboxes.commands.script(sessionId, script, args);
   if (exitCode !== 0) {
     throw repoFailure(
       REPO_FAILURE_TYPES.workspace,
@@ -57,14 +59,14 @@ export async function workspaceBytes(
 
 /** Streams a host file into the workspace at `relPath` (owned by the sandbox user). */
 export async function putHostFile(
-  manager: SandboxManager,
+  sandboxes: Sandboxes,
   sessionId: string,
   relPath: string,
   hostFile: string,
 ): Promise<void> {
   const size = fs.statSync(hostFile).size;
   const pack = tar.pack();
-  const upload = manager.putArchive(sessionId, pack);
+  const upload = sandboxes.files.putArchive(sessionId, pack);
   const owner = { uid: AGENT_UID, gid: AGENT_UID, mtime: new Date() };
   try {
     const parts = relPath.split('/');
@@ -88,12 +90,12 @@ export async function putHostFile(
 
 /** Reads a workspace file; undefined when it does not exist. */
 export async function readWorkspaceFile(
-  manager: SandboxManager,
+  sandboxes: Sandboxes,
   sessionId: string,
   relPath: string,
 ): Promise<string | undefined> {
   const out = await workspaceScript(
-    manager,
+    sandboxes,
     sessionId,
     `reading ${relPath}`,
     'if [ -f "$1" ]; then printf "+"; cat -- "$1"; else printf "-"; fi',

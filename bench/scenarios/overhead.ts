@@ -17,7 +17,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createHandsActivities } from '../../activities/hands/activities';
-import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { createSandboxes } from '../../activities/hands/sandboxes';
 import { createAnthropicClient } from '../../activities/model/client';
 import { operationResult } from '../../client/operation-result';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
@@ -80,11 +80,10 @@ export async function runOverhead(
   );
   const settings = benchModelSettings(server.url);
   const client = createAnthropicClient(settings);
-  const withExecutor = new SandboxManager({ docker: ctx.docker, image: ctx.image });
-  const withDockerExec = new SandboxManager({ docker: ctx.docker, image: ctx.image, executor: false });
-  const managers = [withExecutor, withDockerExec];
-  const hands: HandsActivities = createHandsActivities({ manager: withExecutor });
-  const handsDockerExec: HandsActivities = createHandsActivities({ manager: withDockerExec });
+  const withExecutor = createSandboxes({ docker: ctx.docker, image: ctx.image });
+  const withDockerExec = createSandboxes({ docker: ctx.docker, image: ctx.image, executor: false });
+  const hands: HandsActivities = createHandsActivities({ sandboxes: withExecutor });
+  const handsDockerExec: HandsActivities = createHandsActivities({ sandboxes: withDockerExec });
   const sandboxes: string[] = [];
 
   const runPlain = async (steps: number, via: HandsActivities = hands): Promise<number[]> => {
@@ -229,7 +228,7 @@ export async function runOverhead(
   } finally {
     if (!stopped) await Promise.all([worker.stop(), tracesOffWorker.stop()]);
     await ctx.removeSandboxes(sandboxes);
-    for (const manager of managers) manager.close();
+    for (const { commands } of [withExecutor, withDockerExec]) commands.close();
     await server.stop();
   }
 }

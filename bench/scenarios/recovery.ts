@@ -12,7 +12,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { JOURNAL_DIR, JOURNAL_WRITER } from '../../activities/hands/journal-store';
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { operationResult } from '../../client/operation-result';

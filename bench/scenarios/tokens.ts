@@ -21,7 +21,7 @@
  * `common/pricing.ts`. Each way gets a fresh server, so no way reads another's cache.
  */
 import { createHandsActivities } from '../../activities/hands/activities';
-import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { createSandboxes } from '../../activities/hands/sandboxes';
 import { createAnthropicClient } from '../../activities/model/client';
 import { operationResult } from '../../client/operation-result';
 import { COMPACTION_REQUEST_MARKER, type ContextPolicyInput } from '../../common/context';
@@ -115,10 +115,10 @@ const promptOf = (r: RecordedRequest): number =>
 
 export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens']): Promise<TokensResult> {
   const windowTokens = profile.windowTokens ?? contextWindowOf(BENCH_MODEL);
-  const manager = new SandboxManager({ docker: ctx.docker, image: ctx.image });
+  const sandboxes = createSandboxes({ docker: ctx.docker, image: ctx.image });
   // The plain loop keeps whole outputs: spilling is what the harness adds.
   const fullOutputHands = createHandsActivities({
-    manager,
+    sandboxes,
     spillThresholdBytes: 1 << 30,
     spillThresholdLines: 1 << 30,
   });

@@ -247,7 +247,7 @@ describe('bad tool calls', () => {
 
 describe('tool calls a model cannot send, sent to the hands directly', () => {
   const fx = handsFixture();
-  const hands = createHandsActivities({ manager: fx.manager });
+  const hands = createHandsActivities({ sandboxes: fx.sandboxes });
   afterAll(() => fx.cleanup());
 
   it('a call to an unknown tool is refused, naming the tools there are', async () => {
@@ -286,7 +286,7 @@ describe('tool calls a model cannot send, sent to the hands directly', () => {
     expect(outcome.content).toContain(message);
     expect(outcome.content).toContain('Nothing was run.');
     // No sandbox was even needed: nothing was written, no journal entry exists.
-    await fx.manager.ensure(sessionId);
+    await fx.sandboxes.lifecycle.ensure(sessionId);
     expect(await fx.sh(sessionId, `ls ${recordsOf(toolCallId).journalPath} big.txt 2>/dev/null | wc -l`)).toBe('0\n');
   });
 });

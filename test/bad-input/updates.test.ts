@@ -4,7 +4,7 @@
  * running operation. Each is refused with one error that says why; an ended operation's result is
  * unchanged and a running one queues nothing and completes as if nothing had been sent.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { operationResult } from '../../client/operation-result';
 import { abortUpdate, statusQuery, steerUpdate, type OperationResult } from '../../common/operation';

@@ -5,7 +5,7 @@
  * rejects (commits kept, nothing forced), and a feature skipped after K failed attempts.
  * Real Temporal, Docker, local bare remotes, a local HTTP remote that refuses credentials.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as fs from 'node:fs';

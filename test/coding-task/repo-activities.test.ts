@@ -33,7 +33,7 @@ describe('repo activities', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'repo-activities-'));
     tasksDir = path.join(dir, 'tasks');
     remote = makeTextkitRemote(dir);
-    repo = createRepoActivities({ manager: fixture.manager, tasksDir, env: { ...process.env } });
+    repo = createRepoActivities({ sandboxes: fixture.sandboxes, tasksDir, env: { ...process.env } });
     sessionId = fixture.sessionId('repo');
   });
   afterAll(async () => {

@@ -5,7 +5,7 @@
  * twice), and the task ends with every feature passing, exactly one commit per feature on the
  * remote and every `passes` set.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as fs from 'node:fs';

@@ -1,4 +1,4 @@
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { operationResult } from '../../client/operation-result';
 import { COMPACTION_REQUEST_MARKER } from '../../common/context';
 import { statusQuery } from '../../common/operation';

@@ -3,7 +3,7 @@
  * compaction on a refused request, compactions that fail, and the inputs and Updates around them.
  * Prompt-cache writes use the 1-hour TTL here, so the 5 min / 1 h split is checked too.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFile, execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { promisify } from 'node:util';

@@ -7,7 +7,7 @@
  * matrix does not wait for processes to start. Scenarios share nothing but the Temporal server, the
  * Docker engine and the (stateless) scripted model, so several may run at once.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as fs from 'node:fs';

@@ -5,7 +5,7 @@
  * named boundary; a supervisor restarts it; the client retries every call (with the same Update id
  * for prompts) until it is answered. Each `never` tool appends one line to an effects file.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as fs from 'node:fs';

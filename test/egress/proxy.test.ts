@@ -58,7 +58,7 @@ describe('egress proxy (real Docker, real proxy process)', () => {
       registries: { ...host, hosts: [...host.hosts, { host: 'localhost', port: allowed.port, from: 'test' }] },
     });
     fx = handsFixture({ egress });
-    hands = createHandsActivities({ manager: fx.manager, egress, secrets: egress.secrets });
+    hands = createHandsActivities({ sandboxes: fx.sandboxes, egress, secrets: egress.secrets });
     sessionId = fx.sessionId('egress');
   });
 

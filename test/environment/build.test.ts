@@ -57,15 +57,21 @@ async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure>
 
 async function buildContainers(): Promise<string[]> {
   const all = await docker.listContainers({ all: true });
-  return all.flatMap((c) => c.Names.map((n) => n.replace(/^\//, ''))).filter((n) => n.startsWith(`${prefix}${BUILD_CONTAINER_INFIX}`));
+  return all
+    .flatMap((c) => c.Names.map((n) => n.replace(/^\//, '')))
+    .filter((n) => n.startsWith(`${prefix}${BUILD_CONTAINER_INFIX}`));
 }
 
 beforeAll(() => {
-  egress = new EgressHost({ secrets: secretStore(new Map()), env: { ...process.env, AGENT_EGRESS_DIR: egressRoot }, warn: () => undefined });
+  egress = new EgressHost({
+    secrets: secretStore(new Map()),
+    env: { ...process.env, AGENT_EGRESS_DIR: egressRoot },
+    warn: () => undefined,
+  });
   fx = handsFixture({ egress, namePrefix: prefix });
   env = createEnvironmentActivities({
     docker,
-    manager: fx.manager,
+    sandboxes: fx.sandboxes,
     egress,
     allowedRoots: [os.homedir()],
     hostEnv: process.env,
@@ -76,7 +82,11 @@ beforeAll(() => {
 afterAll(async () => {
   await fx.cleanup();
   const caches = await docker.listVolumes({ filters: { name: [`${prefix}cache-`] } });
-  for (const volume of caches.Volumes ?? []) await docker.getVolume(volume.Name).remove().catch(() => undefined);
+  for (const volume of caches.Volumes ?? [])
+    await docker
+      .getVolume(volume.Name)
+      .remove()
+      .catch(() => undefined);
   egress.shutdown();
   fs.rmSync(egressRoot, { recursive: true, force: true });
 });
@@ -104,10 +114,13 @@ describe('a devcontainer.json with a Dockerfile FROM agent-sandbox', () => {
     expect(prepared.image).toMatch(/^agent-env:[0-9a-f]{16}$/);
     expect(prepared.cache).toMatch(new RegExp(`^${prefix}cache-[0-9a-f]{16}$`));
 
-    await fx.manager.ensure(one);
-    expect(await fx.sh(one, 'jq --version && echo "$GREETING" && id -u && echo "$PIP_CACHE_DIR" && touch /var/cache/agent/mine')).toMatch(
-      /^jq-1\.\d+\nhello from the devcontainer\n1000\n\/var\/cache\/agent\/pip\n$/,
-    );
+    await fx.sandboxes.lifecycle.ensure(one);
+    expect(
+      await fx.sh(
+        one,
+        'jq --version && echo "$GREETING" && id -u && echo "$PIP_CACHE_DIR" && touch /var/cache/agent/mine',
+      ),
+    ).toMatch(/^jq-1\.\d+\nhello from the devcontainer\n1000\n\/var\/cache\/agent\/pip\n$/);
     const setUp = await env.setUpWorkspace({ sessionId: one, commands: prepared.update });
     expect(setUp.ran).toBe(true);
     expect(await fx.sh(one, 'cat .setup-done')).toBe('by postCreateCommand\n');
@@ -117,10 +130,13 @@ describe('a devcontainer.json with a Dockerfile FROM agent-sandbox', () => {
     const two = fx.sessionId('dc');
     const again = await prepare(two, { dir, cacheKey: dir });
     expect(again).toMatchObject({ image: prepared.image, hash: prepared.hash, built: false, cache: prepared.cache });
-    await fx.manager.ensure(two);
+    await fx.sandboxes.lifecycle.ensure(two);
     expect(await fx.sh(two, 'ls /var/cache/agent')).toMatch(/mine/);
     // The workspace keeps its environment: asking again changes nothing.
-    expect(await prepare(one, { environment: 'default' })).toMatchObject({ image: prepared.image, kept: expect.stringMatching(/keeps/) });
+    expect(await prepare(one, { environment: 'default' })).toMatchObject({
+      image: prepared.image,
+      kept: expect.stringMatching(/keeps/),
+    });
     expect(await buildContainers()).toEqual([]);
   });
 });
@@ -136,12 +152,15 @@ describe('one build per hash', () => {
     ]);
     expect(a.image).toBe(b.image);
     const events = await new Promise<string>((resolve, reject) =>
-      docker.getEvents({ since, until: Math.floor(Date.now() / 1000) + 1, filters: { type: ['container'], event: ['create'] } }, (err, stream) => {
-        if (err || !stream) return reject(err);
-        let text = '';
-        stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        stream.on('end', () => resolve(text));
-      }),
+      docker.getEvents(
+        { since, until: Math.floor(Date.now() / 1000) + 1, filters: { type: ['container'], event: ['create'] } },
+        (err, stream) => {
+          if (err || !stream) return reject(err);
+          let text = '';
+          stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          stream.on('end', () => resolve(text));
+        },
+      ),
     );
     const builds = events.split('\n').filter((line) => line.includes(`${prefix}${BUILD_CONTAINER_INFIX}`));
     expect(builds).toHaveLength(1);
@@ -150,10 +169,14 @@ describe('one build per hash', () => {
 
 describe('errors name what went wrong', () => {
   it('a failing setup command: the step, its exit code and its last lines; no image, no container left', async () => {
-    const failure = await failureOf(prepare(fx.sessionId('fail'), { environment: { setup: ['echo about to fail >&2; exit 3'] } }));
+    const failure = await failureOf(
+      prepare(fx.sessionId('fail'), { environment: { setup: ['echo about to fail >&2; exit 3'] } }),
+    );
     expect(failure.type).toBe('EnvironmentBuildFailed');
     expect(failure.nonRetryable).toBe(true);
-    expect(failure.message).toMatch(/^setup 1: echo about to fail >&2; exit 3: failed with exit code 3\n--- last lines ---\n[^]*about to fail/);
+    expect(failure.message).toMatch(
+      /^setup 1: echo about to fail >&2; exit 3: failed with exit code 3\n--- last lines ---\n[^]*about to fail/,
+    );
     expect(await buildContainers()).toEqual([]);
   });
 
@@ -169,7 +192,9 @@ describe('errors name what went wrong', () => {
     expect(go.type).toBe('EnvironmentInvalid');
     expect(go.message).toMatch(/^go: Go 1\.99\.1 \(input\) is not on the Go module proxy/);
     const dir = repo({ 'README.md': '' });
-    const missing = await failureOf(prepare(fx.sessionId('df'), { dir, environment: { dockerfile: 'build/Dockerfile' } }));
+    const missing = await failureOf(
+      prepare(fx.sessionId('df'), { dir, environment: { dockerfile: 'build/Dockerfile' } }),
+    );
     expect(missing.message).toBe('dockerfile: build/Dockerfile does not exist in the repository');
   });
 
@@ -188,10 +213,19 @@ describe('a worker killed during a build', () => {
     const environment: EnvironmentInput = {
       setup: [`while [ ! -f ${gate} ]; do sleep 0.2; done; echo ${marker} > /etc/agent-marker`],
     };
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'support', 'environment-build-child.ts')], {
-      env: { ...process.env, BUILD_PREFIX: prefix, BUILD_ENVIRONMENT: JSON.stringify(environment), AGENT_EGRESS_DIR: egressRoot },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(__dirname, '..', 'support', 'environment-build-child.ts')],
+      {
+        env: {
+          ...process.env,
+          BUILD_PREFIX: prefix,
+          BUILD_ENVIRONMENT: JSON.stringify(environment),
+          AGENT_EGRESS_DIR: egressRoot,
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     // The child says when its setup step runs; then it dies without a chance to clean up.
     await new Promise<void>((resolve, reject) => {
       let out = '';
@@ -203,7 +237,10 @@ describe('a worker killed during a build', () => {
     });
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
-    const staleInfo = await docker.listContainers({ all: true, filters: { name: [`${prefix}${BUILD_CONTAINER_INFIX}`] } });
+    const staleInfo = await docker.listContainers({
+      all: true,
+      filters: { name: [`${prefix}${BUILD_CONTAINER_INFIX}`] },
+    });
     expect(staleInfo).toHaveLength(1);
     const staleId = staleInfo[0]!.Id;
 
@@ -225,7 +262,7 @@ describe('a worker killed during a build', () => {
     expect(prepared.built).toBe(true);
     const check = fx.sessionId('crash-check');
     await env.prepareEnvironment({ sessionId: check, environment });
-    await fx.manager.ensure(check);
+    await fx.sandboxes.lifecycle.ensure(check);
     expect(await fx.sh(check, 'cat /etc/agent-marker')).toBe(`${marker}\n`);
     expect(await buildContainers()).toEqual([]);
   });

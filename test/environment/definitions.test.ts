@@ -66,9 +66,13 @@ describe('devcontainer.json', () => {
       /^d\.json: not valid JSON with comments: .* at line 3, column 3$/,
     );
     expect(errorOf(() => parseDevcontainer('{"image": 42}', 'd.json'))).toMatch(/^d\.json: image: expected a string/);
-    expect(errorOf(() => parseDevcontainer('{"postCreateCommand": 3}', 'd.json'))).toMatch(/postCreateCommand: must be a command/);
+    expect(errorOf(() => parseDevcontainer('{"postCreateCommand": 3}', 'd.json'))).toMatch(
+      /postCreateCommand: must be a command/,
+    );
     expect(errorOf(() => parseDevcontainer('[1]', 'd.json'))).toBe('d.json: must be a JSON object');
-    expect(errorOf(() => parseDevcontainer('{"image": "a", "build": {"dockerfile": "D"}}', 'd.json'))).toMatch(/not both/);
+    expect(errorOf(() => parseDevcontainer('{"image": "a", "build": {"dockerfile": "D"}}', 'd.json'))).toMatch(
+      /not both/,
+    );
   });
 
   it("refuses the host's environment and paths outside the repository", () => {
@@ -164,9 +168,14 @@ describe('Dockerfiles as recipes', () => {
   });
 
   it('refuses what it cannot build the same way Docker would, naming the line', () => {
-    const build = (text: string) => () => dockerfileRecipe({ file: 'Dockerfile', contextDir: repo({ a: '' }), buildArgs: {}, text });
-    expect(errorOf(build('FROM a AS x\nFROM b'))).toBe('Dockerfile line 2: FROM a second time: multi-stage builds are not supported');
-    expect(errorOf(build('FROM a\nRUN --mount=type=cache,target=/x true'))).toMatch(/line 2: RUN --mount=type=cache,target=\/x is not supported/);
+    const build = (text: string) => () =>
+      dockerfileRecipe({ file: 'Dockerfile', contextDir: repo({ a: '' }), buildArgs: {}, text });
+    expect(errorOf(build('FROM a AS x\nFROM b'))).toBe(
+      'Dockerfile line 2: FROM a second time: multi-stage builds are not supported',
+    );
+    expect(errorOf(build('FROM a\nRUN --mount=type=cache,target=/x true'))).toMatch(
+      /line 2: RUN --mount=type=cache,target=\/x is not supported/,
+    );
     expect(errorOf(build('FROM a\nCOPY --from=x /a /b'))).toMatch(/line 2: COPY --from=x is not supported/);
     expect(errorOf(build('FROM a\nADD https://x/y /y'))).toMatch(/of a URL/);
     expect(errorOf(build('FROM a\nCOPY missing /m'))).toMatch(/source missing does not exist/);
@@ -177,7 +186,8 @@ describe('Dockerfiles as recipes', () => {
 
   it('hashes the content of copied files, not only their names', () => {
     const dir = repo({ 'a.txt': 'one' });
-    const recipe = () => dockerfileRecipe({ file: 'D', contextDir: dir, buildArgs: {}, text: 'FROM b\nCOPY a.txt /a' }).recipe;
+    const recipe = () =>
+      dockerfileRecipe({ file: 'D', contextDir: dir, buildArgs: {}, text: 'FROM b\nCOPY a.txt /a' }).recipe;
     const first = recipeHash(recipe(), 'sha256:base');
     expect(recipeHash(recipe(), 'sha256:base')).toBe(first);
     fs.writeFileSync(path.join(dir, 'a.txt'), 'two');
@@ -204,7 +214,8 @@ describe('version ranges', () => {
       ['20.1.0 - 22', '22.5.0', true],
       ['*', '4.0.0', true],
     ];
-    for (const [range, version, expected] of cases) expect([range, version, npmRange(range)!(v(version))]).toEqual([range, version, expected]);
+    for (const [range, version, expected] of cases)
+      expect([range, version, npmRange(range)!(v(version))]).toEqual([range, version, expected]);
     expect(npmRange('>=18.0.0-beta')).toBeUndefined();
   });
 

@@ -19,7 +19,7 @@ describe('runTool cancellation through Temporal (real Docker, real server)', () 
     temporal = await connectTestTemporal();
     worker = await createTestWorker(temporal, {
       taskQueue,
-      activities: createHandsActivities({ manager: fx.manager, heartbeatIntervalMs: 200 }),
+      activities: createHandsActivities({ sandboxes: fx.sandboxes, heartbeatIntervalMs: 200 }),
     });
     running = worker.run();
   });

@@ -52,7 +52,7 @@ async function executorPids(sessionId: string): Promise<number[]> {
 
 describe('sandbox executor (real Docker)', () => {
   const fx = handsFixture();
-  const hands = createHandsActivities({ manager: fx.manager });
+  const hands = createHandsActivities({ sandboxes: fx.sandboxes });
   const call = (sessionId: string, name: string, input: unknown): RunToolInput => ({
     sessionId,
     toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
@@ -74,7 +74,7 @@ describe('sandbox executor (real Docker)', () => {
 
   afterAll(async () => {
     await fx.cleanup();
-    fx.manager.close();
+    fx.sandboxes.commands.close();
   });
 
   it('runs every call of a sandbox through one executor the agent can neither signal nor read', async () => {
@@ -82,7 +82,7 @@ describe('sandbox executor (real Docker)', () => {
     const first = await hands.runTool(call(sessionId, 'bash', { command: 'id -u; pwd' }));
     expect(first).toMatchObject({ content: '1000\n/workspace\n[exit code 0]', isError: false });
     expect(first.executorFallback).toBeUndefined();
-    const pid = await fx.manager.executorPid(sessionId);
+    const pid = await fx.sandboxes.commands.executorPid(sessionId);
     expect(pid).toBeGreaterThan(1);
     const probe = await hands.runTool(
       call(sessionId, 'bash', {
@@ -96,14 +96,14 @@ describe('sandbox executor (real Docker)', () => {
       ['a', 'b', 'c'].map((x) => hands.runTool(call(sessionId, 'bash', { command: `echo ${x}` }))),
     );
     expect(parallel.map((o) => o.content)).toEqual(['a\n[exit code 0]', 'b\n[exit code 0]', 'c\n[exit code 0]']);
-    expect(await fx.manager.executorPid(sessionId)).toBe(pid);
+    expect(await fx.sandboxes.commands.executorPid(sessionId)).toBe(pid);
     expect(await executorPids(sessionId)).toEqual([pid]);
   });
 
   it('a never call whose executor is SIGKILLed mid-call runs once and returns its real result; the next call restarts the executor', async () => {
     const sessionId = fx.sessionId('executor-kill');
     await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
-    const killed = (await fx.manager.executorPid(sessionId))!;
+    const killed = (await fx.sandboxes.commands.executorPid(sessionId))!;
     const running = call(sessionId, 'bash', { command: 'echo ran >> runs.log; cat gate; echo after' });
     const outcome = hands.runTool(running);
     await commandRunning(sessionId, running.toolCallId);
@@ -115,7 +115,7 @@ describe('sandbox executor (real Docker)', () => {
 
     const next = await hands.runTool(call(sessionId, 'bash', { command: 'echo next' }));
     expect(next.content).toBe('next\n[exit code 0]');
-    const restarted = await fx.manager.executorPid(sessionId);
+    const restarted = await fx.sandboxes.commands.executorPid(sessionId);
     expect(restarted).not.toBe(killed);
     expect(await executorPids(sessionId)).toEqual([restarted]);
   });
@@ -123,7 +123,7 @@ describe('sandbox executor (real Docker)', () => {
   it('a never call that dies with its executor is reported interrupted and is not run again', async () => {
     const sessionId = fx.sessionId('executor-never');
     await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
-    const executor = (await fx.manager.executorPid(sessionId))!;
+    const executor = (await fx.sandboxes.commands.executorPid(sessionId))!;
     const running = call(sessionId, 'bash', { command: 'echo ran >> runs.log; echo partial; cat gate' });
     const outcome = hands.runTool(running);
     const { pid, wrapper } = await commandRunning(sessionId, running.toolCallId);
@@ -138,13 +138,13 @@ describe('sandbox executor (real Docker)', () => {
     expect((await hands.runTool(call(sessionId, 'bash', { command: 'echo next' }))).content).toBe(
       'next\n[exit code 0]',
     );
-    expect(await fx.manager.executorPid(sessionId)).not.toBe(executor);
+    expect(await fx.sandboxes.commands.executorPid(sessionId)).not.toBe(executor);
   });
 
   it('a safe call that dies with its executor runs again and returns a real result', async () => {
     const sessionId = fx.sessionId('executor-safe');
     await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
-    const executor = (await fx.manager.executorPid(sessionId))!;
+    const executor = (await fx.sandboxes.commands.executorPid(sessionId))!;
     const search = call(sessionId, 'grep', { pattern: 'needle', path: 'gate' });
     const outcome = hands.runTool(search);
     const { pid, wrapper } = await commandRunning(sessionId, search.toolCallId);
@@ -157,24 +157,24 @@ describe('sandbox executor (real Docker)', () => {
     expect(journal!.events.filter((e) => e.type === 'started').map((e) => (e as { attempt: number }).attempt)).toEqual([
       1, 2,
     ]);
-    expect(await fx.manager.executorPid(sessionId)).not.toBe(executor);
+    expect(await fx.sandboxes.commands.executorPid(sessionId)).not.toBe(executor);
   });
 
   it('falls back to docker exec when the executor cannot start, and says so in the result', async () => {
     const sessionId = fx.sessionId('executor-fallback');
-    await fx.manager.ensure(sessionId);
+    await fx.sandboxes.lifecycle.ensure(sessionId);
     // No python3, no executor.
     await dockerExec(sessionId, 'mv /usr/bin/python3 /usr/bin/python3.hidden');
     const outcome = await hands.runTool(call(sessionId, 'bash', { command: 'echo via docker exec' }));
     expect(outcome).toMatchObject({ content: 'via docker exec\n[exit code 0]', isError: false, synthetic: false });
     expect(outcome.executorFallback).toMatch(/^the sandbox executor could not start: /);
-    expect(await fx.manager.executorPid(sessionId)).toBeUndefined();
+    expect(await fx.sandboxes.commands.executorPid(sessionId)).toBeUndefined();
     expect(await executorPids(sessionId)).toEqual([]);
   });
 
   it('an executor that keeps dying before it finishes a command is given up for docker exec, said in the result', async () => {
     const sessionId = fx.sessionId('executor-broken');
-    await fx.manager.ensure(sessionId);
+    await fx.sandboxes.lifecycle.ensure(sessionId);
     // A python3 that says it is ready, takes one request and exits without answering it.
     await dockerExec(
       sessionId,
@@ -203,7 +203,7 @@ describe('sandbox executor (real Docker)', () => {
     const plain = handsFixture({ executor: false });
     try {
       const sessionId = plain.sessionId('executor-off');
-      const outcome = await createHandsActivities({ manager: plain.manager }).runTool(
+      const outcome = await createHandsActivities({ sandboxes: plain.sandboxes }).runTool(
         call(sessionId, 'bash', { command: 'echo plain' }),
       );
       expect(outcome).toMatchObject({ content: 'plain\n[exit code 0]', isError: false });

@@ -138,7 +138,7 @@ describe('credentials in a seeded repository', () => {
         '[remote "origin"]\n\turl = https://x:module-token@example.com/lib.git\n[http]\n\textraheader = X-Token: module-header\n',
       );
 
-      const hands = createHandsActivities({ manager: fx.manager, allowedRoots: [tmp] });
+      const hands = createHandsActivities({ sandboxes: fx.sandboxes, allowedRoots: [tmp] });
       const sessionId = fx.sessionId('credentials');
       await hands.seedWorkspace({ sessionId, source: { kind: 'local', path: dir } });
       const found = await fx.sh(

@@ -10,13 +10,14 @@ import { createHandsActivities } from '../../activities/hands/activities';
 import type { RunToolInput } from '../../common/hands';
 import { parseJournal } from '../../activities/hands/journal';
 import { JOURNAL_WRITER, legacyRecordsOf, recordsOf } from '../../activities/hands/journal-store';
+import { runStatus } from '../../activities/hands/run-records';
 import { containerNameOf } from '../../common/sandbox-names';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
 
 describe('tool-call journal and replay (real Docker)', () => {
   const fx = handsFixture();
-  const hands = createHandsActivities({ manager: fx.manager });
+  const hands = createHandsActivities({ sandboxes: fx.sandboxes });
   const sessionId = fx.sessionId('journal');
   const newCall = (command: string): RunToolInput => ({
     sessionId,
@@ -38,7 +39,9 @@ describe('tool-call journal and replay (real Docker)', () => {
 
   /** Runs a script as the journal store's writer (root in the sandbox, like the run wrapper). */
   const asWriter = async (script: string) => {
-    const { exitCode, stdout, stderr } = await fx.manager.script(sessionId, script, [], { user: JOURNAL_WRITER });
+    const { exitCode, stdout, stderr } = await fx.sandboxes.commands.script(sessionId, script, [], {
+      user: JOURNAL_WRITER,
+    });
     if (exitCode !== 0) throw new Error(`sandbox script failed (${exitCode}): ${stderr}`);
     return stdout.toString('utf8').trim();
   };
@@ -133,13 +136,13 @@ describe('tool-call journal and replay (real Docker)', () => {
         `tr '\\0' ' ' < /proc/$!/cmdline`,
     );
     expect(wrapper).toContain(records.runBase);
-    expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'running' });
+    expect(await runStatus(fx.sandboxes.commands, sessionId, records)).toMatchObject({ attempt: 1, state: 'running' });
 
     await asWriter(`kill $(cat ${d}/wrapper)`);
-    expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'dead' });
+    expect(await runStatus(fx.sandboxes.commands, sessionId, records)).toMatchObject({ attempt: 1, state: 'dead' });
 
     await asWriter(`printf '{"exitCode":0}' > ${d}/exit`);
-    expect(await fx.manager.runStatus(sessionId, records)).toMatchObject({ attempt: 1, state: 'finished' });
+    expect(await runStatus(fx.sandboxes.commands, sessionId, records)).toMatchObject({ attempt: 1, state: 'finished' });
   });
 
   it("holds none of the call's output open in the wrapper's watchdog, so a sleep it leaves behind cannot keep the call waiting", async () => {
@@ -211,7 +214,7 @@ describe('tool-call journal and replay (real Docker)', () => {
     const old = legacyRecordsOf(call.toolCallId);
     // Where a harness version before the journal volume left a finished call's records: in the workspace, agent-owned.
     const run = async (script: string, user?: string) => {
-      const { exitCode, stderr } = await fx.manager.script(
+      const { exitCode, stderr } = await fx.sandboxes.commands.script(
         sessionId,
         `set -e; ${script}`,
         [now.runBase, now.journalPath, old.runBase, old.journalPath],

@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createHandsActivities } from '../../activities/hands/activities';
-import { DEFAULT_SANDBOX_LIMITS } from '../../activities/hands/sandbox-manager';
+import { DEFAULT_SANDBOX_LIMITS } from '../../activities/hands/sandbox-spec';
 import { handsFixture } from '../support/hands';
 
 const bash = (
@@ -29,7 +29,7 @@ describe('resource exhaustion reads clearly (real Docker)', () => {
     const fx = handsFixture();
     try {
       expect(DEFAULT_SANDBOX_LIMITS.pids).toBe(1024);
-      const hands = createHandsActivities({ manager: fx.manager });
+      const hands = createHandsActivities({ sandboxes: fx.sandboxes });
       const sessionId = fx.sessionId('forkbomb');
       const result = await bash(hands, sessionId, 'for i in $(seq 3000); do sleep 60 & done; echo started', 15_000);
       expect(result.isError).toBe(true);
@@ -48,7 +48,7 @@ describe('resource exhaustion reads clearly (real Docker)', () => {
   it('names the memory limit when the kernel kills a process for memory', async () => {
     const fx = handsFixture({ limits: { memoryBytes: 256 * 1024 ** 2 } });
     try {
-      const hands = createHandsActivities({ manager: fx.manager });
+      const hands = createHandsActivities({ sandboxes: fx.sandboxes });
       const sessionId = fx.sessionId('oom');
       const result = await bash(hands, sessionId, 'python3 -c "x = bytearray(1024 * 1024 * 1024)"; echo "exit $?"');
       expect(result.content).toContain('exit 137');
@@ -64,7 +64,7 @@ describe('resource exhaustion reads clearly (real Docker)', () => {
     const imageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-quota-notes-'));
     const fx = handsFixture({ quota: { sizeBytes: 64 * 1024 ** 2, imageDir } });
     try {
-      const hands = createHandsActivities({ manager: fx.manager });
+      const hands = createHandsActivities({ sandboxes: fx.sandboxes });
       const sessionId = fx.sessionId('enospc');
       const result = await bash(hands, sessionId, 'dd if=/dev/zero of=big bs=1M count=100 status=none');
       expect(result.isError).toBe(true);

@@ -1,19 +1,25 @@
-/** Containers come and go; the workspace stays. Real engine, real image. */
+/**
+ * Containers come and go; the workspace stays (`sandbox-lifecycle.ts`): made lazily and labelled,
+ * a dead, removed or outdated container replaced and the reason given, a stopped-before-start or
+ * paused one resumed, one creation for concurrent calls, removal with or without the volumes. Real
+ * engine, real image.
+ */
 import { randomUUID } from 'node:crypto';
 import Docker from 'dockerode';
 import { ApplicationFailure } from '@temporalio/common';
 import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
-import { SandboxManager, type SandboxInfo } from '../../activities/hands/sandbox-manager';
+import { containerSpec } from '../../activities/hands/sandbox-spec';
+import { createSandboxes } from '../../activities/hands/sandboxes';
 import { containerNameOf, journalVolumeNameOf, volumeNameOf } from '../../common/sandbox-names';
-import { sandboxCommand } from '../../cli/sandbox';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';
 
 describe('sandbox lifecycle (real Docker)', () => {
   const fx = handsFixture();
+  const { lifecycle } = fx.sandboxes;
   const docker = dockerClient();
-  const hands = createHandsActivities({ manager: fx.manager });
+  const hands = createHandsActivities({ sandboxes: fx.sandboxes });
   const bash = (sessionId: string, command: string) =>
     hands.runTool({ sessionId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'bash', input: { command } });
 
@@ -45,17 +51,17 @@ describe('sandbox lifecycle (real Docker)', () => {
     expect(next.content).toContain('here\n[exit code 0]');
   });
 
-  it('creates one container for concurrent ensure calls, also across managers', async () => {
+  it("creates one container for concurrent ensure calls, also with another worker's sandboxes", async () => {
     const sessionId = fx.sessionId('race');
-    const other = new SandboxManager({ docker, image: testPlatform().sandboxImage });
+    const other = createSandboxes({ docker, image: testPlatform().sandboxImage }).lifecycle;
     const results = await Promise.all([
-      fx.manager.ensure(sessionId),
-      fx.manager.ensure(sessionId),
+      fx.sandboxes.lifecycle.ensure(sessionId),
+      fx.sandboxes.lifecycle.ensure(sessionId),
       other.ensure(sessionId),
       other.ensure(sessionId),
     ]);
     expect(new Set(results.map((r) => r.containerId)).size).toBe(1);
-    // Calls on one manager share one creation; of the two managers exactly one created it.
+    // Calls on one worker's sandboxes share one creation; of the two workers exactly one created it.
     expect(results[1]).toBe(results[0]);
     expect(results[3]).toBe(results[2]);
     expect([results[0].created, results[2].created].sort()).toEqual([false, true]);
@@ -63,57 +69,79 @@ describe('sandbox lifecycle (real Docker)', () => {
     expect(containers).toHaveLength(1);
   });
 
-  it('labels the operation, lists and removes sandboxes (CLI too)', async () => {
-    const sessionId = fx.sessionId('list');
-    await fx.manager.ensure(sessionId, { operationId: 'op-123' });
-    const listed = (await fx.manager.list()).find((s) => s.sessionId === sessionId);
-    expect(listed).toMatchObject({
-      sessionId,
-      operationId: 'op-123',
-      container: { name: containerNameOf(sessionId), state: 'running' },
-      volume: { name: volumeNameOf(sessionId) },
-    });
-
-    const lines: string[] = [];
-    expect(await sandboxCommand(['ls'], { manager: fx.manager, out: (l) => lines.push(l) })).toBe(0);
-    expect(lines.join('\n')).toMatch(
-      new RegExp(`${sessionId}\\s+${containerNameOf(sessionId)}\\s+Up .*${volumeNameOf(sessionId)}\\s+op-123`),
-    );
-
-    lines.length = 0;
-    expect(
-      await sandboxCommand(['rm', sessionId, '--keep-volume'], { manager: fx.manager, out: (l) => lines.push(l) }),
-    ).toBe(0);
-    expect(lines[0]).toBe(`removed sandbox ${sessionId}: container removed, volume kept`);
-    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toEqual({
-      sessionId,
-      operationId: 'op-123',
-      volume: expect.objectContaining({ name: volumeNameOf(sessionId) }),
-      journalVolume: { name: journalVolumeNameOf(sessionId) },
-    });
-    expect(await sandboxCommand(['rm', sessionId], { manager: fx.manager, out: () => undefined })).toBe(0);
-    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
-    expect(
-      await sandboxCommand(['rm', sessionId], { manager: fx.manager, out: () => undefined, err: () => undefined }),
-    ).toBe(1);
+  it('makes a container on first use, labelled with the session, the operation and its extra labels', async () => {
+    const sessionId = fx.sessionId('labels');
+    const made = await lifecycle.ensure(sessionId, { operationId: 'op-labels' });
+    expect(made).toMatchObject({ sessionId, containerName: containerNameOf(sessionId), created: true });
+    expect(made.replaced).toBeUndefined();
+    const info = await docker.getContainer(containerNameOf(sessionId)).inspect();
+    expect(info.Id).toBe(made.containerId);
+    const labels = { 'agent.harness': '1', 'agent.sandbox': sessionId, 'agent.operation': 'op-labels' };
+    expect(info.Config.Labels).toMatchObject({ ...labels, 'agent.test-run': expect.any(String) });
+    expect((await docker.getVolume(volumeNameOf(sessionId)).inspect()).Labels).toMatchObject(labels);
+    expect((await docker.getVolume(journalVolumeNameOf(sessionId)).inspect()).Labels).toMatchObject(labels);
+    expect(await lifecycle.workspaceQuotaBytes(sessionId)).toBeUndefined(); // a plain volume
+    expect(await lifecycle.ensure(sessionId)).toMatchObject({ containerId: made.containerId, created: false });
   });
 
-  it('garbage-collects old sandboxes by label', async () => {
-    const sessionId = fx.sessionId('gc');
-    await fx.manager.ensure(sessionId);
-    const future = Date.now() + 10 * 60_000;
-    // Nothing is older than ten minutes yet.
-    // Scoped to this test's sandbox: other sandboxes on the engine (a concurrent run's) are not ours to remove.
-    const only = (sandbox: SandboxInfo) => sandbox.sessionId === sessionId;
-    const none = await fx.manager.gc({ olderThanMs: 60 * 60_000, volumes: true, only });
-    expect(none.removedContainers).not.toContain(containerNameOf(sessionId));
-    // Seen from ten minutes on, it is: the container goes, the volume only with `volumes`.
-    const containersOnly = await fx.manager.gc({ olderThanMs: 60_000, now: future, only });
-    expect(containersOnly.removedContainers).toContain(containerNameOf(sessionId));
-    expect(containersOnly.removedVolumes).toEqual([]);
-    const withVolumes = await fx.manager.gc({ olderThanMs: 60_000, volumes: true, now: future, only });
-    expect(withVolumes.removedVolumes).toContain(volumeNameOf(sessionId));
-    expect((await fx.manager.list()).find((s) => s.sessionId === sessionId)).toBeUndefined();
+  it('starts a container that was created but never started, and unpauses a paused one, keeping both', async () => {
+    const sessionId = fx.sessionId('resume');
+    await lifecycle.ensure(sessionId);
+    await docker.getContainer(containerNameOf(sessionId)).remove({ force: true });
+    const spec = containerSpec({
+      sessionId,
+      environment: { image: testPlatform().sandboxImage },
+      namePrefix: lifecycle.namePrefix,
+      limits: lifecycle.limits,
+      labels: {},
+      egress: undefined,
+    });
+    const unstarted = await docker.createContainer(spec);
+    const started = await lifecycle.ensure(sessionId);
+    expect(started).toEqual({
+      sessionId,
+      containerName: containerNameOf(sessionId),
+      containerId: unstarted.id,
+      created: false,
+    });
+    expect((await unstarted.inspect()).State.Running).toBe(true);
+
+    await unstarted.pause();
+    expect(await lifecycle.ensure(sessionId)).toEqual(started);
+    expect((await unstarted.inspect()).State).toMatchObject({ Running: true, Paused: false });
+  });
+
+  it('replaces a container made without the journal volume, as an older version made them, and says so', async () => {
+    const sessionId = fx.sessionId('outdated');
+    await lifecycle.ensure(sessionId);
+    await docker.getContainer(containerNameOf(sessionId)).remove({ force: true });
+    const spec = containerSpec({
+      sessionId,
+      environment: { image: testPlatform().sandboxImage },
+      namePrefix: lifecycle.namePrefix,
+      limits: lifecycle.limits,
+      labels: {},
+      egress: undefined,
+    });
+    const mounts = spec.HostConfig!.Mounts!.filter((mount) => mount.Source === volumeNameOf(sessionId));
+    const outdated = await docker.createContainer({ ...spec, HostConfig: { ...spec.HostConfig, Mounts: mounts } });
+    await outdated.start();
+    const replaced = await lifecycle.ensure(sessionId);
+    expect(replaced).toMatchObject({
+      created: true,
+      replaced:
+        'the previous container was made by an older version of the harness (without the tool-call journal volume)',
+    });
+    expect(replaced.containerId).not.toBe(outdated.id);
+  });
+
+  it('refuses a session id that names no sandbox, and removes what is not there as nothing', async () => {
+    expect(() => lifecycle.ensure('../escape')).toThrow('invalid session id "../escape"');
+    await expect(lifecycle.remove('a b', { keepVolume: false })).rejects.toMatchObject({ kind: 'invalid' });
+    expect(await lifecycle.remove(fx.sessionId('absent'), { keepVolume: false })).toEqual({
+      container: false,
+      volume: false,
+    });
   });
 
   it('classifies infrastructure failures as typed ApplicationFailures', async () => {
@@ -124,14 +152,14 @@ describe('sandbox lifecycle (real Docker)', () => {
       input: { command: 'true' },
     };
     const unreachable = createHandsActivities({
-      manager: new SandboxManager({ docker: new Docker({ socketPath: '/nonexistent/docker.sock' }), image: 'x' }),
+      sandboxes: createSandboxes({ docker: new Docker({ socketPath: '/nonexistent/docker.sock' }), image: 'x' }),
     });
     const down = await unreachable.runTool(call).catch((err: unknown) => err);
     expect(down).toBeInstanceOf(ApplicationFailure);
     expect(down).toMatchObject({ type: 'SandboxUnavailable', nonRetryable: false });
 
     const noImage = createHandsActivities({
-      manager: new SandboxManager({ docker, image: 'agent-sandbox:does-not-exist' }),
+      sandboxes: createSandboxes({ docker, image: 'agent-sandbox:does-not-exist' }),
     });
     const missing = await noImage.runTool(call).catch((err: unknown) => err);
     expect(missing).toMatchObject({ type: 'SandboxImageMissing', nonRetryable: true });

@@ -23,7 +23,7 @@ function git(dir: string, ...args: string[]): string {
 describe('workspace seeding and diff (real Docker)', () => {
   const fx = handsFixture();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-seed-test-'));
-  const hands = createHandsActivities({ manager: fx.manager, allowedRoots: [tmp] });
+  const hands = createHandsActivities({ sandboxes: fx.sandboxes, allowedRoots: [tmp] });
   const repo = path.join(tmp, 'repo');
 
   beforeAll(() => {
@@ -75,6 +75,19 @@ describe('workspace seeding and diff (real Docker)', () => {
     );
     expect(await hands.seedWorkspace({ sessionId, source: { kind: 'local', path: repo } })).toEqual(seeded);
     expect(await fx.sh(sessionId, 'ls notes.md 2>&1 || true')).toContain('No such file');
+  });
+
+  it('recognises a workspace a version before the journal volume seeded, by its record in the workspace', async () => {
+    const sessionId = fx.sessionId('seed-older');
+    await fx.sandboxes.lifecycle.ensure(sessionId);
+    // What such a version left: the agent's work, and its record of the seeding beside it.
+    const recorded = { files: 4, bytes: 120, head: 'abc123' };
+    await fx.sh(
+      sessionId,
+      `echo work > work.txt && mkdir -p .agent && printf '%s' '${JSON.stringify({ ...recorded, source: 'repo' })}' > .agent/seeded`,
+    );
+    expect(await hands.seedWorkspace({ sessionId, source: { kind: 'local', path: repo } })).toEqual(recorded);
+    expect(await fx.sh(sessionId, 'ls -A | sort')).toBe('.agent\nwork.txt\n');
   });
 
   it('clones a git URL on the host at a ref', async () => {

@@ -9,7 +9,7 @@ import { handsFixture } from '../support/hands';
 
 describe('hands tools (real Docker)', () => {
   const fx = handsFixture();
-  const hands = createHandsActivities({ manager: fx.manager });
+  const hands = createHandsActivities({ sandboxes: fx.sandboxes });
   const sessionId = fx.sessionId('tools');
   const call = (name: string, input: unknown, extra: Partial<RunToolInput> = {}) =>
     hands.runTool({ sessionId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name, input, ...extra });
@@ -178,7 +178,7 @@ describe('hands tools (real Docker)', () => {
   });
 
   it('caps what a command may write and says how much was dropped', async () => {
-    const capped = createHandsActivities({ manager: fx.manager, outputCaptureBytes: 10_000 });
+    const capped = createHandsActivities({ sandboxes: fx.sandboxes, outputCaptureBytes: 10_000 });
     const result = await capped.runTool({
       sessionId,
       toolCallId: `toolu_${randomUUID().slice(0, 12)}`,

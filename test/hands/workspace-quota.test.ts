@@ -2,7 +2,7 @@
  * A disk quota per workspace: an ext4 image on a loop device per workspace volume. A tool that writes
  * past it gets ENOSPC inside the sandbox and the host's disk keeps the rest; the loop device is
  * detached when the volume goes (`agent sandbox rm|gc`) and attached again after a reboot; where the
- * host cannot make quotas the manager says so loudly. Real Docker, real loop devices (root).
+ * host cannot make quotas the hands say so loudly. Real Docker, real loop devices (root).
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createHandsActivities } from '../../activities/hands/activities';
-import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { createSandboxes } from '../../activities/hands/sandboxes';
 import { readHandsSettings } from '../../activities/hands/settings';
 import { backingFileOf, deviceOf, imagePathOf, type WorkspaceQuota } from '../../activities/hands/workspace-quota';
 import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
@@ -25,7 +25,7 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
   const imageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-quota-test-'));
   const quota: WorkspaceQuota = { sizeBytes: 96 * MiB, imageDir };
   const fx = handsFixture({ quota });
-  const hands = createHandsActivities({ manager: fx.manager });
+  const hands = createHandsActivities({ sandboxes: fx.sandboxes });
   const bash = (sessionId: string, command: string) =>
     hands.runTool({ sessionId, toolCallId: `toolu_${randomUUID().slice(0, 12)}`, name: 'bash', input: { command } });
 
@@ -61,14 +61,14 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
 
   it('detaches the loop device and deletes the image when the sandbox is removed (agent sandbox rm)', async () => {
     const sessionId = fx.sessionId('quota-rm');
-    await fx.manager.ensure(sessionId);
+    await fx.sandboxes.lifecycle.ensure(sessionId);
     const image = imagePathOf(quota, volumeNameOf(sessionId));
     const device = await deviceOf(image);
     expect(device).toMatch(/^\/dev\/loop\d+$/);
-    const listed = (await fx.manager.list()).find((s) => s.sessionId === sessionId);
+    const listed = (await fx.sandboxes.inventory.list()).find((s) => s.sessionId === sessionId);
     expect(listed?.volume?.quotaImage).toBe(image);
 
-    expect(await sandboxCommand(['rm', sessionId], { manager: fx.manager, out: () => undefined })).toBe(0);
+    expect(await sandboxCommand(['rm', sessionId], { sandboxes: fx.sandboxes, out: () => undefined })).toBe(0);
     expect(await deviceOf(image)).toBeUndefined();
     expect(backingFileOf(device!)).not.toBe(image);
     expect(fs.existsSync(image)).toBe(false);
@@ -76,9 +76,13 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
 
   it('detaches it when gc removes old volumes', async () => {
     const sessionId = fx.sessionId('quota-gc');
-    await fx.manager.ensure(sessionId);
+    await fx.sandboxes.lifecycle.ensure(sessionId);
     const image = imagePathOf(quota, volumeNameOf(sessionId));
-    const result = await fx.manager.gc({ olderThanMs: 60_000, volumes: true, now: Date.now() + 10 * 60_000 });
+    const result = await fx.sandboxes.inventory.gc({
+      olderThanMs: 60_000,
+      volumes: true,
+      now: Date.now() + 10 * 60_000,
+    });
     expect(result.removedVolumes).toContain(volumeNameOf(sessionId));
     expect(await deviceOf(image)).toBeUndefined();
     expect(fs.existsSync(image)).toBe(false);
@@ -86,12 +90,16 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
 
   it('gc releases an image whose volume was removed behind the harness (docker volume rm)', async () => {
     const sessionId = fx.sessionId('quota-orphan');
-    await fx.manager.ensure(sessionId);
+    await fx.sandboxes.lifecycle.ensure(sessionId);
     const image = imagePathOf(quota, volumeNameOf(sessionId));
     await dockerClient().getContainer(containerNameOf(sessionId)).remove({ force: true });
     await dockerClient().getVolume(volumeNameOf(sessionId)).remove();
     expect(await deviceOf(image)).toMatch(/^\/dev\/loop\d+$/); // left attached
-    const result = await fx.manager.gc({ olderThanMs: 60_000, volumes: true, now: Date.now() + 10 * 60_000 });
+    const result = await fx.sandboxes.inventory.gc({
+      olderThanMs: 60_000,
+      volumes: true,
+      now: Date.now() + 10 * 60_000,
+    });
     expect(result.releasedImages).toEqual([image]);
     expect(await deviceOf(image)).toBeUndefined();
     expect(fs.existsSync(image)).toBe(false);
@@ -133,13 +141,13 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
     const saved = process.env.DOCKER_HOST;
     process.env.DOCKER_HOST = 'tcp://docker.example:2376';
     try {
-      const manager = new SandboxManager({
+      const { lifecycle } = createSandboxes({
         docker: dockerClient(),
         image: testPlatform().sandboxImage,
         quota,
         warn: (line) => warnings.push(line),
       });
-      expect(manager.quota).toBeNull();
+      expect(lifecycle.quota).toBeNull();
     } finally {
       if (saved === undefined) delete process.env.DOCKER_HOST;
       else process.env.DOCKER_HOST = saved;

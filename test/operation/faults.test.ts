@@ -3,7 +3,7 @@
  * SIGKILL and restarted on the same SQLite file, and the sandbox container killed while a `never`
  * tool runs.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';

@@ -1,4 +1,4 @@
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { ServiceError, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';

@@ -5,7 +5,7 @@
  * and a retried activity sends the workflow's next task to the normal queue, not to the sticky queue
  * of the worker that may have died.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';

@@ -4,7 +4,7 @@
  * makes the operation stuck on that host's queue until someone decides to give it up
  * (`replaceHandsHost`), after which the next call starts a new workspace on the other host.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import Docker from 'dockerode';
-import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { createSandboxes } from '../../activities/hands/sandboxes';
 import { operationResult } from '../../client/operation-result';
 import { OPERATION_WORKFLOW_TYPE, statusQuery, type OperationInput } from '../../common/operation';
 import { containerNameOf } from '../../common/sandbox-names';
@@ -122,7 +122,7 @@ describe('agent setup and agent doctor on a bare server (real processes)', () =>
   });
 
   it('doctor --json reports a queue nobody polls, the stuck operation, a failing workflow task and a leaked container', async () => {
-    await new SandboxManager({ docker, image: testPlatform().sandboxImage }).ensure(leaked, {
+    await createSandboxes({ docker, image: testPlatform().sandboxImage }).lifecycle.ensure(leaked, {
       operationId: `gone-op-${id}`,
     });
     const lonely = `nobody-${id}`;

@@ -28,8 +28,8 @@ describe('leak check', () => {
     const before = await findSandboxLeaks(dockerClient(), [imageDir]);
     const leftId = left.sessionId('leaked');
     const keptId = kept.sessionId('kept');
-    await left.manager.ensure(leftId);
-    await kept.manager.ensure(keptId);
+    await left.sandboxes.lifecycle.ensure(leftId);
+    await kept.sandboxes.lifecycle.ensure(keptId);
 
     const leaks = withoutBaseline(await findSandboxLeaks(dockerClient(), [imageDir]), before);
     expect(leaks.containers).toEqual([containerNameOf(leftId)]);

@@ -5,7 +5,7 @@
  * decisions are refused by name; a wait survives a worker killed with SIGKILL; a session's
  * defaults apply to its operations.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { operationResult } from '../../client/operation-result';

@@ -4,7 +4,7 @@
  * CLI process) lists prompts, operations, replies, tool calls, steering, approvals, facts and ends in
  * the order they were recorded, across every run, numbered 1…n; filters and operation mode too.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFile, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';

@@ -4,7 +4,7 @@
  * never changes); an idle lane gets the facts it has not seen with its next operation, a new lane all
  * of them; bad keys and values are refused by name.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFileSync } from 'node:child_process';
 import { setFact } from '../../client/session';
 import { statusQuery } from '../../common/operation';

@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import type { ContextPolicyInput } from '../../common/context';
 import { CLAIM_HOST_ACTIVITY } from '../../common/hands-route';
 import { compactUpdate, statusQuery, type OperationResult } from '../../common/operation';

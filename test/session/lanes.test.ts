@@ -4,7 +4,7 @@
  * continuing its conversation as an exact prefix (from the cache and rebuilt from history), fresh
  * contexts, two lanes at once under the sandbox lease, racing prompts, aborts, and refused input.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-manager';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Refused } from '../../client/session';

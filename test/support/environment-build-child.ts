@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createEnvironmentActivities } from '../../activities/environment/activities';
 import { EgressHost } from '../../activities/egress/egress-host';
-import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { createSandboxes } from '../../activities/hands/sandboxes';
 import { secretStore } from '../../activities/secrets/store';
 import { dockerClient } from '../../platform/docker-engine';
 import { testPlatform } from './env';
@@ -15,10 +15,15 @@ import { testPlatform } from './env';
 async function main(): Promise<void> {
   const docker = dockerClient();
   const egress = new EgressHost({ secrets: secretStore(new Map()), warn: () => undefined });
-  const manager = new SandboxManager({ docker, image: testPlatform().sandboxImage, egress, namePrefix: process.env.BUILD_PREFIX! });
+  const sandboxes = createSandboxes({
+    docker,
+    image: testPlatform().sandboxImage,
+    egress,
+    namePrefix: process.env.BUILD_PREFIX!,
+  });
   const env = createEnvironmentActivities({
     docker,
-    manager,
+    sandboxes,
     egress,
     allowedRoots: [os.homedir()],
     hostEnv: process.env,
@@ -34,7 +39,10 @@ async function main(): Promise<void> {
       },
       signal,
     );
-  await env.prepareEnvironment({ sessionId: `child-${process.pid}`, environment: JSON.parse(process.env.BUILD_ENVIRONMENT!) });
+  await env.prepareEnvironment({
+    sessionId: `child-${process.pid}`,
+    environment: JSON.parse(process.env.BUILD_ENVIRONMENT!),
+  });
 }
 
 main().catch((err: unknown) => {

@@ -3,11 +3,11 @@
  * dies. argv: <RunToolInput JSON> <sandbox image>. Prints the ToolOutcome as JSON when it finishes.
  */
 import { createHandsActivities } from '../../activities/hands/activities';
-import { SandboxManager } from '../../activities/hands/sandbox-manager';
+import { createSandboxes } from '../../activities/hands/sandboxes';
 import { dockerClient } from '../../platform/docker-engine';
 
 const [input, image] = process.argv.slice(2);
-const hands = createHandsActivities({ manager: new SandboxManager({ docker: dockerClient(), image }) });
+const hands = createHandsActivities({ sandboxes: createSandboxes({ docker: dockerClient(), image }) });
 hands
   .runTool(JSON.parse(input))
   .then((outcome) => process.stdout.write(JSON.stringify(outcome)))

@@ -1,15 +1,15 @@
 /**
- * Helpers for the hands tests: a SandboxManager on the real engine and image, unique sandbox ids that
+ * Helpers for the hands tests: the sandboxes on the real engine and image, unique sandbox ids that
  * are removed (container + volumes + a quota workspace's loop device and image) after the file, and
  * a quick shell in a sandbox.
  */
 import { randomUUID } from 'node:crypto';
 import { dockerClient } from '../../platform/docker-engine';
-import { SandboxManager, type SandboxManagerOptions } from '../../activities/hands/sandbox-manager';
+import { createSandboxes, type Sandboxes, type SandboxesOptions } from '../../activities/hands/sandboxes';
 import { testPlatform } from './env';
 
 export interface HandsFixture {
-  manager: SandboxManager;
+  sandboxes: Sandboxes;
   /** A fresh sandbox id, removed by `cleanup`. */
   sessionId(prefix?: string): string;
   /** Runs a bash snippet as `agent` in /workspace and returns stdout (throws on a non-zero exit). */
@@ -23,38 +23,38 @@ export interface HandsFixture {
  * alone would leave the loop device attached).
  */
 export async function removeSandboxes(sessionIds: Iterable<string>, namePrefix?: string): Promise<void> {
-  const manager = new SandboxManager({
+  const { lifecycle } = createSandboxes({
     docker: dockerClient(),
     image: testPlatform().sandboxImage,
     ...(namePrefix ? { namePrefix } : {}),
     warn: () => undefined,
   });
-  for (const id of sessionIds) await manager.remove(id, { keepVolume: false }).catch(() => undefined);
+  for (const id of sessionIds) await lifecycle.remove(id, { keepVolume: false }).catch(() => undefined);
 }
 
 /**
- * A manager whose sandboxes carry a label of their own (`agent.test-run`), so its `list` and `gc`
+ * Sandboxes that carry a label of their own (`agent.test-run`), so their inventory's `list` and `gc`
  * see only them: a test never removes a sandbox another run on the same host is using.
  */
-export function handsFixture(options: Omit<SandboxManagerOptions, 'docker' | 'image'> = {}): HandsFixture {
+export function handsFixture(options: Omit<SandboxesOptions, 'docker' | 'image'> = {}): HandsFixture {
   const docker = dockerClient();
   const labels = { 'agent.test-run': randomUUID().slice(0, 8), ...options.labels };
-  const manager = new SandboxManager({ docker, image: testPlatform().sandboxImage, ...options, labels });
+  const sandboxes = createSandboxes({ docker, image: testPlatform().sandboxImage, ...options, labels });
   const ids: string[] = [];
   return {
-    manager,
+    sandboxes,
     sessionId(prefix = 'test') {
       const id = `${prefix}-${randomUUID().slice(0, 8)}`;
       ids.push(id);
       return id;
     },
     async sh(sessionId, script) {
-      const { exitCode, stdout, stderr } = await manager.script(sessionId, script);
+      const { exitCode, stdout, stderr } = await sandboxes.commands.script(sessionId, script);
       if (exitCode !== 0) throw new Error(`sandbox script failed (${exitCode}): ${stderr}`);
       return stdout.toString('utf8');
     },
     async cleanup() {
-      for (const id of ids) await manager.remove(id, { keepVolume: false }).catch(() => undefined);
+      for (const id of ids) await sandboxes.lifecycle.remove(id, { keepVolume: false }).catch(() => undefined);
     },
   };
 }
