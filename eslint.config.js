@@ -68,6 +68,27 @@ function layerRule(folder, depth) {
   return { files, rules: { 'no-restricted-imports': ['error', { patterns }] } };
 }
 
+/**
+ * The settings modules: the only files of the runtime folders that read `process.env`. Every other
+ * module gets its settings through its factory's dependencies, so each runtime reads and checks its
+ * whole environment in one place when it starts (and `docs/configuration.md` is generated from them).
+ */
+const SETTINGS_MODULES = ['workers/settings.ts', 'cli/settings.ts', 'platform/settings.ts'];
+const envRule = {
+  files: ['{activities,workflows,client,cli,common,workers,platform}/**/*.ts'],
+  ignores: SETTINGS_MODULES,
+  rules: {
+    'no-restricted-properties': [
+      'error',
+      {
+        object: 'process',
+        property: 'env',
+        message: `only the settings modules (${SETTINGS_MODULES.join(', ')}) read process.env; take the value from their settings (eslint.config.js)`,
+      },
+    ],
+  },
+};
+
 const layerRules = Object.keys(MAY_IMPORT)
   .filter((folder) => folder !== 'test')
   .flatMap((folder) => [
@@ -101,6 +122,7 @@ module.exports = tseslint.config(
     },
   },
   ...layerRules,
+  envRule,
   {
     // Functions a reader takes in at once: none over 100 lines, blank lines and comments included.
     files: ['workflows/**/*.ts', 'activities/**/*.ts', 'client/**/*.ts', 'cli/**/*.ts'],

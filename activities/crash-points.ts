@@ -15,23 +15,86 @@ import * as fs from 'node:fs';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { CrashPointSinks } from '../common/crash-points';
+import { parsed, settingsPart, text, variable, wholeNumber } from '../common/env-settings';
 
-const crashAt = Number(process.env.AGENT_CRASH_AT ?? 0);
-const namedPoint = /^(.+)#(\d+)$/s.exec(process.env.AGENT_CRASH_AT_POINT ?? '');
-const logFile = process.env.AGENT_CRASH_LOG;
+export interface CrashPointSettings {
+  /** Crash at the N-th boundary passed (0: never). */
+  at: number;
+  /** Crash the k-th time the boundary `name` is reached. */
+  point?: { name: string; times: number };
+  /** Where every boundary passed is appended. */
+  logFile?: string;
+}
+
+/** The crash test mode's variables (both workers). */
+export const CRASH_POINTS_PART = settingsPart({
+  title: 'Crash test mode',
+  intro: "The crash-matrix suite's switches (`activities/crash-points.ts`); never set in a deployment.",
+  variables: {
+    at: variable(
+      'AGENT_CRASH_AT',
+      {
+        description: 'the worker kills itself (SIGKILL) at the N-th effect boundary it passes',
+        default: '`0` (never)',
+        values: 'a whole number',
+      },
+      wholeNumber(0, { min: 0, max: Number.MAX_SAFE_INTEGER }),
+    ),
+    point: variable(
+      'AGENT_CRASH_AT_POINT',
+      {
+        description: 'the worker kills itself the k-th time it reaches the boundary called `<name>`',
+        default: 'none',
+        values: '`<name>#<k>`',
+      },
+      parsed<CrashPointSettings['point']>(
+        (value) => {
+          const match = /^(.+)#(\d+)$/s.exec(value);
+          if (!match) throw new Error(`${JSON.stringify(value)} is not <boundary name>#<k>`);
+          return { name: match[1]!, times: Number(match[2]) };
+        },
+        () => undefined,
+      ),
+    ),
+    logFile: variable(
+      'AGENT_CRASH_LOG',
+      {
+        description: 'a file the worker appends every boundary it passes to (`<n>\\t<name>`)',
+        default: 'none',
+        values: 'a file path',
+      },
+      text(undefined),
+    ),
+  },
+  build: ({ at, point, logFile }): CrashPointSettings => ({
+    at,
+    ...(point ? { point } : {}),
+    ...(logFile ? { logFile } : {}),
+  }),
+});
+
+let settings: CrashPointSettings = { at: 0 };
 let passed = 0;
 const reached = new Map<string, number>();
 
+/** Sets this process's crash test mode (a worker does, from its settings, when it is created). */
+export function configureCrashPoints(next: CrashPointSettings): void {
+  settings = next;
+}
+
 /** True when this process runs in crash test mode (counting or crashing). */
-export const crashTestMode = crashAt > 0 || Boolean(namedPoint) || Boolean(logFile);
+export function crashTestMode(): boolean {
+  return settings.at > 0 || settings.point !== undefined || settings.logFile !== undefined;
+}
 
 export function crashPoint(name: string): void {
-  if (!crashTestMode) return;
+  if (!crashTestMode()) return;
   passed += 1;
   const times = (reached.get(name) ?? 0) + 1;
   reached.set(name, times);
-  if (logFile) fs.appendFileSync(logFile, `${passed}\t${name}\n`);
-  if (passed === crashAt || (namedPoint && namedPoint[1] === name && Number(namedPoint[2]) === times)) {
+  if (settings.logFile) fs.appendFileSync(settings.logFile, `${passed}\t${name}\n`);
+  const { point } = settings;
+  if (passed === settings.at || (point && point.name === name && point.times === times)) {
     process.kill(process.pid, 'SIGKILL');
   }
 }

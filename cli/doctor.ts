@@ -15,7 +15,8 @@ import { sessionWorkflowId } from '../common/session';
 import type { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { connectClient, temporalSettings, type TemporalSettings } from '../client/connection';
+import { connectClient, type TemporalSettings } from '../client/connection';
+import { cliSettings } from './settings';
 import { searchAttributeState, SETUP_HINT } from '../client/namespace-setup';
 import { HANDS_FAILURE_TYPES } from '../common/hands';
 import { statusQuery } from '../common/operation';
@@ -70,7 +71,7 @@ export async function doctorCommand(json: boolean, deps: DoctorDeps = {}): Promi
 }
 
 export async function diagnose(deps: DoctorDeps = {}): Promise<DoctorReport> {
-  const settings = deps.settings ?? temporalSettings();
+  const settings = deps.settings ?? cliSettings().temporal;
   const { client, connection } = await connectClient(settings);
   const report: DoctorReport = {
     address: settings.address,
@@ -267,8 +268,8 @@ async function sandboxFindings(client: Client, deps: DoctorDeps, skipped: string
 async function localSandboxes(): Promise<SandboxInfo[] | undefined> {
   const { dockerClient } = await import('../platform/docker-engine');
   const { SandboxInventory } = await import('../activities/hands/sandbox-inventory');
-  const { handsHostSettings } = await import('../workers/hands-host');
-  const inventory = new SandboxInventory({ docker: dockerClient(), namePrefix: handsHostSettings().namePrefix });
+  const { sandboxHostSettings } = await import('./settings');
+  const inventory = new SandboxInventory({ docker: dockerClient(), namePrefix: sandboxHostSettings().host.namePrefix });
   return inventory.list().catch(() => undefined);
 }
 

@@ -9,9 +9,9 @@ import { LiveTranscript, liveEvents } from '../client/live';
 import { connectClient } from '../client/connection';
 import { eventSourceOf, getEvents } from '../client/session-events';
 import { matchesFilter, unknownEventType, type EventFilter, type SessionEvent } from '../common/events';
-import type { AgentCommand } from './args';
+import type { EventsCommand } from './command-types';
+import { cliSettings } from './settings';
 
-type EventsCommand = Extract<AgentCommand, { kind: 'events' }>;
 const FOLLOW_INTERVAL_MS = 500;
 
 export async function eventsCommand(command: EventsCommand): Promise<number> {
@@ -19,7 +19,7 @@ export async function eventsCommand(command: EventsCommand): Promise<number> {
     const problem = unknownEventType(type);
     if (problem) throw new Error(`--type: ${problem}`);
   }
-  const { client, connection } = await connectClient();
+  const { client, connection } = await connectClient(cliSettings().temporal);
   try {
     const reader = new HistoryReader(client);
     const source = await eventSourceOf(reader, command.id);

@@ -12,17 +12,15 @@ import type { Client } from '@temporalio/client';
 import { operationResult } from '../client/operation-result';
 import { requirePollers } from '../client/pollers';
 import { submitPrompt } from '../client/session';
-import { connectClient, queueSettings, temporalSettings, workflowUrl } from '../client/connection';
+import { connectClient, workflowUrl } from '../client/connection';
 import { totalTokens } from '../common/model-types';
 import { parseOperationInput, type OperationResult } from '../common/operation';
 import { isSessionId, SESSION_ID_RULE } from '../common/sandbox-names';
 import { parsePrompt, type PromptInput, type SessionInput } from '../common/session';
 import { readSession } from '../client/session';
-import { startWorkers } from '../workers/run';
-import type { AgentCommand } from './args';
+import type { RunCommand } from './command-types';
 import { followOperation, formatTokens } from './follow';
-
-type RunCommand = Extract<AgentCommand, { kind: 'run' }>;
+import { cliSettings } from './settings';
 
 export async function run(command: RunCommand): Promise<number> {
   const out = command.json ? process.stderr : process.stdout;
@@ -32,11 +30,10 @@ export async function run(command: RunCommand): Promise<number> {
     const flag = command.session !== undefined ? '--session' : '--id';
     throw new Error(`${flag} ${sessionId}: must be ${SESSION_ID_RULE}`);
   }
-  const queues = queueSettings();
+  const { temporal: settings, queues } = cliSettings();
   const { prompt, session } = promptOf(command, queues.hands);
-  const settings = temporalSettings();
   const { client, connection } = await connectClient(settings);
-  const workers = command.withWorker ? await startWorkers('dev') : undefined;
+  const workers = command.withWorker ? await (await import('../workers/run')).startWorkers('dev') : undefined;
   const running = workers?.run();
   try {
     if (!workers) await requirePollers(client, queues.brain);
@@ -48,7 +45,7 @@ export async function run(command: RunCommand): Promise<number> {
       updateId: randomUUID(),
     });
     const { operationId, lane } = accepted;
-    const url = workflowUrl(settings.namespace, operationId);
+    const url = workflowUrl(settings, operationId);
     out.write(
       accepted.state === 'started'
         ? `operation ${operationId} accepted (session ${sessionId}, lane ${lane})\n`

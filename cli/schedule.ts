@@ -12,16 +12,12 @@ import {
   type Client,
   type ScheduleDescription,
 } from '@temporalio/client';
-import { connectClient, queueSettings } from '../client/connection';
+import { connectClient, type QueueSettings } from '../client/connection';
 import { CODING_TASK_WORKFLOW_TYPE } from '../common/coding-task';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
-import type { TaskCommand } from './task-args';
+import type { ScheduleCommand } from './command-types';
+import { cliSettings } from './settings';
 import { repoLabel, taskInput } from './task';
-
-type ScheduleCommand = Extract<
-  TaskCommand,
-  { kind: `schedule-${'create' | 'ls' | 'pause' | 'unpause' | 'trigger' | 'delete'}` }
->;
 
 /** What the schedule's memo records, for `agent schedule ls`. */
 interface ScheduleMemo {
@@ -32,9 +28,10 @@ interface ScheduleMemo {
 }
 
 export async function scheduleCommand(command: ScheduleCommand): Promise<number> {
-  const { client, connection } = await connectClient();
+  const { temporal, queues } = cliSettings();
+  const { client, connection } = await connectClient(temporal);
   try {
-    return await run(client, command);
+    return await run(client, queues, command);
   } catch (err) {
     if (err instanceof ScheduleNotFoundError && 'name' in command) throw new Error(`no schedule named ${command.name}`);
     throw err;
@@ -43,10 +40,10 @@ export async function scheduleCommand(command: ScheduleCommand): Promise<number>
   }
 }
 
-async function run(client: Client, command: ScheduleCommand): Promise<number> {
+async function run(client: Client, queues: QueueSettings, command: ScheduleCommand): Promise<number> {
   switch (command.kind) {
     case 'schedule-create':
-      return create(client, command);
+      return create(client, queues, command);
     case 'schedule-ls':
       return list(client);
     case 'schedule-pause':
@@ -66,10 +63,14 @@ async function run(client: Client, command: ScheduleCommand): Promise<number> {
   }
 }
 
-async function create(client: Client, command: Extract<ScheduleCommand, { kind: 'schedule-create' }>): Promise<number> {
+async function create(
+  client: Client,
+  queues: QueueSettings,
+  command: Extract<ScheduleCommand, { kind: 'schedule-create' }>,
+): Promise<number> {
   if (command.timezone !== undefined) checkTimezone(command.timezone);
   const branch = command.task.branch ?? `agent/${command.name}`;
-  const input = taskInput({ ...command.task, branch });
+  const input = taskInput({ ...command.task, branch }, queues.hands);
   const memo: ScheduleMemo = {
     cron: command.cron,
     ...(command.timezone ? { timezone: command.timezone } : {}),
@@ -83,7 +84,7 @@ async function create(client: Client, command: Extract<ScheduleCommand, { kind: 
       action: {
         type: 'startWorkflow',
         workflowType: CODING_TASK_WORKFLOW_TYPE,
-        taskQueue: queueSettings().brain,
+        taskQueue: queues.brain,
         workflowId: `task-${command.name}`,
         args: [input],
         staticSummary: `coding task ${command.name} on ${memo.repo}`.slice(0, 190),

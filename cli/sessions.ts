@@ -5,12 +5,13 @@ import { connectClient } from '../client/connection';
 import { readSession, setFact } from '../client/session';
 import { totalTokens } from '../common/model-types';
 import { SESSION_WORKFLOW_TYPE, type SessionStatus } from '../common/session';
-import type { AgentCommand } from './args';
+import type { ApproveCommand, FactCommand, SessionCommand } from './command-types';
 import { formatTokens } from './follow';
 import { formatAge } from './sandbox';
+import { cliSettings } from './settings';
 
 async function withClient(fn: (client: Client) => Promise<number>): Promise<number> {
-  const { client, connection } = await connectClient();
+  const { client, connection } = await connectClient(cliSettings().temporal);
   try {
     return await fn(client);
   } finally {
@@ -18,7 +19,7 @@ async function withClient(fn: (client: Client) => Promise<number>): Promise<numb
   }
 }
 
-export function sessionCommand(command: Extract<AgentCommand, { kind: 'session' }>): Promise<number> {
+export function sessionCommand(command: SessionCommand): Promise<number> {
   return withClient(async (client) => {
     if (command.action === 'ls') return listSessions(client, command.json);
     const status = await readSession(client, command.sessionId);
@@ -92,7 +93,7 @@ const oneLine = (text: string, max = 80): string => {
   return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
 };
 
-export function factCommand(command: Extract<AgentCommand, { kind: 'fact' }>): Promise<number> {
+export function factCommand(command: FactCommand): Promise<number> {
   return withClient(async (client) => {
     if (command.action === 'set') {
       const answer = await setFact(client, command.sessionId, command.key, command.value);
@@ -115,7 +116,7 @@ export function factCommand(command: Extract<AgentCommand, { kind: 'fact' }>): P
   });
 }
 
-export function approveCommand(command: Extract<AgentCommand, { kind: 'approve' }>): Promise<number> {
+export function approveCommand(command: ApproveCommand): Promise<number> {
   return withClient(async (client) => {
     const approve = command.deny === undefined;
     const decided = await decideToolCall(client.workflow, {

@@ -5,16 +5,18 @@
  */
 import type { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { connectClient, queueSettings, temporalSettings, type TemporalSettings } from '../client/connection';
+import { connectClient, type QueueSettings, type TemporalSettings } from '../client/connection';
 import { registerSearchAttributes, searchAttributeState } from '../client/namespace-setup';
+import { cliSettings, type CliSettings } from './settings';
 
 export interface SetupDeps {
-  settings?: TemporalSettings;
+  /** The connection and the queues (default: the environment's). */
+  settings?: CliSettings;
   out?: (line: string) => void;
 }
 
 export async function setupCommand(deps: SetupDeps = {}): Promise<number> {
-  const settings = deps.settings ?? temporalSettings();
+  const { temporal: settings, queues } = deps.settings ?? cliSettings();
   const out = deps.out ?? ((line: string) => console.log(line));
   const { client, connection } = await connectClient(settings);
   try {
@@ -36,7 +38,7 @@ export async function setupCommand(deps: SetupDeps = {}): Promise<number> {
         ? `registered search attributes: ${added.join(', ')}`
         : `search attributes already registered (${before.present.length})`,
     );
-    for (const line of await queueReport(client)) out(line);
+    for (const line of await queueReport(client, queues)) out(line);
     return 0;
   } finally {
     await connection.close();
@@ -52,8 +54,7 @@ async function requireNamespace(connection: Connection, settings: TemporalSettin
 }
 
 /** One line per queue: who polls it, or how to start a worker that does. */
-export async function queueReport(client: Client): Promise<string[]> {
-  const queues = queueSettings();
+export async function queueReport(client: Client, queues: QueueSettings): Promise<string[]> {
   const lines: string[] = [];
   const pollersOf = async (name: string, type: temporal.api.enums.v1.TaskQueueType) =>
     (

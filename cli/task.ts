@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
-import { connectClient, queueSettings, temporalSettings, workflowUrl } from '../client/connection';
+import { connectClient, workflowUrl } from '../client/connection';
 import { requirePollers } from '../client/pollers';
 import { codingTaskResult } from '../client/task-result';
 import {
@@ -20,12 +20,16 @@ import {
 } from '../common/coding-task';
 import { totalTokens } from '../common/model-types';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
-import { startWorkers } from '../workers/run';
+import type { TaskStartCommand } from './command-types';
 import { formatElapsed, formatTokens } from './follow';
-import type { TaskCommand, TaskSpecArgs } from './task-args';
+import { cliSettings } from './settings';
+import type { TaskSpecArgs } from './task-args';
 
-/** The workflow input the command line describes, validated like the workflow validates it. */
-export function taskInput(task: TaskSpecArgs, env: NodeJS.ProcessEnv = process.env): CodingTaskInput {
+/**
+ * The workflow input the command line describes, validated like the workflow validates it; its hands
+ * run on `handsQueue` (`AGENT_HANDS_QUEUE`, like the workers').
+ */
+export function taskInput(task: TaskSpecArgs, handsQueue: string): CodingTaskInput {
   let repo: CodingTaskInput['repo'] = task.repo;
   if (task.repo.kind === 'local') {
     const dir = path.resolve(task.repo.path);
@@ -43,8 +47,7 @@ export function taskInput(task: TaskSpecArgs, env: NodeJS.ProcessEnv = process.e
     ...(task.model ? { model: task.model } : {}),
     ...(task.egress ? { egress: task.egress } : {}),
     ...(Object.keys(task.budget).length ? { budget: task.budget } : {}),
-    // The hands run on the queue this environment names (AGENT_HANDS_QUEUE), like its workers.
-    handsTaskQueue: queueSettings(env).hands,
+    handsTaskQueue: handsQueue,
   };
   const checked = parseCodingTaskInput(input);
   if (!checked.ok) throw new Error(`invalid task: ${checked.error}`);
@@ -55,12 +58,11 @@ export function repoLabel(input: CodingTaskInput): string {
   return input.repo.kind === 'local' ? input.repo.path : input.repo.url;
 }
 
-export async function taskStart(command: Extract<TaskCommand, { kind: 'task-start' }>): Promise<number> {
-  const input = taskInput(command.task);
-  const settings = temporalSettings();
-  const queues = queueSettings();
+export async function taskStart(command: TaskStartCommand): Promise<number> {
+  const { temporal: settings, queues } = cliSettings();
+  const input = taskInput(command.task, queues.hands);
   const { client, connection } = await connectClient(settings);
-  const workers = command.withWorker ? await startWorkers('dev') : undefined;
+  const workers = command.withWorker ? await (await import('../workers/run')).startWorkers('dev') : undefined;
   const running = workers?.run();
   try {
     if (!workers) await requirePollers(client, queues.brain);
@@ -77,7 +79,7 @@ export async function taskStart(command: Extract<TaskCommand, { kind: 'task-star
         { key: SEARCH_ATTRIBUTES.repo, value: repoLabel(input) },
       ],
     });
-    const url = workflowUrl(settings.namespace, taskId, handle.firstExecutionRunId);
+    const url = workflowUrl(settings, taskId, handle.firstExecutionRunId);
     console.log(`task ${taskId} accepted · branch ${input.branch ?? defaultTaskBranch(taskId)}`);
     console.log(`Web UI: ${url}`);
     if (command.detach) return 0;

@@ -12,6 +12,7 @@ import Docker from 'dockerode';
 import { DATA_DIR } from './paths';
 import { isAlive } from './dev-server';
 import { PlatformError } from './temporal-cli';
+import { childEnvironment, dockerHost } from './settings';
 
 export function dockerClient(): Docker {
   // dockerode reads DOCKER_HOST (and DOCKER_TLS_VERIFY/DOCKER_CERT_PATH) itself.
@@ -19,7 +20,7 @@ export function dockerClient(): Docker {
 }
 
 export function describeDockerEndpoint(): string {
-  return process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock';
+  return dockerHost() ?? 'unix:///var/run/docker.sock';
 }
 
 /** True when the engine answers a ping within `timeoutMs`. */
@@ -51,11 +52,8 @@ export async function requireDocker(docker: Docker = dockerClient()): Promise<Do
 export async function ensureDockerEngine(log: (line: string) => void = () => undefined): Promise<Docker> {
   const docker = dockerClient();
   if (await pingDocker(docker)) return docker;
-  if (process.env.DOCKER_HOST) {
-    throw new PlatformError(
-      `DOCKER_HOST=${process.env.DOCKER_HOST} does not answer: start that engine or unset DOCKER_HOST`,
-    );
-  }
+  const host = dockerHost();
+  if (host) throw new PlatformError(`DOCKER_HOST=${host} does not answer: start that engine or unset DOCKER_HOST`);
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const isDebian = fs.existsSync('/etc/debian_version');
   if (!isRoot || !isDebian) {
@@ -106,6 +104,6 @@ function hasCommand(name: string): boolean {
 }
 
 function run(cmd: string, args: string[], env: Record<string, string> = {}): void {
-  const result = spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env } });
+  const result = spawnSync(cmd, args, { stdio: 'inherit', env: childEnvironment(env) });
   if (result.status !== 0) throw new PlatformError(`${cmd} ${args.join(' ')} failed with exit code ${result.status}`);
 }

@@ -7,35 +7,18 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DATA_DIR } from './paths';
+import { localServerAddress, type LocalServerAddress } from './settings';
 import { ensureSearchAttributes, isAlive, isPortFree, isTemporalServing, startDevServer } from './dev-server';
 import { ensureTemporalCli, PlatformError } from './temporal-cli';
 
-export interface LocalServerSettings {
-  ip: string;
-  port: number;
-  uiPort: number;
-  namespace: string;
+/** The local server's address, ports and namespace, and the folder of its files. */
+export interface LocalServerSettings extends LocalServerAddress {
   dir: string;
 }
 
-export function localServerSettings(env: NodeJS.ProcessEnv = process.env): LocalServerSettings {
-  return {
-    ip: env.TEMPORAL_IP ?? '127.0.0.1',
-    port: parsePort(env, 'TEMPORAL_PORT', 7233),
-    uiPort: parsePort(env, 'TEMPORAL_UI_PORT', 8233),
-    namespace: env.TEMPORAL_NAMESPACE ?? 'default',
-    dir: path.join(DATA_DIR, 'temporal'),
-  };
-}
-
-function parsePort(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new PlatformError(`${name}=${raw} is not a port number (1-65535)`);
-  }
-  return port;
+/** `TEMPORAL_IP`, `TEMPORAL_PORT`, `TEMPORAL_UI_PORT`, `TEMPORAL_NAMESPACE` (`platform/settings.ts`). */
+export function localServerSettings(): LocalServerSettings {
+  return { ...localServerAddress(), dir: path.join(DATA_DIR, 'temporal') };
 }
 
 export interface LocalServerStatus {

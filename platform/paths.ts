@@ -1,6 +1,10 @@
 /** Project-local folders: tools we install and data we persist. Both are git-ignored. */
 import * as path from 'node:path';
+import { platformPaths } from './settings';
 
 export const PROJECT_ROOT = path.resolve(__dirname, '..');
-export const TOOLS_DIR = process.env.AGENT_TOOLS_DIR ?? path.join(PROJECT_ROOT, '.tools');
-export const DATA_DIR = process.env.AGENT_DATA_DIR ?? path.join(PROJECT_ROOT, '.data');
+const folders = platformPaths(PROJECT_ROOT);
+/** `AGENT_TOOLS_DIR`, or `.tools` in the checkout. */
+export const TOOLS_DIR = folders.toolsDir;
+/** `AGENT_DATA_DIR`, or `.data` in the checkout. */
+export const DATA_DIR = folders.dataDir;

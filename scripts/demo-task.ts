@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { workflowUrl } from '../client/connection';
+import { workflowUrl, type TemporalSettings } from '../client/connection';
 import { codingTaskResult } from '../client/task-result';
 import { CODING_TASK_WORKFLOW_TYPE, type CodingTaskInput } from '../common/coding-task';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
@@ -19,7 +19,7 @@ import { PROJECT_ROOT } from '../platform/paths';
 
 export interface TaskDemoContext {
   client: Client;
-  namespace: string;
+  temporal: TemporalSettings;
   brainQueue: string;
   handsQueue: string;
   /** An empty directory inside the hands worker's allowed roots, for the repository and its remote. */
@@ -69,7 +69,7 @@ export async function runTaskDemo(ctx: TaskDemoContext): Promise<number> {
       ],
     });
     ctx.say(
-      `night ${night}: task ${taskId} accepted · Web UI: ${workflowUrl(ctx.namespace, taskId, handle.firstExecutionRunId)}`,
+      `night ${night}: task ${taskId} accepted · Web UI: ${workflowUrl(ctx.temporal, taskId, handle.firstExecutionRunId)}`,
     );
     await followTask(handle, { detachOnSigint: false, print: ctx.say });
     const result = await codingTaskResult(handle);

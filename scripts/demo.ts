@@ -69,17 +69,17 @@ runMain(async (argv) => {
   // The task's repository is made under a fresh temporary directory: this demo's own hands worker
   // (on demo-only queues) may read it, besides what it may read anyway.
   const taskDir = task ? fs.mkdtempSync(path.join(os.tmpdir(), 'agent-task-demo-')) : undefined;
-  if (taskDir) process.env.AGENT_ALLOWED_ROOTS = [taskDir, ...defaultAllowedRoots()].join(':');
+  if (taskDir) process.env.AGENT_ALLOWED_ROOTS = [taskDir, ...defaultAllowedRoots(process.env)].join(':');
   const workers = await startWorkers('dev');
   const running = workers.run();
-  const settings = temporalSettings();
+  const settings = temporalSettings(process.env);
   const { client, connection } = await connectClient(settings);
   try {
     if (task) {
       const code = await runTaskDemo({
         dir: taskDir!,
         client,
-        namespace: settings.namespace,
+        temporal: settings,
         brainQueue: workers.queues.brain!,
         handsQueue: workers.queues.hands!,
         say,
@@ -110,7 +110,7 @@ runMain(async (argv) => {
         { key: SEARCH_ATTRIBUTES.repo, value: repo },
       ],
     });
-    const url = workflowUrl(settings.namespace, workflowId, handle.firstExecutionRunId);
+    const url = workflowUrl(settings, workflowId, handle.firstExecutionRunId);
     say(`operation ${workflowId} accepted · Web UI: ${url}`);
     await followOperation(handle, { stop: new Promise(() => undefined) });
     const result = await operationResult(handle);

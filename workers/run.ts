@@ -1,24 +1,26 @@
 /**
  * Starts workers for a role (`brain`, `hands`, `dev`) from the environment and runs them until
- * SIGINT/SIGTERM; used by `agent worker` and the demo.
+ * SIGINT/SIGTERM; used by `agent worker` and the demo. Every setting is checked first
+ * (`workers/settings.ts`): a wrong one stops the start, before anything connects.
  */
 import type { Worker } from '@temporalio/worker';
 import { requireDocker } from '../platform/docker-engine';
-import { sandboxImageTag } from '../platform/sandbox-image';
-import { readModelSettings } from '../activities/model/settings';
 import { ContextCache } from '../activities/brain/context-cache';
-import { connectClient, queueSettings, temporalSettings } from '../client/connection';
+import { connectClient } from '../client/connection';
 import { connectWorker } from './connection';
 import { installRuntime } from './runtime';
+import { workerSettings, type WorkerRole, type WorkerSettings } from './settings';
 import { createBrainWorker, createHandsHostWorkers } from './workers';
-import { handsHostSettings } from './hands-host';
-import { readBrainWorkerSettings } from './worker-settings';
 
-export type WorkerRole = 'brain' | 'hands' | 'dev';
+export type { WorkerRole } from './settings';
 
 export interface StartedWorkers {
   workers: Worker[];
   queues: { brain?: string; hands?: string };
+  /** The hands host these workers serve (roles `hands` and `dev`). */
+  host?: string;
+  /** The settings they were started with. */
+  settings: WorkerSettings;
   /** Runs every worker until shutdown; resolves when all have stopped. */
   run(): Promise<void>;
   shutdown(): void;
@@ -26,17 +28,14 @@ export interface StartedWorkers {
 }
 
 export async function startWorkers(role: WorkerRole, options: { cache?: ContextCache } = {}): Promise<StartedWorkers> {
-  installRuntime();
-  // Bad settings fail before anything connects.
-  const brainSettings = role === 'hands' ? undefined : readBrainWorkerSettings(process.env);
-  const temporal = temporalSettings();
-  const queues = queueSettings();
+  // Bad settings fail before anything connects, every wrong variable named at once.
+  const settings = workerSettings(role);
+  installRuntime(settings.logLevel);
+  const { temporal, queues, brain, hands } = settings;
   const connection = await connectWorker(temporal);
   const workers: Worker[] = [];
   const closers: Array<() => Promise<void>> = [() => connection.close()];
-  if (role === 'brain' || role === 'dev') {
-    const modelSettings = readModelSettings();
-    if (!modelSettings.ok) throw new Error(`model settings: ${modelSettings.problems.join('; ')}`);
+  if (brain) {
     const { client, connection: clientConnection } = await connectClient(temporal);
     closers.push(() => clientConnection.close());
     workers.push(
@@ -45,32 +44,40 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
         namespace: temporal.namespace,
         taskQueue: queues.brain,
         client,
-        modelSettings: modelSettings.settings,
+        modelSettings: brain.model,
+        mcp: brain.mcp,
+        secrets: brain.secrets,
         cache: options.cache,
-        settings: brainSettings,
+        settings: brain.tuning,
         // A prebuilt bundle (tests, benchmark) saves bundling at every start.
-        workflowBundle: process.env.AGENT_WORKFLOW_BUNDLE ? { codePath: process.env.AGENT_WORKFLOW_BUNDLE } : undefined,
+        workflowBundle: brain.workflowBundle ? { codePath: brain.workflowBundle } : undefined,
       }),
     );
   }
-  if (role === 'hands' || role === 'dev') {
+  if (hands) {
     const docker = await requireDocker();
-    const { host, namePrefix } = handsHostSettings();
     workers.push(
       ...(await createHandsHostWorkers({
         connection,
         namespace: temporal.namespace,
         taskQueue: queues.hands,
         docker,
-        image: sandboxImageTag(),
-        host,
-        namePrefix,
+        image: hands.image,
+        host: hands.host.host,
+        namePrefix: hands.host.namePrefix,
+        settings: hands.sandboxes,
+        tasksDir: hands.repo.tasksDir,
+        gitAuthor: hands.repo.author,
+        secrets: hands.secrets,
+        hostEnv: hands.hostEnv,
       })),
     );
   }
   return {
     workers,
-    queues: { brain: role === 'hands' ? undefined : queues.brain, hands: role === 'brain' ? undefined : queues.hands },
+    queues: { ...(brain ? { brain: queues.brain } : {}), ...(hands ? { hands: queues.hands } : {}) },
+    ...(hands ? { host: hands.host.host } : {}),
+    settings,
     run: async () => {
       await Promise.all(workers.map((worker) => worker.run()));
     },

@@ -3,12 +3,11 @@
  * so worker state changes do not drown the CLI's own output.
  */
 import { DefaultLogger, LogLevel, Runtime } from '@temporalio/worker';
+import { workerLogLevel } from './settings';
 
 let installed = false;
 
-export function installRuntime(
-  level: LogLevel = (process.env.AGENT_LOG_LEVEL?.toUpperCase() as LogLevel | undefined) ?? 'WARN',
-): void {
+export function installRuntime(level: LogLevel = workerLogLevel()): void {
   if (installed) return;
   installed = true;
   try {

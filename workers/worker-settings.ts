@@ -1,12 +1,7 @@
 /**
- * Brain worker settings from the environment, validated in one place; every problem names the
- * variable.
- *
- * | variable                    | meaning                                                                 | default |
- * |-----------------------------|-------------------------------------------------------------------------|---------|
- * | `AGENT_STICKY_FAILOVER`     | how long a workflow task waits for the worker that ran the workflow's previous task before any worker may take it (`5s`, `30s`, `1m`; 1 s – 10 min) | `5s` |
- * | `AGENT_WORKFLOW_TASK_SLOTS` | workflow tasks a brain worker runs at once (1 – 200)                      | `10`    |
- * | `AGENT_WORKFLOW_STACK_TRACES` | `on`: the Web UI's Stack Trace tab shows where each workflow waits; `off`: it shows none, for a cheaper workflow task | `on` |
+ * The brain worker's tuning from the environment — `AGENT_STICKY_FAILOVER`,
+ * `AGENT_WORKFLOW_TASK_SLOTS`, `AGENT_WORKFLOW_STACK_TRACES` — declared as settings
+ * (`common/env-settings.ts`; their meanings and defaults are on the generated configuration page).
  *
  * The sticky failover trades two things. Shorter: a brain worker that dies while its workflows wait
  * (on a signal, on another host's tool call) hands them on sooner. Longer: a live worker that is
@@ -26,6 +21,7 @@
  * The operation's `status` query and the pending activities say what it waits for either way.
  */
 import { parseDuration } from '../common/duration';
+import { onOff, parsed, readPart, settingsPart, variable, wholeNumber, type Environment } from '../common/env-settings';
 
 export const WORKER_ENV = {
   stickyFailover: 'AGENT_STICKY_FAILOVER',
@@ -58,39 +54,54 @@ export const DEFAULT_BRAIN_WORKER_SETTINGS: BrainWorkerSettings = {
 const STICKY_FAILOVER_RANGE_MS = { min: 1_000, max: 600_000 };
 const WORKFLOW_TASK_SLOTS_RANGE = { min: 1, max: 200 };
 
+/** The brain worker's tuning: sticky failover, workflow-task slots, stack traces. */
+export const BRAIN_WORKER_PART = settingsPart({
+  title: 'Workflow tasks',
+  intro: 'How the brain worker runs workflow tasks (`workers/worker-settings.ts` explains the trade-offs).',
+  variables: {
+    stickyFailoverMs: variable(
+      WORKER_ENV.stickyFailover,
+      {
+        description:
+          "how long a workflow task waits for the worker that ran the workflow's previous task before any worker may take it. Shorter: a dead brain worker's waiting workflows move on sooner; longer: a live worker that is behind keeps its workflows instead of having them replayed elsewhere (raise it on a brain worker that runs far more operations than its cores keep up with)",
+        default: '`5s`',
+        values: 'a duration from 1 s to 10 min: `5s`, `30s`, `1m30s`, `2500ms`; a bare number is seconds',
+      },
+      parsed(
+        (text) => {
+          // A bare number is seconds here (a sticky failover in milliseconds is never meant).
+          const ms = /^\d+(\.\d+)?$/.test(text) ? Number(text) * 1_000 : parseDuration(text);
+          if (ms < STICKY_FAILOVER_RANGE_MS.min || ms > STICKY_FAILOVER_RANGE_MS.max)
+            throw new Error(`${JSON.stringify(text)} is not between 1s and 10m`);
+          return ms;
+        },
+        () => DEFAULT_BRAIN_WORKER_SETTINGS.stickyFailoverMs,
+      ),
+    ),
+    workflowTaskSlots: variable(
+      WORKER_ENV.workflowTaskSlots,
+      {
+        description:
+          'workflow tasks the brain worker runs at once; more only queue inside the worker, where the workflow-task timeout is already running',
+        default: '`10`',
+        values: `a whole number from ${WORKFLOW_TASK_SLOTS_RANGE.min} to ${WORKFLOW_TASK_SLOTS_RANGE.max}`,
+      },
+      wholeNumber(DEFAULT_BRAIN_WORKER_SETTINGS.workflowTaskSlots, WORKFLOW_TASK_SLOTS_RANGE),
+    ),
+    workflowStackTraces: variable(
+      WORKER_ENV.workflowStackTraces,
+      {
+        description:
+          "`on`: the Web UI's Stack Trace tab shows where each operation waits; `off`: no frames there (and none on errors thrown by workflow code), for a cheaper workflow task — the SDK records a stack trace for every promise a workflow creates (in `npm run bench`, 8.7 vs 6.5 ms of worker time per workflow task)",
+        default: '`on`',
+        values: '`on`, `off`',
+      },
+      onOff(DEFAULT_BRAIN_WORKER_SETTINGS.workflowStackTraces),
+    ),
+  },
+});
+
 /** Reads the brain worker settings; throws one Error listing every problem, each naming its variable. */
-export function readBrainWorkerSettings(env: Record<string, string | undefined>): BrainWorkerSettings {
-  const problems: string[] = [];
-  const settings = { ...DEFAULT_BRAIN_WORKER_SETTINGS };
-  const sticky = env[WORKER_ENV.stickyFailover]?.trim();
-  if (sticky) {
-    let ms: number | undefined;
-    try {
-      // A bare number is seconds here (a sticky failover in milliseconds is never meant).
-      ms = /^\d+(\.\d+)?$/.test(sticky) ? Number(sticky) * 1_000 : parseDuration(sticky);
-    } catch (err) {
-      problems.push(`${WORKER_ENV.stickyFailover}: ${(err as Error).message}`);
-    }
-    if (ms !== undefined) {
-      if (ms < STICKY_FAILOVER_RANGE_MS.min || ms > STICKY_FAILOVER_RANGE_MS.max)
-        problems.push(`${WORKER_ENV.stickyFailover}: ${JSON.stringify(sticky)} is not between 1s and 10m`);
-      else settings.stickyFailoverMs = ms;
-    }
-  }
-  const slots = env[WORKER_ENV.workflowTaskSlots]?.trim();
-  if (slots) {
-    const value = Number(slots);
-    if (!Number.isInteger(value) || value < WORKFLOW_TASK_SLOTS_RANGE.min || value > WORKFLOW_TASK_SLOTS_RANGE.max)
-      problems.push(
-        `${WORKER_ENV.workflowTaskSlots}: ${JSON.stringify(slots)} is not a whole number from ${WORKFLOW_TASK_SLOTS_RANGE.min} to ${WORKFLOW_TASK_SLOTS_RANGE.max}`,
-      );
-    else settings.workflowTaskSlots = value;
-  }
-  const stackTraces = env[WORKER_ENV.workflowStackTraces]?.trim();
-  if (stackTraces) {
-    if (stackTraces === 'on' || stackTraces === 'off') settings.workflowStackTraces = stackTraces === 'on';
-    else problems.push(`${WORKER_ENV.workflowStackTraces}: ${JSON.stringify(stackTraces)} is not "on" or "off"`);
-  }
-  if (problems.length) throw new Error(`brain worker settings: ${problems.join('; ')}`);
-  return settings;
+export function readBrainWorkerSettings(env: Environment): BrainWorkerSettings {
+  return readPart('brain worker', BRAIN_WORKER_PART, env);
 }

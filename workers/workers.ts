@@ -8,7 +8,6 @@
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
@@ -17,23 +16,40 @@ import type Docker from 'dockerode';
 import { createBrainActivities } from '../activities/brain/activities';
 import { ContextCache } from '../activities/brain/context-cache';
 import { EgressHost } from '../activities/egress/egress-host';
+import * as path from 'node:path';
 import { createEnvironmentActivities } from '../activities/environment/activities';
+import { DATA_DIR } from '../platform/paths';
 import { createHandsActivities } from '../activities/hands/activities';
 import { createSandboxes } from '../activities/hands/sandboxes';
-import { readHandsSettings, type HandsSettings } from '../activities/hands/settings';
+import type { HandsSettings } from '../activities/hands/settings';
 import { createHealthActivities } from '../activities/health';
 import { createMcpActivities } from '../activities/mcp/activities';
-import { readMcpSettings, type McpHostSettings } from '../activities/mcp/settings';
-import { loadSecretStore, type SecretStore } from '../activities/secrets/store';
+import type { McpHostSettings } from '../activities/mcp/settings';
+import type { SecretStore } from '../activities/secrets/store';
 import { createOpsActivities } from '../activities/ops/probe';
 import { hostQueueOf } from '../common/hands-route';
 import { createRepoActivities } from '../activities/repo/activities';
 import { createAnthropicClient } from '../activities/model/client';
 import type { ModelSettings } from '../activities/model/settings';
-import { CrashPointActivityInterceptor, crashPointSinks, crashTestMode } from '../activities/crash-points';
-import { DATA_DIR } from '../platform/paths';
+import {
+  configureCrashPoints,
+  CrashPointActivityInterceptor,
+  crashPointSinks,
+  crashTestMode,
+} from '../activities/crash-points';
 import { ReleaseStickyOnRetryInterceptor } from '../activities/failover';
-import { readBrainWorkerSettings, type BrainWorkerSettings } from './worker-settings';
+import type { GitAuthor } from '../activities/repo/settings';
+import type { Environment } from '../common/env-settings';
+import type { BrainWorkerSettings } from './worker-settings';
+import {
+  brainTuningFromEnv,
+  crashPointsFromEnv,
+  handsSettingsFromEnv,
+  hostEnvironment,
+  mcpSettingsFromEnv,
+  repoSettingsFromEnv,
+  secretStoreFromEnv,
+} from './settings';
 
 export interface CommonWorkerOptions {
   connection: NativeConnection;
@@ -51,7 +67,7 @@ export interface BrainWorkerOptions extends CommonWorkerOptions {
   cache?: ContextCache;
   /** MCP: the commands a stdio server may run (default: `AGENT_MCP_COMMANDS`, `activities/mcp/settings.ts`). */
   mcp?: McpHostSettings;
-  /** The host-side secret store MCP servers take their tokens from (default: `loadSecretStore()`). */
+  /** The host-side secret store MCP servers take their tokens from (default: from the environment). */
   secrets?: SecretStore;
   /**
    * Sticky failover and workflow-task slots (default: `AGENT_STICKY_FAILOVER`,
@@ -79,6 +95,12 @@ export interface HandsWorkerOptions extends CommonWorkerOptions {
   settings?: HandsSettings;
   /** Where coding tasks keep their host-side clones (default `AGENT_TASKS_DIR` or `.data/tasks`). */
   tasksDir?: string;
+  /** Author and committer of the coding tasks' commits (default `AGENT_GIT_AUTHOR`). */
+  gitAuthor?: GitAuthor;
+  /** The host-side secret store of egress credentials and output masking (default: from the environment). */
+  secrets?: SecretStore;
+  /** The worker's environment, for the programs it runs on the host (default: this process's). */
+  hostEnv?: Environment;
 }
 
 const GRACE = '2 minutes';
@@ -94,18 +116,20 @@ const HEARTBEAT_FLUSH = '1 second';
  * failover.
  */
 export function everyWorkerOptions(): Partial<WorkerOptions> {
+  configureCrashPoints(crashPointsFromEnv());
+  const crashTests = crashTestMode();
   return {
     shutdownGraceTime: GRACE,
     maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
     interceptors: {
       activity: [
         (ctx) => ({ inbound: new ReleaseStickyOnRetryInterceptor(ctx) }),
-        ...(crashTestMode
+        ...(crashTests
           ? [(ctx: Context) => ({ inbound: new CrashPointActivityInterceptor(ctx.info.activityType) })]
           : []),
       ],
     },
-    ...(crashTestMode ? { stickyQueueScheduleToStartTimeout: '1 second' } : {}),
+    ...(crashTests ? { stickyQueueScheduleToStartTimeout: '1 second' } : {}),
   };
 }
 
@@ -146,23 +170,31 @@ export function brainActivities(
     }),
     // MCP servers run beside the model calls: on the brain's host, never in the sandbox.
     ...createMcpActivities({
-      settings: options.mcp ?? readMcpSettings(),
-      secrets: options.secrets ?? loadSecretStore(),
+      settings: options.mcp ?? mcpSettingsFromEnv(),
+      secrets: options.secrets ?? secretStoreFromEnv(),
     }),
     ...createHealthActivities(),
   };
 }
 
-/** The hands settings of this process's environment (workspace images under the data directory). */
-export function handsSettingsFromEnv(): HandsSettings {
-  return readHandsSettings(process.env, { imageDir: path.join(DATA_DIR, 'workspaces') });
-}
-
 export function handsActivities(
-  options: Pick<HandsWorkerOptions, 'docker' | 'image' | 'namePrefix' | 'host' | 'taskQueue' | 'settings' | 'tasksDir'>,
+  options: Pick<
+    HandsWorkerOptions,
+    | 'docker'
+    | 'image'
+    | 'namePrefix'
+    | 'host'
+    | 'taskQueue'
+    | 'settings'
+    | 'tasksDir'
+    | 'gitAuthor'
+    | 'secrets'
+    | 'hostEnv'
+  >,
 ) {
   const settings = options.settings ?? handsSettingsFromEnv();
-  const egress = processEgressHost();
+  const hostEnv = options.hostEnv ?? hostEnvironment();
+  const egress = processEgressHost(() => ({ secrets: options.secrets ?? secretStoreFromEnv(), env: hostEnv }));
   egress.warm();
   const sandboxes = createSandboxes({
     docker: options.docker,
@@ -179,12 +211,19 @@ export function handsActivities(
     sandboxes,
     egress,
     allowedRoots: settings.allowedRoots,
-    hostEnv: process.env,
+    hostEnv,
     toolchainCacheDir: path.join(DATA_DIR, 'toolchains'),
   });
+  const repo = repoSettingsFromEnv();
   return {
     ...createHandsActivities({ sandboxes, host, allowedRoots: settings.allowedRoots, egress, secrets: egress.secrets }),
-    ...createRepoActivities({ sandboxes, tasksDir: options.tasksDir ?? tasksDir() }),
+    ...createRepoActivities({
+      sandboxes,
+      tasksDir: options.tasksDir ?? repo.tasksDir,
+      author: options.gitAuthor ?? repo.author,
+      allowedRoots: settings.allowedRoots,
+      env: hostEnv,
+    }),
     prepareEnvironment,
     setUpWorkspace,
     ...createHealthActivities(),
@@ -194,21 +233,16 @@ export function handsActivities(
 let egressHost: EgressHost | undefined;
 
 /**
- * The egress proxy of this process (one, shared by its hands workers) with the host's secret store
- * (`AGENT_SECRETS_FILE`, `AGENT_SECRET_<NAME>`; see `activities/secrets/store.ts`).
+ * The egress proxy of this process (one, shared by its hands workers), made on first use with the
+ * host's secret store and environment.
  */
-export function processEgressHost(): EgressHost {
-  egressHost ??= new EgressHost({ secrets: loadSecretStore() });
+export function processEgressHost(options: () => ConstructorParameters<typeof EgressHost>[0]): EgressHost {
+  egressHost ??= new EgressHost(options());
   return egressHost;
 }
 
-/** The host folder of coding tasks' clones: `AGENT_TASKS_DIR`, or `tasks` under the data folder. */
-export function tasksDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.AGENT_TASKS_DIR || path.join(DATA_DIR, 'tasks');
-}
-
 export async function createBrainWorker(options: BrainWorkerOptions): Promise<Worker> {
-  const settings = options.settings ?? readBrainWorkerSettings(process.env);
+  const settings = options.settings ?? brainTuningFromEnv();
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,

@@ -13,7 +13,8 @@
  *  - the environment of every command: `HTTP(S)_PROXY`, the CA variables of the common tools, and the
  *    host's registry settings (`registries.ts`).
  *
- * Settings: `AGENT_EGRESS_DIR` (default `<tmp>/agent-egress-<uid>`).
+ * Settings: `AGENT_EGRESS_DIR` (`EGRESS_PART`); the host's own tool configuration comes from the
+ * environment it is given (the hands worker's).
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -28,6 +29,7 @@ import {
   type EgressPolicy,
   type EgressSummary,
 } from '../../common/egress';
+import { readPart, settingsPart, text, variable, type Environment } from '../../common/env-settings';
 import type { SecretStore } from '../secrets/store';
 import { ProxySupervisor } from './proxy-supervisor';
 import type { ResolvedEgress } from './proxy-rules';
@@ -39,6 +41,31 @@ const SOCKET_DIR = '/run/agent-egress';
 const SHARED_DIR = '/opt/agent-egress';
 const CA_FILE = `${SHARED_DIR}/ca.pem`;
 const FORWARDER_SOURCE = path.join(__dirname, 'sandbox', 'forwarder.cjs');
+
+/** Where the proxy keeps its sockets and key without `AGENT_EGRESS_DIR`. */
+function defaultEgressDir(): string {
+  return path.join(os.tmpdir(), `agent-egress-${process.getuid?.() ?? 'user'}`);
+}
+
+/** The egress proxy's variable (the hands worker). */
+export const EGRESS_PART = settingsPart({
+  title: 'Egress proxy',
+  intro:
+    "The proxy on the hands host through which alone a sandbox reaches the network (`activities/egress/`). The `registries` policy allows what the host's own npm, pip, Go, Maven and apt are configured to use (their usual configuration and variables: `PIP_INDEX_URL`, `GOPROXY`, …), and the sandbox trusts the host's CA bundle (with `SSL_CERT_FILE`, `NODE_EXTRA_CA_CERTS`, `PIP_CERT`, `REQUESTS_CA_BUNDLE`).",
+  variables: {
+    dir: variable(
+      'AGENT_EGRESS_DIR',
+      {
+        description:
+          "where the proxy keeps each sandbox's socket directory, its key and the files it shares with sandboxes",
+        default: '`<tmp>/agent-egress-<uid>`',
+        values: 'a directory',
+      },
+      text(undefined),
+    ),
+  },
+  build: ({ dir }) => ({ dir: dir ?? defaultEgressDir() }),
+});
 
 /** What the sandbox manager needs to give a container its way out. */
 export interface SandboxEgressWiring {
@@ -73,14 +100,15 @@ export class EgressHost implements SandboxEgressWiring {
   constructor(
     private readonly options: {
       secrets: SecretStore;
-      env?: NodeJS.ProcessEnv;
+      /** The hands host's environment: `AGENT_EGRESS_DIR`, and its tools' registry and CA settings. */
+      env: Environment;
       warn?: (line: string) => void;
       /** The host's registries (tests pass their own); default: read from the host's configuration. */
       registries?: HostRegistries;
     },
   ) {
-    const env = options.env ?? process.env;
-    this.root = env.AGENT_EGRESS_DIR || path.join(os.tmpdir(), `agent-egress-${process.getuid?.() ?? 'user'}`);
+    const env = options.env;
+    this.root = readPart('egress', EGRESS_PART, env).dir;
     fs.mkdirSync(path.join(this.root, 'shared'), { recursive: true, mode: 0o711 });
     fs.mkdirSync(path.join(this.root, 's'), { recursive: true, mode: 0o711 });
     this.key = loadKey(path.join(this.root, 'key'));
@@ -92,7 +120,7 @@ export class EgressHost implements SandboxEgressWiring {
       `(while :; do node ${SHARED_DIR}/forwarder.cjs ${SANDBOX_PROXY_PORT} ${SOCKET_DIR}/proxy.sock; sleep 1; done) & exec sleep infinity`,
     ];
     const warn = options.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
-    this.supervisor = new ProxySupervisor(warn);
+    this.supervisor = new ProxySupervisor(warn, env);
     this.registriesLoading = options.registries
       ? Promise.resolve(options.registries)
       : readHostRegistries(env).catch((err: unknown) => {
@@ -252,7 +280,7 @@ function writeIfChanged(file: string, content: Buffer): void {
 }
 
 /** The host's trusted certificates: its system bundle and every extra bundle its tools are told about. */
-function hostCaBundle(env: NodeJS.ProcessEnv): string {
+function hostCaBundle(env: Environment): string {
   const files = [
     '/etc/ssl/certs/ca-certificates.crt',
     '/etc/pki/tls/certs/ca-bundle.crt',

@@ -33,7 +33,11 @@ export class ProxySupervisor {
   deaths = 0;
   private closed = false;
 
-  constructor(private readonly onExit: (line: string) => void = () => undefined) {}
+  constructor(
+    private readonly onExit: (line: string) => void = () => undefined,
+    /** The worker's environment, of which the proxy gets only `PATH` and `NODE_EXTRA_CA_CERTS`. */
+    private readonly hostEnv: Readonly<Record<string, string | undefined>> = {},
+  ) {}
 
   /** The proxy process id (tests kill it to prove a restart). */
   get pid(): number | undefined {
@@ -109,7 +113,7 @@ export class ProxySupervisor {
       execArgv: ['--import', 'tsx'],
       cwd: PROJECT_DIR,
       // The proxy needs no environment of the worker: the secrets it uses arrive in its policies.
-      env: { PATH: process.env.PATH ?? '', NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS ?? '' },
+      env: { PATH: this.hostEnv.PATH ?? '', NODE_EXTRA_CA_CERTS: this.hostEnv.NODE_EXTRA_CA_CERTS ?? '' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     this.child = child;

@@ -40,7 +40,7 @@ const PIP_DEFAULT_FILES = 'https://files.pythonhosted.org';
 const MAVEN_DEFAULT_CENTRAL = 'https://repo.maven.apache.org/maven2';
 
 /** Reads the registries of this host. Tools that are not installed contribute nothing. */
-export async function readHostRegistries(env: NodeJS.ProcessEnv = process.env): Promise<HostRegistries> {
+export async function readHostRegistries(env: Readonly<Record<string, string | undefined>>): Promise<HostRegistries> {
   const hosts: RegistryHost[] = [];
   const sandboxEnv: string[] = [];
   const add = (url: string | undefined, from: string): void => {

@@ -3,28 +3,29 @@
  * from, and the output and heartbeat settings.
  */
 import * as os from 'node:os';
-import * as path from 'node:path';
+import { readPart, settingsPart, type Environment } from '../../common/env-settings';
 import type { EgressHost } from '../egress/egress-host';
 import type { SecretStore } from '../secrets/store';
 import type { HandsHostIdentity } from './claim-host';
 import { spillOptions, type SpillOptions } from './output';
 import type { Sandboxes } from './sandboxes';
-import { allowedRootsFrom } from './seed-source';
+import { ALLOWED_ROOTS, defaultRoots } from './settings';
 
-/** The project's example repositories (what the demo seeds from). */
-export const EXAMPLES_DIR = path.resolve(__dirname, '..', '..', 'examples');
+export { EXAMPLES_DIR } from './settings';
 
 /**
- * The directories a local seed source may lie in: `AGENT_ALLOWED_ROOTS`, or by default the hands
- * worker user's home directory and the project's `examples/`.
+ * The directories a local seed source may lie in: `AGENT_ALLOWED_ROOTS` of `env`, or by default the
+ * hands worker user's home directory and the project's `examples/`.
  */
-export function defaultAllowedRoots(env: Record<string, string | undefined> = process.env): string[] {
-  return allowedRootsFrom(env, [os.homedir(), EXAMPLES_DIR]);
+export function defaultAllowedRoots(env: Environment): string[] {
+  return readPart('hands', ALLOWED_ROOTS_PART, env).roots;
 }
+
+const ALLOWED_ROOTS_PART = settingsPart({ title: 'Allowed roots', variables: { roots: ALLOWED_ROOTS } });
 
 export interface HandsActivitiesDeps {
   sandboxes: Sandboxes;
-  /** Directories a local seed source may lie in (default: `defaultAllowedRoots()`). */
+  /** Directories a local seed source may lie in (default: the home directory and `examples/`; a worker passes `AGENT_ALLOWED_ROOTS`). */
   allowedRoots?: readonly string[];
   /** Output above this many bytes is spilled to a file (default 16 KiB). */
   spillThresholdBytes?: number;
@@ -57,7 +58,7 @@ export interface HandsContext {
 export function handsContext(deps: HandsActivitiesDeps): HandsContext {
   return {
     sandboxes: deps.sandboxes,
-    allowedRoots: deps.allowedRoots ?? defaultAllowedRoots(),
+    allowedRoots: deps.allowedRoots ?? defaultRoots(),
     spill: spillOptions(deps.spillThresholdBytes, deps.spillThresholdLines),
     ...(deps.outputCaptureBytes ? { outputCaptureBytes: deps.outputCaptureBytes } : {}),
     heartbeatEveryMs: deps.heartbeatIntervalMs ?? 1_000,

@@ -59,7 +59,7 @@ export class SandboxInventory {
     this.docker = options.docker;
     this.namePrefix = namePrefixOf(options.namePrefix);
     this.labels = options.labels ?? {};
-    const quota = options.quota && !quotaUnsupportedReason() ? options.quota : null;
+    const quota = options.quota && !quotaUnsupportedReason(this.docker) ? options.quota : null;
     this.volumes = new SandboxVolumes(this.docker, quota, AGENT_UID, this.namePrefix);
   }
 

@@ -89,7 +89,7 @@ export class SandboxLifecycle {
     this.labels = options.labels ?? {};
     this.egress = options.egress;
     this.commands = options.commands;
-    const unsupported = options.quota ? quotaUnsupportedReason() : undefined;
+    const unsupported = options.quota ? quotaUnsupportedReason(this.docker) : undefined;
     if (options.quota && unsupported) {
       (options.warn ?? ((line: string) => console.warn(line)))(
         `WARNING: workspaces get NO disk quota: ${unsupported}. A tool can fill the host's disk. ` +

@@ -109,17 +109,11 @@ export function redactUserinfo(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^@/\s]+@/gi, '$1');
 }
 
-/**
- * The allowed roots: `AGENT_ALLOWED_ROOTS` (absolute paths separated by `:`), or `defaults` when it
- * is unset or blank. Throws an Error naming the variable when an entry is not absolute.
- */
-export function allowedRootsFrom(env: Record<string, string | undefined>, defaults: readonly string[]): string[] {
-  const raw = env[ALLOWED_ROOTS_ENV]?.trim();
-  if (!raw) return [...defaults];
-  const roots = raw.split(':').filter(Boolean);
+/** `/abs/dir:/other`: the directories of `AGENT_ALLOWED_ROOTS`; throws when one is not absolute. */
+export function parseAllowedRoots(text: string): string[] {
+  const roots = text.split(':').filter(Boolean);
   const relative = roots.find((root) => !path.isAbsolute(root));
-  if (relative !== undefined) {
-    throw new Error(`${ALLOWED_ROOTS_ENV}: ${JSON.stringify(relative)} is not an absolute path (use /abs/dir:/other)`);
-  }
+  if (relative !== undefined)
+    throw new Error(`${JSON.stringify(relative)} is not an absolute path (use /abs/dir:/other)`);
   return roots.map((root) => path.resolve(root));
 }

@@ -151,9 +151,8 @@ async function cloneRepository(source: Extract<CheckedSeedSource, { kind: 'git' 
   const { url, ref } = source;
   const dir = path.join(into, 'repo');
   try {
-    await execFileAsync('git', ['clone', '--quiet', '--', url, dir], {
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
-    });
+    // Never a password prompt on the worker's terminal (`env` adds the variable to the worker's environment).
+    await execFileAsync('env', ['GIT_TERMINAL_PROMPT=0', 'git', 'clone', '--quiet', '--', url, dir]);
     if (ref) await execFileAsync('git', ['-C', dir, 'checkout', '--quiet', ref]);
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr ?? String(err);

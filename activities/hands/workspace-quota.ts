@@ -14,10 +14,11 @@
  * volume is then re-created on the new device, its files intact), and `release` detaches the device
  * and deletes the image when the volume is removed.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import type Docker from 'dockerode';
 
 const execFileAsync = promisify(execFile);
 
@@ -28,14 +29,15 @@ export interface WorkspaceQuota {
   imageDir: string;
 }
 
-/** Why disk quotas cannot be made on this host, or undefined when they can. */
-export function quotaUnsupportedReason(env: Record<string, string | undefined> = process.env): string | undefined {
+/** Why disk quotas cannot be made on this host for `docker`'s volumes, or undefined when they can. */
+export function quotaUnsupportedReason(docker: Pick<Docker, 'modem'>): string | undefined {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) {
     return 'the hands worker is not root (loop devices need root)';
   }
-  const dockerHost = env.DOCKER_HOST;
-  if (dockerHost && !dockerHost.startsWith('unix://')) {
-    return `the Docker engine is remote (DOCKER_HOST=${dockerHost}); its volumes are not on this host`;
+  // The engine's endpoint as dockerode resolved it (from DOCKER_HOST): a host, or a local socket.
+  const endpoint = docker.modem as { host?: string; port?: string | number };
+  if (endpoint.host) {
+    return `the Docker engine is remote (${endpoint.host}${endpoint.port ? `:${endpoint.port}` : ''}); its volumes are not on this host`;
   }
   for (const tool of ['losetup', 'mkfs.ext4', 'debugfs']) {
     if (!findTool(tool)) return `${tool} is not installed (Debian: e2fsprogs, mount)`;
@@ -43,13 +45,17 @@ export function quotaUnsupportedReason(env: Record<string, string | undefined> =
   return undefined;
 }
 
+const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+const tools = new Map<string, string | undefined>();
+
+/** Where `name` is: on the worker's PATH (as its shell finds it), else in the system directories. */
 function findTool(name: string): string | undefined {
-  const dirs = (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/sbin', '/usr/bin', '/bin']);
-  for (const dir of dirs) {
-    const candidate = path.join(dir, name);
-    if (dir && fs.existsSync(candidate)) return candidate;
+  if (!tools.has(name)) {
+    const onPath = spawnSync('sh', ['-c', 'command -v "$1"', 'sh', name], { encoding: 'utf8' }).stdout?.trim();
+    const found = onPath && path.isAbsolute(onPath) ? onPath : undefined;
+    tools.set(name, found ?? SYSTEM_DIRS.map((dir) => path.join(dir, name)).find((file) => fs.existsSync(file)));
   }
-  return undefined;
+  return tools.get(name);
 }
 
 async function run(tool: string, args: string[]): Promise<string> {

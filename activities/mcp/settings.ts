@@ -14,6 +14,7 @@
 import * as fs from 'node:fs';
 import { ApplicationFailure } from '@temporalio/common';
 import { MCP_FAILURE_TYPES, mcpServersSchema, type McpServerConfig, type McpServers } from '../../common/mcp';
+import { parsed, readPart, settingsPart, variable, type Environment } from '../../common/env-settings';
 import { describeZodError } from '../../common/validation';
 
 export interface McpHostSettings {
@@ -24,20 +25,54 @@ export interface McpHostSettings {
   configFile?: string;
 }
 
+/** The brain worker's MCP variables (messages read `AGENT_MCP_CONFIG <file>: <field>: …`). */
+export const MCP_PART = settingsPart({
+  title: 'MCP servers',
+  intro: "What MCP servers an operation may use; they run on the brain worker's host (`activities/mcp/`).",
+  problem: (name, message) => `${name} ${message}`,
+  variables: {
+    allowedCommands: variable(
+      'AGENT_MCP_COMMANDS',
+      {
+        description:
+          "the commands a stdio MCP server of an input may run, exactly as the input's `command` names them (servers of `AGENT_MCP_CONFIG` need no entry)",
+        default: 'none',
+        values: '`:`-separated commands (`npx:/usr/local/bin/github-mcp`), or `*` for any',
+      },
+      parsed<McpHostSettings['allowedCommands']>(
+        (raw) =>
+          raw === '*'
+            ? 'any'
+            : new Set(
+                raw
+                  .split(':')
+                  .map((entry) => entry.trim())
+                  .filter(Boolean),
+              ),
+        () => new Set<string>(),
+      ),
+    ),
+    config: variable(
+      'AGENT_MCP_CONFIG',
+      {
+        description:
+          'a JSON file `{"mcpServers": {…}}` of servers (in the input\'s format) that an input names with `{"configured": true}`; checked at start',
+        default: 'none',
+        values: 'a path to a readable JSON file',
+      },
+      parsed<{ file: string; servers: McpServers } | undefined>(
+        (file) => ({ file, servers: readMcpConfig(file) }),
+        () => undefined,
+      ),
+    ),
+  },
+  build: ({ allowedCommands, config }): McpHostSettings =>
+    config ? { allowedCommands, configured: config.servers, configFile: config.file } : { allowedCommands },
+});
+
 /** Reads the settings; an unreadable or invalid `AGENT_MCP_CONFIG` throws an Error naming the file and field. */
-export function readMcpSettings(env: NodeJS.ProcessEnv = process.env): McpHostSettings {
-  const raw = (env.AGENT_MCP_COMMANDS ?? '').trim();
-  const allowedCommands: McpHostSettings['allowedCommands'] =
-    raw === '*'
-      ? 'any'
-      : new Set(
-          raw
-            .split(':')
-            .map((entry) => entry.trim())
-            .filter(Boolean),
-        );
-  const file = env.AGENT_MCP_CONFIG;
-  return file ? { allowedCommands, configured: readMcpConfig(file), configFile: file } : { allowedCommands };
+export function readMcpSettings(env: Environment): McpHostSettings {
+  return readPart('MCP', MCP_PART, env);
 }
 
 function readMcpConfig(file: string): McpServers {
@@ -45,14 +80,14 @@ function readMcpConfig(file: string): McpServers {
   try {
     parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new Error(`AGENT_MCP_CONFIG ${file}: ${(err as Error).message}`);
+    throw new Error(`${file}: ${(err as Error).message}`);
   }
   const servers = (parsed as { mcpServers?: unknown } | null)?.mcpServers;
-  if (servers === undefined) throw new Error(`AGENT_MCP_CONFIG ${file}: must be a JSON object {"mcpServers": {…}}`);
+  if (servers === undefined) throw new Error(`${file}: must be a JSON object {"mcpServers": {…}}`);
   const checked = mcpServersSchema.safeParse(servers);
-  if (!checked.success) throw new Error(`AGENT_MCP_CONFIG ${file}: ${describeZodError(checked.error, servers)}`);
+  if (!checked.success) throw new Error(`${file}: ${describeZodError(checked.error, servers)}`);
   for (const [name, server] of Object.entries(checked.data)) {
-    if (server.configured) throw new Error(`AGENT_MCP_CONFIG ${file}: ${name}: must give "command" or "url"`);
+    if (server.configured) throw new Error(`${file}: ${name}: must give "command" or "url"`);
   }
   return checked.data;
 }

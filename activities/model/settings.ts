@@ -1,18 +1,10 @@
 /**
- * Model settings from the environment, validated in one place. Every problem names the variable
- * to set, so a misconfigured worker says exactly what to fix.
- *
- * | variable                      | meaning                                                | default            |
- * |-------------------------------|--------------------------------------------------------|--------------------|
- * | `ANTHROPIC_API_KEY`           | API key sent as `x-api-key` (required)                 | —                  |
- * | `ANTHROPIC_BASE_URL`          | Messages API base URL (any server speaking the API)    | the SDK's default  |
- * | `AGENT_MODEL`                 | model name                                             | `claude-sonnet-4-6`|
- * | `AGENT_MAX_TOKENS`            | `max_tokens` of a request that does not set its own    | 16000              |
- * | `AGENT_MODEL_TIMEOUT_MS`      | wait for the response headers of one request           | 120000             |
- * | `AGENT_MODEL_IDLE_TIMEOUT_MS` | longest gap between two stream events before giving up | 120000             |
- * | `AGENT_PROMPT_CACHE_TTL`      | TTL of prompt-cache breakpoints: `5m` or `1h`          | `5m`               |
+ * Model settings from the environment, declared as settings (`common/env-settings.ts`; the
+ * configuration page is generated from them). Every problem names the variable to set, so a
+ * misconfigured worker says exactly what to fix.
  */
 import { z } from 'zod';
+import { settingsPart, variable, type Environment, type VariableSchema } from '../../common/env-settings';
 import type { PromptCacheTtl } from '../../common/model-types';
 
 export interface ModelSettings {
@@ -38,27 +30,79 @@ export const MODEL_ENV = {
 
 export const DEFAULT_MODEL = 'claude-sonnet-4-6';
 
-const blankToUndefined = (value: unknown): unknown =>
-  typeof value === 'string' && value.trim() === '' ? undefined : value;
-const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
-const positiveInt = (max: number) =>
+const positiveInt = (max: number, fallback: number): VariableSchema<number> =>
   z.coerce
-    .number({ error: 'must be a number' })
+    .number<string>({ error: 'must be a number' })
     .int('must be a whole number')
     .positive('must be positive')
-    .max(max, `must be at most ${max}`);
+    .max(max, `must be at most ${max}`)
+    .optional()
+    .transform((value) => value ?? fallback);
 
-const modelEnvSchema = z.object({
-  [MODEL_ENV.apiKey]: z.preprocess(
-    blankToUndefined,
-    z.string({ error: 'is not set: set it to an API key for the Messages API' }),
-  ),
-  [MODEL_ENV.baseURL]: optional(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })),
-  [MODEL_ENV.model]: optional(z.string()),
-  [MODEL_ENV.maxTokens]: optional(positiveInt(1_000_000)),
-  [MODEL_ENV.requestTimeoutMs]: optional(positiveInt(3_600_000)),
-  [MODEL_ENV.streamIdleTimeoutMs]: optional(positiveInt(3_600_000)),
-  [MODEL_ENV.promptCacheTtl]: optional(z.enum(['5m', '1h'], { error: 'must be 5m or 1h' })),
+/** The model's variables (messages read `ANTHROPIC_BASE_URL must be an http(s) URL`). */
+export const MODEL_PART = settingsPart({
+  title: 'Model',
+  intro: 'The Messages API the brain worker calls (`activities/model/`).',
+  problem: (name, message) => `${name} ${message}`,
+  variables: {
+    apiKey: variable(
+      MODEL_ENV.apiKey,
+      { description: 'API key sent as `x-api-key` (required by the brain worker)', default: 'none: required' },
+      z.string({ error: 'is not set: set it to an API key for the Messages API' }),
+    ),
+    baseURL: variable(
+      MODEL_ENV.baseURL,
+      {
+        description: 'the Messages API base URL (any server speaking the API, e.g. the scripted model server)',
+        default: "the SDK's (`https://api.anthropic.com`)",
+        values: 'an http(s) URL',
+      },
+      z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+    ),
+    model: variable(
+      MODEL_ENV.model,
+      { description: 'the model of an operation whose input names none', default: `\`${DEFAULT_MODEL}\`` },
+      z
+        .string()
+        .optional()
+        .transform((value) => value ?? DEFAULT_MODEL),
+    ),
+    maxTokens: variable(
+      MODEL_ENV.maxTokens,
+      {
+        description: '`max_tokens` of a request whose operation sets none',
+        default: '`16000`',
+        values: 'a whole number from 1 to 1000000',
+      },
+      positiveInt(1_000_000, 16_000),
+    ),
+    requestTimeoutMs: variable(
+      MODEL_ENV.requestTimeoutMs,
+      {
+        description: 'how long one request waits for the response headers, in milliseconds',
+        default: '`120000`',
+        values: 'a whole number from 1 to 3600000',
+      },
+      positiveInt(3_600_000, 120_000),
+    ),
+    streamIdleTimeoutMs: variable(
+      MODEL_ENV.streamIdleTimeoutMs,
+      {
+        description: 'the longest gap between two stream events before the request is given up, in milliseconds',
+        default: '`120000`',
+        values: 'a whole number from 1 to 3600000',
+      },
+      positiveInt(3_600_000, 120_000),
+    ),
+    promptCacheTtl: variable(
+      MODEL_ENV.promptCacheTtl,
+      { description: 'the TTL of prompt-cache breakpoints', default: '`5m`', values: '`5m`, `1h`' },
+      z
+        .enum(['5m', '1h'], { error: 'must be 5m or 1h' })
+        .optional()
+        .transform((value): PromptCacheTtl => value ?? '5m'),
+    ),
+  },
 });
 
 export type ModelSettingsResult =
@@ -66,25 +110,7 @@ export type ModelSettingsResult =
   | { ok: false; /** One line per problem, each starting with the variable's name. */ problems: string[] };
 
 /** Reads and validates the model settings; never throws. */
-export function readModelSettings(env: Record<string, string | undefined> = process.env): ModelSettingsResult {
-  const parsed = modelEnvSchema.safeParse(env);
-  if (!parsed.success) {
-    return {
-      ok: false,
-      problems: parsed.error.issues.map((issue) => `${String(issue.path[0])} ${issue.message}`),
-    };
-  }
-  const values = parsed.data;
-  return {
-    ok: true,
-    settings: {
-      apiKey: values[MODEL_ENV.apiKey],
-      baseURL: values[MODEL_ENV.baseURL],
-      model: values[MODEL_ENV.model] ?? DEFAULT_MODEL,
-      maxTokens: values[MODEL_ENV.maxTokens] ?? 16_000,
-      requestTimeoutMs: values[MODEL_ENV.requestTimeoutMs] ?? 120_000,
-      streamIdleTimeoutMs: values[MODEL_ENV.streamIdleTimeoutMs] ?? 120_000,
-      promptCacheTtl: values[MODEL_ENV.promptCacheTtl] ?? '5m',
-    },
-  };
+export function readModelSettings(env: Environment): ModelSettingsResult {
+  const reading = MODEL_PART.read(env);
+  return reading.ok ? { ok: true, settings: reading.value } : reading;
 }

@@ -4,6 +4,7 @@ import { isSessionId, SESSION_ID_RULE } from '../../common/sandbox-names';
 import { defaultAllowedRoots } from '../hands/deps';
 import { SandboxError } from '../hands/docker-calls';
 import type { Sandboxes } from '../hands/sandboxes';
+import { DEFAULT_GIT_AUTHOR, type GitAuthor } from './settings';
 
 export interface RepoActivitiesDeps {
   sandboxes: Sandboxes;
@@ -11,16 +12,16 @@ export interface RepoActivitiesDeps {
   tasksDir: string;
   /**
    * Directories a task's local repository (or `file://` remote) may lie in, as for an operation's
-   * seed source (default: `defaultAllowedRoots()`, i.e. `AGENT_ALLOWED_ROOTS` or home and examples/).
+   * seed source (default: `AGENT_ALLOWED_ROOTS` of `env`, or the home directory and `examples/`).
    */
   allowedRoots?: readonly string[];
   /**
    * The host's environment for git: its credential helpers and ssh keys apply, and `AGENT_GIT_TOKEN`
-   * (with `AGENT_GIT_USERNAME`, default `x-access-token`) is offered to https remotes. Default `process.env`.
+   * (with `AGENT_GIT_USERNAME`, default `x-access-token`) is offered to https remotes.
    */
-  env?: NodeJS.ProcessEnv;
-  /** Author and committer of the harness's commits (default `AGENT_GIT_AUTHOR` or `coding agent <agent@harness.invalid>`). */
-  author?: { name: string; email: string };
+  env: NodeJS.ProcessEnv;
+  /** Author and committer of the harness's commits (default `coding agent <agent@harness.invalid>`; a worker passes `AGENT_GIT_AUTHOR`). */
+  author?: GitAuthor;
   heartbeatIntervalMs?: number;
 }
 
@@ -29,26 +30,19 @@ export interface RepoContext {
   tasksDir: string;
   allowedRoots: readonly string[];
   env: NodeJS.ProcessEnv;
-  author: { name: string; email: string };
+  author: GitAuthor;
   heartbeatEveryMs: number;
 }
 
 export function repoContext(deps: RepoActivitiesDeps): RepoContext {
-  const env = deps.env ?? process.env;
   return {
     sandboxes: deps.sandboxes,
     tasksDir: deps.tasksDir,
-    allowedRoots: deps.allowedRoots ?? defaultAllowedRoots(env),
-    env,
-    author: deps.author ?? parseAuthor(env.AGENT_GIT_AUTHOR),
+    allowedRoots: deps.allowedRoots ?? defaultAllowedRoots(deps.env),
+    env: deps.env,
+    author: deps.author ?? DEFAULT_GIT_AUTHOR,
     heartbeatEveryMs: deps.heartbeatIntervalMs ?? 2_000,
   };
-}
-
-/** `Name <email>` → parts; the default when unset or malformed. */
-export function parseAuthor(value: string | undefined): { name: string; email: string } {
-  const match = /^\s*([^<>]+?)\s*<([^<>\s]+)>\s*$/.exec(value ?? '');
-  return match ? { name: match[1]!, email: match[2]! } : { name: 'coding agent', email: 'agent@harness.invalid' };
 }
 
 /** The host's bare clone of a task run. */

@@ -14,6 +14,7 @@
  */
 import * as fs from 'node:fs';
 import { ApplicationFailure } from '@temporalio/common';
+import { text, variable, type Environment, type SettingsPart } from '../../common/env-settings';
 
 export const SECRET_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 const ENV_PREFIX = 'AGENT_SECRET_';
@@ -32,7 +33,7 @@ export interface SecretStore {
 }
 
 /** Reads the store from the environment (and the file it names). Throws an Error naming the bad part. */
-export function loadSecretStore(env: NodeJS.ProcessEnv = process.env): SecretStore {
+export function loadSecretStore(env: Environment): SecretStore {
   const entries = new Map<string, string>();
   const file = env.AGENT_SECRETS_FILE;
   if (file) for (const [name, value] of readSecretsFile(file)) entries.set(name, value);
@@ -44,6 +45,39 @@ export function loadSecretStore(env: NodeJS.ProcessEnv = process.env): SecretSto
   }
   return secretStore(entries);
 }
+
+/** The secret store's variables: read (file and all) when a worker starts. */
+export const SECRETS_PART: SettingsPart<SecretStore> = {
+  title: 'Secret store',
+  intro:
+    'Tokens the host-side code uses (MCP servers, egress credentials); inputs name a secret, never hold it, and every output is masked of every token (`activities/secrets/store.ts`).',
+  variables: [
+    variable(
+      'AGENT_SECRETS_FILE',
+      {
+        description: 'a JSON object of name → token, in a file only its owner may read (a readable one is refused)',
+        default: 'none',
+        values: 'a path to a file of mode 600',
+      },
+      text(undefined),
+    ),
+  ],
+  documented: [
+    {
+      name: `${ENV_PREFIX}<NAME>`,
+      description: 'one token, named by what follows the prefix; wins over the file for the same name',
+      default: 'none',
+      values: 'a name of 1–64 letters, digits or `_`, starting with a letter',
+    },
+  ],
+  read(env) {
+    try {
+      return { ok: true, value: loadSecretStore(env) };
+    } catch (err) {
+      return { ok: false, problems: [(err as Error).message] };
+    }
+  },
+};
 
 /** A store over the given entries (tests and callers that already hold them). */
 export function secretStore(entries: ReadonlyMap<string, string>): SecretStore {

@@ -1,7 +1,9 @@
 /**
  * The brain worker's settings from the environment: defaults, accepted forms, and one error naming
- * every variable that is wrong.
+ * every variable that is wrong; the same for a whole runtime (a worker of each role, the CLI).
  */
+import { cliSettings } from '../../cli/settings';
+import { workerSettings } from '../../workers/settings';
 import { DEFAULT_BRAIN_WORKER_SETTINGS, readBrainWorkerSettings } from '../../workers/worker-settings';
 
 describe('brain worker settings (AGENT_STICKY_FAILOVER, AGENT_WORKFLOW_TASK_SLOTS, AGENT_WORKFLOW_STACK_TRACES)', () => {
@@ -43,5 +45,53 @@ describe('brain worker settings (AGENT_STICKY_FAILOVER, AGENT_WORKFLOW_TASK_SLOT
     expect(() => readBrainWorkerSettings({ AGENT_STICKY_FAILOVER: '0', AGENT_WORKFLOW_TASK_SLOTS: '0' })).toThrow(
       /^brain worker settings: AGENT_STICKY_FAILOVER: .*; AGENT_WORKFLOW_TASK_SLOTS: /,
     );
+  });
+});
+
+describe("a runtime's settings, checked at once", () => {
+  it('names every wrong variable of a dev worker in one error: worker, model, sandboxes, hands host', () => {
+    const env = {
+      AGENT_STICKY_FAILOVER: '500ms',
+      AGENT_SANDBOX_PIDS: '3',
+      AGENT_WORKSPACE_QUOTA: 'lots',
+      AGENT_SANDBOX_PREFIX: 'bad prefix',
+      AGENT_LOG_LEVEL: 'chatty',
+      AGENT_GIT_AUTHOR: 'nobody',
+    };
+    let message = '';
+    try {
+      workerSettings('dev', env);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/^dev worker settings: /);
+    for (const name of [
+      'AGENT_STICKY_FAILOVER: "500ms" is not between 1s and 10m',
+      'ANTHROPIC_API_KEY is not set',
+      'AGENT_SANDBOX_PIDS: "3" is not a whole number of at least 16',
+      'AGENT_WORKSPACE_QUOTA: not a size: "lots"',
+      'AGENT_SANDBOX_PREFIX: "bad prefix" must be',
+      'AGENT_LOG_LEVEL: "chatty" is not one of TRACE, DEBUG, INFO, WARN, ERROR',
+      'AGENT_GIT_AUTHOR: "nobody" is not "Name <email>"',
+    ])
+      expect(message).toContain(name);
+  });
+
+  it('reads only what the role needs: a hands worker needs no model key, a brain worker no sandbox limits', () => {
+    expect(() => workerSettings('hands', { AGENT_HANDS_HOST: 'h1' })).not.toThrow();
+    expect(workerSettings('brain', { ANTHROPIC_API_KEY: 'k', AGENT_SANDBOX_PIDS: '3' }).hands).toBeUndefined();
+    const hands = workerSettings('hands', { AGENT_HANDS_HOST: 'h1', AGENT_TASKS_DIR: '/srv/tasks' });
+    expect(hands.brain).toBeUndefined();
+    expect(hands.hands).toMatchObject({ host: { host: 'h1', namePrefix: 'agent-' }, repo: { tasksDir: '/srv/tasks' } });
+  });
+
+  it("checks the agent command's connection settings", () => {
+    expect(() => cliSettings({ AGENT_WEB_UI: 'ftp://ui', TEMPORAL_UI_PORT: '99999' })).toThrow(
+      'agent settings: TEMPORAL_UI_PORT: "99999" is not a port number (1-65535); AGENT_WEB_UI: "ftp://ui" is not an http(s) URL',
+    );
+    expect(cliSettings({ TEMPORAL_UI_PORT: '9000', AGENT_BRAIN_QUEUE: 'b' })).toMatchObject({
+      temporal: { address: '127.0.0.1:7233', namespace: 'default', webUi: 'http://127.0.0.1:9000' },
+      queues: { brain: 'b', hands: 'agent-hands' },
+    });
   });
 });

@@ -29,8 +29,9 @@ describe('agent argument parsing', () => {
     expect(parseAgentArgs(['worker', 'hands'])).toEqual({ kind: 'worker', role: 'hands' });
     expect(parseAgentArgs(['server', 'stop'])).toEqual({ kind: 'server', action: 'stop' });
     expect(parseAgentArgs(['sandbox', 'gc', '--older-than', '1h'])).toEqual({
-      kind: 'sandbox',
-      args: ['gc', '--older-than', '1h'],
+      kind: 'sandbox-gc',
+      olderThanMs: 3_600_000,
+      volumes: false,
     });
     expect(parseAgentArgs([])).toEqual({ kind: 'help' });
   });

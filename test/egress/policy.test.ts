@@ -7,7 +7,6 @@ import * as os from 'node:os';
 import { classifyAddress, decideAddress, decideHost, type ResolvedEgress } from '../../activities/egress/proxy-rules';
 import { readHostRegistries } from '../../activities/egress/registries';
 import { parseAgentArgs } from '../../cli/args';
-import { parseTaskCommand } from '../../cli/task-args';
 import { parseCodingTaskInput } from '../../common/coding-task';
 import { parseEgressFlag } from '../../common/egress';
 import { parseOperationInput } from '../../common/operation';
@@ -82,7 +81,7 @@ describe('egress policy input', () => {
     expect(() => parseAgentArgs(['run', '--egress', 'ftp://x', 'do it'])).toThrow(
       /^--egress\.allow\.0: "ftp:\/\/x" is not a host name/,
     );
-    expect(() => parseTaskCommand(['start', '--repo', '/tmp', '--egress', 'a/b'])).toThrow(
+    expect(() => parseAgentArgs(['task', 'start', '--repo', '/tmp', '--egress', 'a/b'])).toThrow(
       /^agent task start: --egress\.allow\.0: "a\/b" is not a host name/,
     );
   });
@@ -138,7 +137,7 @@ describe("the host's registries", () => {
       encoding: 'utf8',
       cwd: os.tmpdir(),
     }).trim();
-    const registries = await readHostRegistries();
+    const registries = await readHostRegistries(process.env);
     expect(registries.hosts).toContainEqual(
       expect.objectContaining({ host: new URL(npmRegistry).hostname, from: 'npm registry' }),
     );

@@ -48,7 +48,7 @@ describe('egress proxy (real Docker, real proxy process)', () => {
     allowed = await startStandIn('allowed-host', ip);
     forbidden = await startStandIn('forbidden-host', ip);
     registry = await startStandIn('private-registry', ip, TOKEN);
-    const host = await readHostRegistries();
+    const host = await readHostRegistries(process.env);
     egress = new EgressHost({
       secrets: secretStore(new Map([['REG_TOKEN', TOKEN]])),
       env: { ...process.env, AGENT_EGRESS_DIR: root },

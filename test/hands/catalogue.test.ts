@@ -6,7 +6,8 @@ import {
   validateModelToolCall,
   validateToolCall,
 } from '../../common/tools';
-import { parseDuration, parseSandboxArgs, formatTable } from '../../cli/sandbox';
+import { formatTable } from '../../cli/sandbox';
+import { parseDuration } from '../../common/duration';
 import { countLines, shapeOutput, spillOptions } from '../../activities/hands/output';
 
 describe('tool catalogue', () => {
@@ -122,33 +123,7 @@ describe('output shaping', () => {
   });
 });
 
-describe('agent sandbox arguments', () => {
-  it('parses ls, rm and gc', () => {
-    expect(parseSandboxArgs(['ls'])).toEqual({ kind: 'ls' });
-    expect(parseSandboxArgs([])).toEqual({ kind: 'help' });
-    expect(parseSandboxArgs(['rm', 'abc'])).toEqual({ kind: 'rm', sessionId: 'abc', keepVolume: false });
-    expect(parseSandboxArgs(['rm', 'abc', '--keep-volume'])).toEqual({
-      kind: 'rm',
-      sessionId: 'abc',
-      keepVolume: true,
-    });
-    expect(parseSandboxArgs(['gc'])).toEqual({ kind: 'gc', olderThanMs: 86_400_000, volumes: false });
-    expect(parseSandboxArgs(['gc', '--older-than', '1h', '--volumes'])).toEqual({
-      kind: 'gc',
-      olderThanMs: 3_600_000,
-      volumes: true,
-    });
-    expect(parseSandboxArgs(['gc', '--older-than=90s'])).toEqual({ kind: 'gc', olderThanMs: 90_000, volumes: false });
-  });
-
-  it('rejects wrong arguments with a one-line reason', () => {
-    expect(() => parseSandboxArgs(['rm'])).toThrow('exactly one sandbox id');
-    expect(() => parseSandboxArgs(['rm', 'a', '--force'])).toThrow('unknown option --force');
-    expect(() => parseSandboxArgs(['gc', '--older-than'])).toThrow('needs a duration');
-    expect(() => parseSandboxArgs(['gc', '--older-than', 'soon'])).toThrow('not a duration');
-    expect(() => parseSandboxArgs(['frobnicate'])).toThrow('unknown sandbox command');
-  });
-
+describe('agent sandbox output', () => {
   it('parses durations and prints a table', () => {
     expect(parseDuration('1h30m')).toBe(5_400_000);
     expect(parseDuration('2d')).toBe(172_800_000);

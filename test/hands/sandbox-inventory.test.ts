@@ -5,7 +5,7 @@
  * one. Real Docker, real image.
  */
 import { SandboxInventory, type SandboxInfo } from '../../activities/hands/sandbox-inventory';
-import { sandboxCommand } from '../../cli/sandbox';
+import { sandboxCommand } from '../../cli/sandbox-command';
 import { containerNameOf, journalVolumeNameOf, volumeNameOf } from '../../common/sandbox-names';
 import { dockerClient } from '../../platform/docker-engine';
 import { handsFixture } from '../support/hands';

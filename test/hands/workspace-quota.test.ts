@@ -14,7 +14,7 @@ import { createSandboxes } from '../../activities/hands/sandboxes';
 import { readHandsSettings } from '../../activities/hands/settings';
 import { backingFileOf, deviceOf, imagePathOf, type WorkspaceQuota } from '../../activities/hands/workspace-quota';
 import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
-import { sandboxCommand } from '../../cli/sandbox';
+import { sandboxCommand } from '../../cli/sandbox-command';
 import { dockerClient } from '../../platform/docker-engine';
 import { handsFixture } from '../support/hands';
 import { testPlatform } from '../support/env';

@@ -8,8 +8,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { DATA_DIR } from '../../platform/paths';
+import { testChromium } from '../../platform/settings';
 
-export const CHROMIUM = process.env.AGENT_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM = testChromium();
 export const ARTIFACTS_DIR = path.join(DATA_DIR, 'test-artifacts');
 
 export interface TestBrowser {

@@ -14,7 +14,7 @@ import { testPlatform } from './env';
 
 async function main(): Promise<void> {
   const docker = dockerClient();
-  const egress = new EgressHost({ secrets: secretStore(new Map()), warn: () => undefined });
+  const egress = new EgressHost({ secrets: secretStore(new Map()), env: process.env, warn: () => undefined });
   const sandboxes = createSandboxes({
     docker,
     image: testPlatform().sandboxImage,
