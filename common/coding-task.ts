@@ -250,6 +250,8 @@ export interface CodingTaskStatus {
   startedAt: string;
   /** The report as it would read if the run ended now. */
   report: string;
+  /** The workspace's environment in one line, once prepared. */
+  environment?: string;
 }
 
 export const taskStatusQuery = defineQuery<CodingTaskStatus>('taskStatus');

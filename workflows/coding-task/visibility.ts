@@ -72,6 +72,7 @@ export function taskStatus(task: TaskRun): CodingTaskStatus {
     costUsd: carry.costUsd,
     startedAt: new Date(carry.startedAtMs).toISOString(),
     report: renderTaskReport(data),
+    ...(carry.environment ? { environment: describeEnvironment(carry.environment) } : {}),
   };
 }
 
