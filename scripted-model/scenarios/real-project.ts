@@ -70,10 +70,20 @@ function initializerTurn(project: RealProject, step: number, ids: () => string):
   const { feature } = project;
   switch (step) {
     case 0:
-      return { text: `Looking at ${project.name}.`, toolCalls: [call(ids, 'bash', { command: 'ls -a && git log --oneline -n 3' })] };
+      return {
+        text: `Looking at ${project.name}.`,
+        toolCalls: [call(ids, 'bash', { command: 'ls -a && git log --oneline -n 3' })],
+      };
     case 1: {
       const list = [
-        { id: feature.id, category: 'feature', description: feature.description, steps: feature.steps, verify: feature.verify, passes: false },
+        {
+          id: feature.id,
+          category: 'feature',
+          description: feature.description,
+          steps: feature.steps,
+          verify: feature.verify,
+          passes: false,
+        },
       ];
       return {
         text: 'Writing the feature list, init.sh, the handoff and .gitignore.',
@@ -81,7 +91,9 @@ function initializerTurn(project: RealProject, step: number, ids: () => string):
           call(ids, 'write_file', { path: 'feature_list.json', content: `${JSON.stringify(list, null, 2)}\n` }),
           call(ids, 'write_file', { path: 'init.sh', content: project.init }),
           call(ids, 'write_file', { path: 'HANDOFF.md', content: handoff(project, false) }),
-          call(ids, 'bash', { command: `printf '%s\\n' ${project.ignore.map((p) => `'${p}'`).join(' ')} >> .gitignore` }),
+          call(ids, 'bash', {
+            command: `printf '%s\\n' ${project.ignore.map((p) => `'${p}'`).join(' ')} >> .gitignore`,
+          }),
         ],
       };
     }
@@ -90,7 +102,8 @@ function initializerTurn(project: RealProject, step: number, ids: () => string):
         text: 'Running init.sh and committing.',
         toolCalls: [
           call(ids, 'bash', {
-            command: 'chmod +x init.sh && ./init.sh 2>&1 | tail -n 5 && git add -A && git commit -q -m "Feature list, init.sh and handoff" && git log --oneline -n 1',
+            command:
+              'chmod +x init.sh && ./init.sh 2>&1 | tail -n 5 && git add -A && git commit -q -m "Feature list, init.sh and handoff" && git log --oneline -n 1',
             timeout_ms: 1_200_000,
           }),
         ],
@@ -104,7 +117,10 @@ function featureTurn(project: RealProject, step: number, ids: () => string): Scr
   const { feature } = project;
   switch (step) {
     case 0:
-      return { text: 'Checking the handoff against git.', toolCalls: [call(ids, 'bash', { command: 'git status --short && cat HANDOFF.md' })] };
+      return {
+        text: 'Checking the handoff against git.',
+        toolCalls: [call(ids, 'bash', { command: 'git status --short && cat HANDOFF.md' })],
+      };
     case 1:
       return {
         text: `Implementing ${feature.id}.`,
@@ -124,6 +140,10 @@ function featureTurn(project: RealProject, step: number, ids: () => string): Scr
         ],
       };
     default:
-      return { respond: (req) => ({ text: `Implemented ${feature.id}. The tests said:\n${req.toolResults[0]?.content ?? ''}` }) };
+      return {
+        respond: (req) => ({
+          text: `Implemented ${feature.id}. The tests said:\n${req.toolResults[0]?.content ?? ''}`,
+        }),
+      };
   }
 }
