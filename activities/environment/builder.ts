@@ -147,7 +147,9 @@ export class EnvironmentBuilder {
         User: '0:0',
         Entrypoint: [''],
         Cmd: egress?.command ?? ['sleep', 'infinity'],
-        Env: egress?.env() ?? [],
+        // Each step gets the proxy's environment with its exec: the container's own would be committed
+        // into the image (its values, the host's registry settings among them, belong to the host).
+        Env: [],
         WorkingDir: '/',
         // A build container left behind is a leak like any sandbox (its name says what it was). No
         // label of its own: the committed image, and every container made from it, would inherit it.

@@ -103,12 +103,18 @@ export class EnvironmentInventory {
    * Removes environment images and dependency caches that no workspace uses and that were last used
    * longer than `olderThanMs` ago. An image a container still runs is kept (the engine refuses).
    */
-  async gc(options: { olderThanMs: number; now?: number }): Promise<EnvironmentGcResult> {
+  async gc(options: {
+    olderThanMs: number;
+    now?: number;
+    /** Only images and caches this accepts (by image tag or volume name) are candidates (default: all). */
+    only?: (name: string) => boolean;
+  }): Promise<EnvironmentGcResult> {
+    const only = options.only ?? (() => true);
     const cutoff = (options.now ?? Date.now()) - options.olderThanMs;
     const { images, caches } = await this.list();
     const result: EnvironmentGcResult = { removedImages: [], removedCaches: [] };
     for (const image of images) {
-      if (image.workspaces.length || image.lastUsedAt.getTime() > cutoff) continue;
+      if (!only(image.image) || image.workspaces.length || image.lastUsedAt.getTime() > cutoff) continue;
       const removed = await dockerCall(
         'remove an environment image',
         async () => {
@@ -120,7 +126,7 @@ export class EnvironmentInventory {
       if (removed) result.removedImages.push(image.image);
     }
     for (const cache of caches) {
-      if (cache.workspaces.length || (cache.lastUsedAt?.getTime() ?? 0) > cutoff) continue;
+      if (!only(cache.volume) || cache.workspaces.length || (cache.lastUsedAt?.getTime() ?? 0) > cutoff) continue;
       const removed = await dockerCall(
         'remove a dependency cache',
         async () => {

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type * as tar from 'tar-stream';
 
 /** Bump when the way a recipe becomes an image changes (the hash then changes with it). */
-export const RECIPE_VERSION = '1';
+export const RECIPE_VERSION = '2';
 
 export type BuildStep =
   | {

@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { createEnvironmentActivities } from '../../activities/environment/activities';
 import { BUILD_CONTAINER_INFIX } from '../../activities/environment/builder';
+import { EnvironmentInventory } from '../../activities/environment/inventory';
 import { EgressHost } from '../../activities/egress/egress-host';
 import { secretStore } from '../../activities/secrets/store';
 import type { EnvironmentInput } from '../../common/environment';
@@ -265,5 +266,42 @@ describe('a worker killed during a build', () => {
     await fx.sandboxes.lifecycle.ensure(check);
     expect(await fx.sh(check, 'cat /etc/agent-marker')).toBe(`${marker}\n`);
     expect(await buildContainers()).toEqual([]);
+  });
+});
+
+describe('listing and cleaning up', () => {
+  it('agent sandbox envs lists images and caches with their workspaces; gc --environments removes only unused ones', async () => {
+    const marker = randomUUID();
+    const environment: EnvironmentInput = { setup: [`echo ${marker} > /etc/agent-gc-marker`] };
+    const dir = repo({ 'README.md': '' });
+    const kept = fx.sessionId('gc');
+    const prepared = await prepare(kept, { environment, dir, cacheKey: `gc-${marker}` });
+    const inventory = new EnvironmentInventory(docker, prefix);
+    const listed = await inventory.list();
+    const image = listed.images.find((i) => i.image === prepared.image)!;
+    expect(image).toMatchObject({ hash: prepared.hash, workspaces: [expect.stringContaining(kept)] });
+    expect(image.sizeBytes).toBeGreaterThan(0);
+    expect(listed.caches.find((c) => c.volume === prepared.cache)).toMatchObject({
+      workspaces: [expect.stringContaining(kept)],
+    });
+
+    const ours = (name: string) => name === prepared.image || name === prepared.cache;
+    // In use by a workspace: kept, however old.
+    expect(await inventory.gc({ olderThanMs: 0, now: Date.now() + 60_000, only: ours })).toEqual({
+      removedImages: [],
+      removedCaches: [],
+    });
+    await fx.sandboxes.lifecycle.remove(kept, { keepVolume: false });
+    // Unused, but used more recently than --older-than: kept.
+    expect(await inventory.gc({ olderThanMs: 3_600_000, only: ours })).toEqual({
+      removedImages: [],
+      removedCaches: [],
+    });
+    // Unused and older: removed.
+    expect(await inventory.gc({ olderThanMs: 0, now: Date.now() + 60_000, only: ours })).toEqual({
+      removedImages: [prepared.image],
+      removedCaches: [prepared.cache],
+    });
+    expect((await inventory.list()).images.some((i) => i.image === prepared.image)).toBe(false);
   });
 });
