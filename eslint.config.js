@@ -144,13 +144,4 @@ module.exports = tseslint.config(
     },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
-  {
-    // Plain scripts that run inside the sandbox under its own node (e.g. the egress forwarder).
-    files: ['**/*.cjs'],
-    languageOptions: {
-      sourceType: 'commonjs',
-      globals: { require: 'readonly', process: 'readonly', Buffer: 'readonly' },
-    },
-    rules: { '@typescript-eslint/no-require-imports': 'off' },
-  },
 );

@@ -13,6 +13,7 @@ import { installRuntime } from '../workers/runtime';
 import { createBrainWorker, createHandsWorker } from '../workers/workers';
 import { benchModelSettings } from './model';
 import { createSandboxes } from '../activities/hands/sandboxes';
+import { ensureSandboxTools } from '../platform/sandbox-tools';
 
 const BENCH_LOOP_LIMITS = { sameCallRepeats: 1_000_000, alternations: 1_000_000, errorTurns: 1_000_000 };
 
@@ -45,7 +46,11 @@ export async function connectBench(platform: BenchPlatform, log: (line: string) 
     log,
     async removeSandboxes(ids) {
       // Through the sandbox lifecycle: a quota workspace's loop device and image go with its volume.
-      const { lifecycle } = createSandboxes({ docker: platform.docker, image: platform.image });
+      const { lifecycle } = createSandboxes({
+        docker: platform.docker,
+        image: platform.image,
+        sandboxTools: ensureSandboxTools().path,
+      });
       for (const id of ids) await lifecycle.remove(id, { keepVolume: false }).catch(() => undefined);
     },
     async close() {

@@ -120,12 +120,15 @@ async function localSandboxes() {
   const { requireDocker } = await import('../platform/docker-engine');
   const { createSandboxes } = await import('../activities/hands/sandboxes');
   const { EnvironmentInventory } = await import('../activities/environment/inventory');
+  const { sandboxToolsPath } = await import('../platform/sandbox-tools');
   const { sandboxHostSettings } = await import('./settings');
   const settings = sandboxHostSettings();
   const docker = await requireDocker();
   const sandboxes = createSandboxes({
     docker,
     image: settings.image,
+    // Never built here: this command makes no sandboxes.
+    sandboxTools: sandboxToolsPath(),
     namePrefix: settings.host.namePrefix,
     // Where the workspace images are, for gc; this command makes no sandboxes, so no quota warning.
     quota: settings.quota,

@@ -7,10 +7,11 @@ import { createHandsActivities } from '../activities/hands/activities';
 import { createSandboxes } from '../activities/hands/sandboxes';
 import { requireDocker } from '../platform/docker-engine';
 import { sandboxImageTag } from '../platform/sandbox-image';
+import { ensureSandboxTools } from '../platform/sandbox-tools';
 
 export async function workspaceDiff(sessionId: string): Promise<{ diff: string; stat: string }> {
   const docker = await requireDocker();
-  const sandboxes = createSandboxes({ docker, image: sandboxImageTag() });
+  const sandboxes = createSandboxes({ docker, image: sandboxImageTag(), sandboxTools: ensureSandboxTools().path });
   const { created } = await sandboxes.lifecycle.ensure(sessionId);
   try {
     return await createHandsActivities({ sandboxes }).workspaceDiff({ sessionId: sessionId });

@@ -5,14 +5,15 @@
  * starts `dockerd --iptables=false --ip6tables=false --bridge=none` in the background; sandboxes run
  * with no network, so the engine needs no bridge. Otherwise it says exactly what to install.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import Docker from 'dockerode';
 import { DATA_DIR } from './paths';
 import { isAlive } from './dev-server';
 import { PlatformError } from './temporal-cli';
-import { childEnvironment, dockerHost } from './settings';
+import { canInstallDebianPackages, hasCommand, installDebianPackages } from './debian-packages';
+import { dockerHost } from './settings';
 
 export function dockerClient(): Docker {
   // dockerode reads DOCKER_HOST (and DOCKER_TLS_VERIFY/DOCKER_CERT_PATH) itself.
@@ -54,20 +55,14 @@ export async function ensureDockerEngine(log: (line: string) => void = () => und
   if (await pingDocker(docker)) return docker;
   const host = dockerHost();
   if (host) throw new PlatformError(`DOCKER_HOST=${host} does not answer: start that engine or unset DOCKER_HOST`);
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  const isDebian = fs.existsSync('/etc/debian_version');
-  if (!isRoot || !isDebian) {
+  if (!canInstallDebianPackages()) {
     throw new PlatformError(
       'no Docker engine is running: install Docker (Debian/Ubuntu: `sudo apt-get install docker.io`, or Docker Desktop) and start it, ' +
         'or run this as root on Debian to have it installed and started for you',
     );
   }
 
-  if (!hasCommand('dockerd')) {
-    log('installing Debian package docker.io');
-    run('apt-get', ['update', '-qq']);
-    run('apt-get', ['install', '-y', '-qq', 'docker.io'], { DEBIAN_FRONTEND: 'noninteractive' });
-  }
+  if (!hasCommand('dockerd')) installDebianPackages(['docker.io'], log);
 
   // A killed daemon leaves its pid file behind and a new one refuses to start; remove it only when no
   // dockerd process is alive.
@@ -97,13 +92,4 @@ export async function ensureDockerEngine(log: (line: string) => void = () => und
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   return docker;
-}
-
-function hasCommand(name: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
-}
-
-function run(cmd: string, args: string[], env: Record<string, string> = {}): void {
-  const result = spawnSync(cmd, args, { stdio: 'inherit', env: childEnvironment(env) });
-  if (result.status !== 0) throw new PlatformError(`${cmd} ${args.join(' ')} failed with exit code ${result.status}`);
 }

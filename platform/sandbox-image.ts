@@ -7,6 +7,8 @@
  *  - offline: `debootstrap` of bookworm with `packages.txt` from the machine's Debian mirror →
  *    `docker import` as a base → `docker build` of `Dockerfile.offline` on top of it.
  * `AGENT_SANDBOX_BUILD=registry|offline` forces one. A tag that already exists is never rebuilt.
+ * The sandbox tools, which every container mounts beside the image, are built first
+ * (`sandbox-tools.ts`; only when their source changed).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -14,6 +16,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type Docker from 'dockerode';
 import { DATA_DIR, PROJECT_ROOT } from './paths';
+import { ensureSandboxTools, type SandboxToolsBuild } from './sandbox-tools';
 import { PlatformError } from './temporal-cli';
 import { childEnvironment, sandboxImageSettings, type SandboxImageSettings } from './settings';
 
@@ -66,23 +69,26 @@ export interface BuildResult {
   built: boolean;
   path?: 'registry' | 'offline';
   seconds: number;
+  /** The sandbox tools binary mounted into its containers. */
+  tools: SandboxToolsBuild;
 }
 
 export async function buildSandboxImage(
   docker: Docker,
   log: (line: string) => void = () => undefined,
 ): Promise<BuildResult> {
+  const tools = ensureSandboxTools(log);
   const started = Date.now();
   const tag = sandboxImageTag();
   if (await imageExists(docker, tag)) {
     await tagAlias(docker, tag);
-    return { tag, built: false, seconds: 0 };
+    return { tag, built: false, seconds: 0, tools };
   }
   const context = await stageContext(log);
   try {
     const result = await buildFromContext(docker, tag, context, log);
     await tagAlias(docker, tag);
-    return { ...result, seconds: (Date.now() - started) / 1000 };
+    return { ...result, seconds: (Date.now() - started) / 1000, tools };
   } finally {
     fs.rmSync(context, { recursive: true, force: true });
   }
@@ -145,7 +151,7 @@ async function buildFromContext(
   tag: string,
   context: string,
   log: (line: string) => void,
-): Promise<Omit<BuildResult, 'seconds'>> {
+): Promise<Omit<BuildResult, 'seconds' | 'tools'>> {
   const forced = sandboxImageSettings().build;
   const useRegistry = forced === 'registry' || (forced === undefined && (await registryReachable(docker, log)));
   if (useRegistry) {

@@ -193,6 +193,43 @@ export function sandboxImageSettings(env: Environment = process.env): SandboxIma
   return readPart('sandbox image', SANDBOX_IMAGE_PART, env);
 }
 
+/**
+ * The sandbox tools' build (`platform/sandbox-tools.ts`): no variable of the harness; `go` reads its
+ * own, and these are the ones the build looks at.
+ */
+export const SANDBOX_TOOLS_PART = settingsPart({
+  title: 'Sandbox tools build',
+  intro:
+    "The one static binary the harness runs in a sandbox (the executor, the egress forwarder, the file tools' helpers), built from `sandbox-tools/` with the machine's Go (1.21 or newer) into `<AGENT_DATA_DIR>/sandbox-tools/<source hash>/` by `npm test`, `npm run demo`, `npm run sandbox:build`, and by a hands worker that starts without it (`platform/sandbox-tools.ts`). The build sets `CGO_ENABLED`, `GOOS`, `GOARCH`, `GOTOOLCHAIN=local`, `GOPROXY=off`, `GOWORK=off` and `GOFLAGS` itself.",
+  documented: [
+    {
+      name: 'PATH',
+      description: 'where `go` is looked for (then `/usr/local/go/bin/go`); the first that is 1.21 or newer builds',
+      default: "the process's",
+      values: '`:`-separated directories',
+    },
+    {
+      name: 'GOCACHE',
+      description: "go's build cache",
+      default:
+        "go's own (under `XDG_CACHE_HOME` or `HOME`); `<AGENT_DATA_DIR>/go-build-cache` when none of the three is set",
+      values: 'a directory',
+    },
+  ],
+  variables: {},
+});
+
+/**
+ * The environment of a `go` command of the sandbox tools' build: this process's plus `extra`, and
+ * `GOCACHE=fallbackCache` when go would find no place for its cache (a service account without a
+ * home).
+ */
+export function goEnvironment(extra: Record<string, string>, fallbackCache: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  if (!env.GOCACHE && !env.HOME && !env.XDG_CACHE_HOME) env.GOCACHE = fallbackCache;
+  return env;
+}
+
 /** The Docker engine: dockerode reads `DOCKER_HOST` (and its TLS variables) itself. */
 export const DOCKER_PART = settingsPart({
   title: 'Docker engine',
@@ -276,5 +313,13 @@ export const PLATFORM_RUNTIME: RuntimeSettings = {
   title: 'Platform and scripts',
   intro:
     'The local platform and the command-line entries: `npm run server`, `npm run sandbox:build`, `npm run docker:ensure`, `npm test`, the demo, and `agent` (which also reads these).',
-  parts: [PATHS_PART, LOCAL_SERVER_PART, SANDBOX_IMAGE_PART, DOCKER_PART, COMMAND_LINE_PART, TESTS_PART],
+  parts: [
+    PATHS_PART,
+    LOCAL_SERVER_PART,
+    SANDBOX_IMAGE_PART,
+    SANDBOX_TOOLS_PART,
+    DOCKER_PART,
+    COMMAND_LINE_PART,
+    TESTS_PART,
+  ],
 };

@@ -28,7 +28,7 @@ import {
   type SettingsPart,
 } from '../common/env-settings';
 import { DATA_DIR } from '../platform/paths';
-import { DOCKER_PART, PATHS_PART, SANDBOX_IMAGE_PART } from '../platform/settings';
+import { DOCKER_PART, PATHS_PART, SANDBOX_IMAGE_PART, SANDBOX_TOOLS_PART } from '../platform/settings';
 import { sandboxImageTag } from '../platform/sandbox-image';
 import { HANDS_HOST_PART, type HandsHost } from './hands-host';
 import { BRAIN_WORKER_PART, readBrainWorkerSettings, type BrainWorkerSettings } from './worker-settings';
@@ -99,6 +99,8 @@ const handsParts = () => ({
   repo: repoSettingsPart(),
   egress: EGRESS_PART,
   image: SANDBOX_IMAGE_PART,
+  // Go's own variables, for the sandbox tools a hands worker builds when it starts without them.
+  tools: SANDBOX_TOOLS_PART,
   docker: DOCKER_PART,
   folders: PATHS_PART,
   secrets: SECRETS_PART,

@@ -37,6 +37,7 @@ import {
   crashPointSinks,
   crashTestMode,
 } from '../activities/crash-points';
+import { ensureSandboxTools } from '../platform/sandbox-tools';
 import { ReleaseStickyOnRetryInterceptor } from '../activities/failover';
 import type { GitAuthor } from '../activities/repo/settings';
 import type { Environment } from '../common/env-settings';
@@ -199,6 +200,8 @@ export function handsActivities(
   const sandboxes = createSandboxes({
     docker: options.docker,
     image: options.image,
+    // Built here when missing (a checkout whose platform step has not run since the source changed).
+    sandboxTools: ensureSandboxTools((line) => process.stderr.write(`${line}\n`)).path,
     namePrefix: options.namePrefix,
     quota: settings.quota,
     limits: settings.limits,

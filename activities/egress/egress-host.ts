@@ -6,10 +6,11 @@
  *  - `/run/agent-egress` (read-only): the sandbox's own directory on the host holding the proxy's
  *    unix socket. Its host name is an HMAC of the container name under a key only the worker can
  *    read, so other users of the host cannot find (and use) a sandbox's socket.
- *  - `/opt/agent-egress` (read-only): the forwarder (`sandbox/forwarder.cjs`, run by the container's
- *    first process: 127.0.0.1:3128 → the socket) and `ca.pem`, the host's trusted CA bundle (its
- *    system bundle plus `NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`, pip's `cert`), so a corporate TLS
- *    proxy the host trusts is trusted in the sandbox too.
+ *  - the forwarder: the sandbox tools' `forward` (`../hands/executor/sandbox-tools.ts`, mounted into
+ *    every container), run by the container's first process: 127.0.0.1:3128 → the socket.
+ *  - `/opt/agent-egress` (read-only): `ca.pem`, the host's trusted CA bundle (its system bundle plus
+ *    `NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`, pip's `cert`), so a corporate TLS proxy the host trusts
+ *    is trusted in the sandbox too.
  *  - the environment of every command: `HTTP(S)_PROXY`, the CA variables of the common tools, and the
  *    host's registry settings (`registries.ts`).
  *
@@ -31,6 +32,7 @@ import {
 } from '../../common/egress';
 import { readPart, settingsPart, text, variable, type Environment } from '../../common/env-settings';
 import type { SecretStore } from '../secrets/store';
+import { SANDBOX_TOOLS } from '../hands/executor/sandbox-tools';
 import { ProxySupervisor } from './proxy-supervisor';
 import type { ResolvedEgress } from './proxy-rules';
 import { readHostRegistries, type HostRegistries } from './registries';
@@ -40,7 +42,6 @@ export const SANDBOX_PROXY_PORT = 3128;
 const SOCKET_DIR = '/run/agent-egress';
 const SHARED_DIR = '/opt/agent-egress';
 const CA_FILE = `${SHARED_DIR}/ca.pem`;
-const FORWARDER_SOURCE = path.join(__dirname, 'sandbox', 'forwarder.cjs');
 
 /** Where the proxy keeps its sockets and key without `AGENT_EGRESS_DIR`. */
 function defaultEgressDir(): string {
@@ -112,12 +113,11 @@ export class EgressHost implements SandboxEgressWiring {
     fs.mkdirSync(path.join(this.root, 'shared'), { recursive: true, mode: 0o711 });
     fs.mkdirSync(path.join(this.root, 's'), { recursive: true, mode: 0o711 });
     this.key = loadKey(path.join(this.root, 'key'));
-    writeIfChanged(path.join(this.root, 'shared', 'forwarder.cjs'), fs.readFileSync(FORWARDER_SOURCE));
     writeIfChanged(path.join(this.root, 'shared', 'ca.pem'), Buffer.from(hostCaBundle(env)));
     this.command = [
       'bash',
       '-c',
-      `(while :; do node ${SHARED_DIR}/forwarder.cjs ${SANDBOX_PROXY_PORT} ${SOCKET_DIR}/proxy.sock; sleep 1; done) & exec sleep infinity`,
+      `(while :; do ${SANDBOX_TOOLS} forward ${SANDBOX_PROXY_PORT} ${SOCKET_DIR}/proxy.sock; sleep 1; done) & exec sleep infinity`,
     ];
     const warn = options.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
     this.supervisor = new ProxySupervisor(warn, env);

@@ -61,6 +61,7 @@ export function createEnvironmentActivities(
     docker: deps.docker,
     limits: deps.sandboxes.lifecycle.limits,
     namePrefix: deps.sandboxes.lifecycle.namePrefix,
+    sandboxTools: deps.sandboxes.lifecycle.sandboxTools,
     ...(deps.egress ? { egress: deps.egress } : {}),
   });
   return {

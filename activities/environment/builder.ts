@@ -12,6 +12,7 @@ import { PassThrough, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from '../hands/docker-calls';
+import { sandboxToolsMount } from '../hands/executor/sandbox-tools';
 import type { SandboxLimits } from '../hands/sandbox-spec';
 import { SANDBOX_PROXY_PORT, type EgressHost } from '../egress/egress-host';
 import { substitute } from './dockerfile';
@@ -52,6 +53,8 @@ export interface BuilderDeps {
   limits: SandboxLimits;
   namePrefix: string;
   egress?: EgressHost;
+  /** The host path of the sandbox tools binary (the egress forwarder runs from it). */
+  sandboxTools: string;
 }
 
 export class EnvironmentBuilder {
@@ -157,7 +160,7 @@ export class EnvironmentBuilder {
         HostConfig: {
           NetworkMode: 'none',
           Init: true,
-          Mounts: egress?.mounts(name) ?? [],
+          Mounts: [sandboxToolsMount(this.deps.sandboxTools), ...(egress?.mounts(name) ?? [])],
           NanoCpus: Math.round(limits.cpus * 1e9),
           Memory: limits.memoryBytes,
           MemorySwap: limits.memoryBytes,

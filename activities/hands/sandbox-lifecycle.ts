@@ -4,9 +4,10 @@
  * - Created lazily by `ensure`. A container that died (exited, was killed or removed) is replaced on
  *   the same volumes and `ensure` says why, so the tool result can tell the model; so is a container
  *   made without the journal volume or without the egress proxy socket (by a harness version before
- *   them, still running for a session that kept its container). Concurrent `ensure` calls for one id
- *   share one creation; a creation that loses a race with another process adopts the winner's
- *   container.
+ *   them, still running for a session that kept its container) or with another build of the sandbox
+ *   tools than this worker's (`outdatedContainer` in `sandbox-spec.ts`). Concurrent `ensure` calls
+ *   for one id share one creation; a creation that loses a race with another process adopts the
+ *   winner's container.
  * - `remove` takes the container and, unless asked to keep it, the workspace; with a new or removed
  *   container the session's executor goes too (`SandboxCommands.forget`).
  */
@@ -15,7 +16,6 @@ import { containerNameOf, isSessionId, SANDBOX_LABELS, SESSION_ID_RULE } from '.
 // egress hook: the container's way out through the host's proxy (activities/egress/).
 import type { SandboxEgressWiring } from '../egress/egress-host';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
-import { JOURNAL_DIR } from './journal-store';
 import type { SandboxCommands } from './sandbox-commands';
 import {
   AGENT_UID,
@@ -24,6 +24,7 @@ import {
   environmentLabels,
   environmentOf,
   namePrefixOf,
+  outdatedContainer,
   sandboxLabels,
   type SandboxLimits,
   type WorkspaceEnvironment,
@@ -35,6 +36,11 @@ export interface SandboxLifecycleOptions {
   docker: Docker;
   /** The sandbox image tag (`sandboxImageTag()`). */
   image: string;
+  /**
+   * The sandbox tools binary on this host (`ensureSandboxTools()` of `platform/sandbox-tools.ts`),
+   * mounted read-only into every container. A container with another build (or none) is replaced.
+   */
+  sandboxTools: string;
   limits?: Partial<SandboxLimits>;
   /** What container and volume names start with (default `agent-`; see `common/sandbox-names.ts`). */
   namePrefix?: string;
@@ -75,6 +81,8 @@ export class SandboxLifecycle {
   readonly namePrefix: string;
   private readonly docker: Docker;
   private readonly image: string;
+  /** The host path of the sandbox tools binary every container mounts (`executor/sandbox-tools.ts`). */
+  readonly sandboxTools: string;
   private readonly labels: Record<string, string>;
   private readonly egress: SandboxEgressWiring | undefined;
   private readonly commands: SandboxCommands;
@@ -84,6 +92,7 @@ export class SandboxLifecycle {
   constructor(options: SandboxLifecycleOptions) {
     this.docker = options.docker;
     this.image = options.image;
+    this.sandboxTools = options.sandboxTools;
     this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
     this.namePrefix = namePrefixOf(options.namePrefix);
     this.labels = options.labels ?? {};
@@ -187,9 +196,8 @@ export class SandboxLifecycle {
     if (info) {
       const state = info.State;
       const result = { sessionId, containerName: name, containerId: info.Id, created: false };
-      const mounted = (target: string) => (info.Mounts ?? []).some((mount) => mount.Destination === target);
-      const withoutEgress = this.egress !== undefined && !mounted(this.egress.marker);
-      const current = mounted(JOURNAL_DIR) && !withoutEgress;
+      const outdated = outdatedContainer(info.Mounts ?? [], { egress: this.egress, sandboxTools: this.sandboxTools });
+      const current = outdated === undefined;
       if (current && state.Running && state.Paused)
         await dockerCall('unpause the sandbox container', () => container.unpause());
       if (current && state.Running) return result;
@@ -198,7 +206,7 @@ export class SandboxLifecycle {
         return result;
       }
       replaced = !current
-        ? `the previous container was made by an older version of the harness (without the ${withoutEgress ? 'egress proxy socket' : 'tool-call journal volume'})`
+        ? `the previous container was ${outdated}`
         : `the previous container was gone (${state.OOMKilled ? `out of memory, exit ${state.ExitCode}` : state.Status === 'dead' ? 'dead' : `exited ${state.ExitCode}`})`;
       await dockerCall('remove the dead sandbox container', () => container.remove({ force: true }), [404, 409]);
     } else if (await this.volumes.workspaceExists(sessionId)) {
@@ -219,6 +227,7 @@ export class SandboxLifecycle {
           limits: this.limits,
           labels,
           egress: this.egress,
+          sandboxTools: this.sandboxTools,
         }),
       );
     } catch (err) {

@@ -1,5 +1,6 @@
 /**
- * What a sandbox is: one Docker container per session on two named volumes.
+ * What a sandbox is: one Docker container per session on two named volumes, with the harness's own
+ * programs mounted from the host.
  *
  * - Container `agent-sbx-<sessionId>` from the workspace's environment image (the worker's sandbox
  *   image unless the workspace was given another: `WorkspaceEnvironment`), the workspace volume
@@ -9,6 +10,9 @@
  *   `common/sandbox-names.ts`); no network (`NetworkMode: none`), CPU/memory/pids limits,
  *   `no-new-privileges`, an init process that reaps orphans, no Docker socket, labels
  *   `agent.harness=1`, `agent.sandbox=<id>` and `agent.operation=<id>` when known.
+ * - The sandbox tools (`executor/sandbox-tools.ts`: the executor, the egress forwarder, the file
+ *   tools' helpers), one static binary built on the host, bind-mounted read-only at
+ *   `/opt/agent/bin/agent-sandbox-tools`: the harness needs neither python3 nor node in the image.
  * - Two kinds of process run in it. Everything the agent runs — tool commands, the file helpers,
  *   git for the diff — runs as `agent` (uid 1000) with no capabilities at all. The harness's own
  *   bookkeeping (the run wrapper around each command, the journal's readers) runs as root with
@@ -30,6 +34,7 @@ import {
 // egress hook: the container's way out through the host's proxy (activities/egress/).
 import type { SandboxEgressWiring } from '../egress/egress-host';
 import { SandboxError } from './docker-calls';
+import { SANDBOX_TOOLS, sandboxToolsMount } from './executor/sandbox-tools';
 import { JOURNAL_DIR, JOURNAL_WRITER } from './journal-store';
 
 export const WORKSPACE_DIR = '/workspace';
@@ -145,6 +150,8 @@ export function containerSpec(sandbox: {
   limits: SandboxLimits;
   labels: Record<string, string>;
   egress: SandboxEgressWiring | undefined;
+  /** The sandbox tools binary on the host (`platform/sandbox-tools.ts`). */
+  sandboxTools: string;
 }): Docker.ContainerCreateOptions {
   const { sessionId, namePrefix, limits, egress, environment } = sandbox;
   const name = containerNameOf(sessionId, namePrefix);
@@ -169,6 +176,7 @@ export function containerSpec(sandbox: {
           ? [{ Type: 'volume' as const, Source: environment.cache, Target: DEPENDENCY_CACHE_DIR }]
           : []),
         ...(egress?.mounts(name) ?? []),
+        sandboxToolsMount(sandbox.sandboxTools),
       ],
       NanoCpus: Math.round(limits.cpus * 1e9),
       Memory: limits.memoryBytes,
@@ -180,4 +188,24 @@ export function containerSpec(sandbox: {
       RestartPolicy: { Name: 'no' },
     },
   };
+}
+
+/**
+ * Why a session's existing container is not one `containerSpec` would make now, from its mounts, or
+ * undefined when it is: it was made by a harness version before the egress proxy socket or the
+ * journal volume, or with another build of the sandbox tools (or none) than `sandboxTools`, which
+ * the executor and the file tools would then run.
+ */
+export function outdatedContainer(
+  mounts: ReadonlyArray<{ Source: string; Destination: string }>,
+  now: { egress: SandboxEgressWiring | undefined; sandboxTools: string },
+): string | undefined {
+  const mounted = (target: string) => mounts.some((mount) => mount.Destination === target);
+  if (now.egress !== undefined && !mounted(now.egress.marker))
+    return 'made by an older version of the harness (without the egress proxy socket)';
+  if (!mounted(JOURNAL_DIR)) return 'made by an older version of the harness (without the tool-call journal volume)';
+  const tools = mounts.find((mount) => mount.Destination === SANDBOX_TOOLS)?.Source;
+  if (tools !== now.sandboxTools)
+    return `made by another version of the harness (${tools ? 'with another build of' : 'without'} the sandbox tools)`;
+  return undefined;
 }

@@ -20,6 +20,8 @@ export interface SandboxesOptions {
   docker: Docker;
   /** The sandbox image tag (`sandboxImageTag()`). */
   image: string;
+  /** The sandbox tools binary on this host, mounted into every container (`SandboxLifecycleOptions.sandboxTools`). */
+  sandboxTools: string;
   limits?: Partial<SandboxLimits>;
   /** Only `none` is supported: sandboxes have no network. */
   network?: 'none';

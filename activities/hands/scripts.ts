@@ -33,9 +33,6 @@ export const SCRIPTS = {
   runWrapper: load('run-wrapper.sh'),
   runStatus: load('run-status.sh'),
   killGroup: load('kill-group.sh'),
-  readFile: load('read_file.py'),
-  writeFile: load('write_file.py'),
-  editFile: load('edit_file.py'),
 } as const;
 
 /** What the wrapper records when a command ends (`exit` file, `@@agent-exit` line, journal). */

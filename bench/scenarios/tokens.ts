@@ -22,6 +22,7 @@
  */
 import { createHandsActivities } from '../../activities/hands/activities';
 import { createSandboxes } from '../../activities/hands/sandboxes';
+import { ensureSandboxTools } from '../../platform/sandbox-tools';
 import { createAnthropicClient } from '../../activities/model/client';
 import { operationResult } from '../../client/operation-result';
 import { COMPACTION_REQUEST_MARKER, type ContextPolicyInput } from '../../common/context';
@@ -115,7 +116,7 @@ const promptOf = (r: RecordedRequest): number =>
 
 export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens']): Promise<TokensResult> {
   const windowTokens = profile.windowTokens ?? contextWindowOf(BENCH_MODEL);
-  const sandboxes = createSandboxes({ docker: ctx.docker, image: ctx.image });
+  const sandboxes = createSandboxes({ docker: ctx.docker, image: ctx.image, sandboxTools: ensureSandboxTools().path });
   // The plain loop keeps whole outputs: spilling is what the harness adds.
   const fullOutputHands = createHandsActivities({
     sandboxes,

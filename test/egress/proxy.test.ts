@@ -155,7 +155,7 @@ describe('egress proxy (real Docker, real proxy process)', () => {
         'cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n"',
         'cat /proc/*/cmdline 2>/dev/null | tr "\\0" " "',
         'ls -la /run/agent-egress /opt/agent-egress',
-        'cat /opt/agent-egress/forwarder.cjs',
+        'ls -la /opt/agent/bin',
         fetchCommand('http://127.0.0.1:3128/'),
         fetchCommand('http://127.0.0.1:3128/policy'),
       ].join('; echo; '),

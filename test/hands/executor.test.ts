@@ -8,6 +8,9 @@
  * ripgrep, opening) it until the test writes to it.
  */
 import { randomUUID } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { createHandsActivities } from '../../activities/hands/activities';
 import { recordsOf } from '../../activities/hands/journal-store';
@@ -45,9 +48,20 @@ async function dockerExec(sessionId: string, script: string, user = '0:0'): Prom
 async function executorPids(sessionId: string): Promise<number[]> {
   const text = await dockerExec(
     sessionId,
-    `for c in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$c" 2>/dev/null | grep -q ' agent-executor $' && { p=\${c#/proc/}; echo \${p%/cmdline}; }; done; true`,
+    `for c in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$c" 2>/dev/null | grep -qx '/opt/agent/bin/agent-sandbox-tools executor ' && { p=\${c#/proc/}; echo \${p%/cmdline}; }; done; true`,
   );
   return text.split('\n').filter(Boolean).map(Number);
+}
+
+/**
+ * A stand-in for the sandbox tools binary on the host (the sandboxes mount it in place of the real one):
+ * the sandbox's executor is whatever it does.
+ */
+function standInTools(name: string, content: string, mode: number): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-tools-'));
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, content, { mode });
+  return file;
 }
 
 describe('sandbox executor (real Docker)', () => {
@@ -161,36 +175,51 @@ describe('sandbox executor (real Docker)', () => {
   });
 
   it('falls back to docker exec when the executor cannot start, and says so in the result', async () => {
-    const sessionId = fx.sessionId('executor-fallback');
-    await fx.sandboxes.lifecycle.ensure(sessionId);
-    // No python3, no executor.
-    await dockerExec(sessionId, 'mv /usr/bin/python3 /usr/bin/python3.hidden');
-    const outcome = await hands.runTool(call(sessionId, 'bash', { command: 'echo via docker exec' }));
-    expect(outcome).toMatchObject({ content: 'via docker exec\n[exit code 0]', isError: false, synthetic: false });
-    expect(outcome.executorFallback).toMatch(/^the sandbox executor could not start: /);
-    expect(await fx.sandboxes.commands.executorPid(sessionId)).toBeUndefined();
-    expect(await executorPids(sessionId)).toEqual([]);
+    // Sandbox tools that cannot be executed: no executor.
+    const tools = standInTools('not-executable', '', 0o644);
+    const broken = handsFixture({ sandboxTools: tools });
+    try {
+      const sessionId = broken.sessionId('executor-fallback');
+      const outcome = await createHandsActivities({ sandboxes: broken.sandboxes }).runTool(
+        call(sessionId, 'bash', { command: 'echo via docker exec' }),
+      );
+      expect(outcome).toMatchObject({ content: 'via docker exec\n[exit code 0]', isError: false, synthetic: false });
+      expect(outcome.executorFallback).toMatch(/^the sandbox executor could not start: /);
+      expect(await broken.sandboxes.commands.executorPid(sessionId)).toBeUndefined();
+      expect(await executorPids(sessionId)).toEqual([]);
+    } finally {
+      await broken.cleanup();
+      broken.sandboxes.commands.close();
+      fs.rmSync(path.dirname(tools), { recursive: true, force: true });
+    }
   });
 
   it('an executor that keeps dying before it finishes a command is given up for docker exec, said in the result', async () => {
-    const sessionId = fx.sessionId('executor-broken');
-    await fx.sandboxes.lifecycle.ensure(sessionId);
-    // A python3 that says it is ready, takes one request and exits without answering it.
-    await dockerExec(
-      sessionId,
-      `mv /usr/bin/python3 /usr/bin/python3.real && printf '%s\\n' '#!/bin/bash' 'printf "{\\"t\\":\\"ready\\",\\"pid\\":%d}\\n" $$' 'read -r line' > /usr/bin/python3 && chmod 755 /usr/bin/python3`,
+    // An executor that says it is ready, takes one request and exits without answering it.
+    const tools = standInTools(
+      'dying-executor',
+      ['#!/bin/bash', 'printf \'{"t":"ready","pid":%d}\\n\' $$', 'read -r line', ''].join('\n'),
+      0o755,
     );
-    // The first call loses two executors (its command, then the journal read), and fails retryably.
-    await expect(hands.runTool(call(sessionId, 'bash', { command: 'echo one >> runs.log' }))).rejects.toMatchObject({
-      type: 'SandboxUnavailable',
-      nonRetryable: false,
-    });
-    // The third loss in a row switches the sandbox to docker exec, so the next call goes through.
-    const second = call(sessionId, 'bash', { command: 'echo two >> runs.log; cat runs.log' });
-    const outcome = await hands.runTool(second);
-    expect(outcome).toMatchObject({ content: 'two\n[exit code 0]', isError: false, synthetic: false });
-    expect(outcome.executorFallback).toMatch(/3 times in a row before it finished a command/);
-    expect(await count(sessionId, 'runs.log')).toBe(1);
+    const dying = handsFixture({ sandboxTools: tools });
+    const dyingHands = createHandsActivities({ sandboxes: dying.sandboxes });
+    try {
+      const sessionId = dying.sessionId('executor-broken');
+      // The first call loses two executors (its command, then the journal read), and fails retryably.
+      await expect(
+        dyingHands.runTool(call(sessionId, 'bash', { command: 'echo one >> runs.log' })),
+      ).rejects.toMatchObject({ type: 'SandboxUnavailable', nonRetryable: false });
+      // The third loss in a row switches the sandbox to docker exec, so the next call goes through.
+      const second = call(sessionId, 'bash', { command: 'echo two >> runs.log; cat runs.log' });
+      const outcome = await dyingHands.runTool(second);
+      expect(outcome).toMatchObject({ content: 'two\n[exit code 0]', isError: false, synthetic: false });
+      expect(outcome.executorFallback).toMatch(/3 times in a row before it finished a command/);
+      expect(await count(sessionId, 'runs.log')).toBe(1);
+    } finally {
+      await dying.cleanup();
+      dying.sandboxes.commands.close();
+      fs.rmSync(path.dirname(tools), { recursive: true, force: true });
+    }
   });
 
   it('is switched off with AGENT_SANDBOX_EXECUTOR=off (a docker exec per command), and the setting is checked', async () => {

@@ -1,14 +1,18 @@
 /**
  * Containers come and go; the workspace stays (`sandbox-lifecycle.ts`): made lazily and labelled,
- * a dead, removed or outdated container replaced and the reason given, a stopped-before-start or
- * paused one resumed, one creation for concurrent calls, removal with or without the volumes. Real
- * engine, real image.
+ * a dead, removed or outdated container (an older harness's, another build of the sandbox tools)
+ * replaced and the reason given, a stopped-before-start or paused one resumed, one creation for
+ * concurrent calls, removal with or without the volumes. Real engine, real image.
  */
 import { randomUUID } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import Docker from 'dockerode';
 import { ApplicationFailure } from '@temporalio/common';
 import { dockerClient } from '../../platform/docker-engine';
 import { createHandsActivities } from '../../activities/hands/activities';
+import { SANDBOX_TOOLS } from '../../activities/hands/executor/sandbox-tools';
 import { containerSpec } from '../../activities/hands/sandbox-spec';
 import { createSandboxes } from '../../activities/hands/sandboxes';
 import { containerNameOf, journalVolumeNameOf, volumeNameOf } from '../../common/sandbox-names';
@@ -53,7 +57,8 @@ describe('sandbox lifecycle (real Docker)', () => {
 
   it("creates one container for concurrent ensure calls, also with another worker's sandboxes", async () => {
     const sessionId = fx.sessionId('race');
-    const other = createSandboxes({ docker, image: testPlatform().sandboxImage }).lifecycle;
+    const { sandboxImage: image, sandboxTools } = testPlatform();
+    const other = createSandboxes({ docker, image, sandboxTools }).lifecycle;
     const results = await Promise.all([
       fx.sandboxes.lifecycle.ensure(sessionId),
       fx.sandboxes.lifecycle.ensure(sessionId),
@@ -95,6 +100,7 @@ describe('sandbox lifecycle (real Docker)', () => {
       limits: lifecycle.limits,
       labels: {},
       egress: undefined,
+      sandboxTools: testPlatform().sandboxTools,
     });
     const unstarted = await docker.createContainer(spec);
     const started = await lifecycle.ensure(sessionId);
@@ -122,6 +128,7 @@ describe('sandbox lifecycle (real Docker)', () => {
       limits: lifecycle.limits,
       labels: {},
       egress: undefined,
+      sandboxTools: testPlatform().sandboxTools,
     });
     const mounts = spec.HostConfig!.Mounts!.filter((mount) => mount.Source === volumeNameOf(sessionId));
     const outdated = await docker.createContainer({ ...spec, HostConfig: { ...spec.HostConfig, Mounts: mounts } });
@@ -133,6 +140,48 @@ describe('sandbox lifecycle (real Docker)', () => {
         'the previous container was made by an older version of the harness (without the tool-call journal volume)',
     });
     expect(replaced.containerId).not.toBe(outdated.id);
+  });
+
+  it('replaces a container made with another build of the sandbox tools, or without them, and says so', async () => {
+    const sessionId = fx.sessionId('tools');
+    await lifecycle.ensure(sessionId);
+    const spec = containerSpec({
+      sessionId,
+      environment: { image: testPlatform().sandboxImage },
+      namePrefix: lifecycle.namePrefix,
+      limits: lifecycle.limits,
+      labels: {},
+      egress: undefined,
+      sandboxTools: testPlatform().sandboxTools,
+    });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-sandbox-tools-'));
+    const otherBuild = path.join(dir, 'agent-sandbox-tools');
+    fs.copyFileSync(testPlatform().sandboxTools, otherBuild);
+    const mounts = spec.HostConfig!.Mounts!;
+    const outdatedMounts = [
+      {
+        mounts: mounts.map((mount) => (mount.Target === SANDBOX_TOOLS ? { ...mount, Source: otherBuild } : mount)),
+        why: 'with another build of the sandbox tools',
+      },
+      { mounts: mounts.filter((mount) => mount.Target !== SANDBOX_TOOLS), why: 'without the sandbox tools' },
+    ];
+    try {
+      for (const { mounts: made, why } of outdatedMounts) {
+        await docker.getContainer(containerNameOf(sessionId)).remove({ force: true });
+        const outdated = await docker.createContainer({ ...spec, HostConfig: { ...spec.HostConfig, Mounts: made } });
+        await outdated.start();
+        const next = await bash(sessionId, 'echo ran');
+        expect(next.sandboxReplaced).toBe(`the previous container was made by another version of the harness (${why})`);
+        expect(next.content).toContain('ran\n[exit code 0]');
+        const info = await docker.getContainer(containerNameOf(sessionId)).inspect();
+        expect(info.Id).not.toBe(outdated.id);
+        expect(info.Mounts.find((mount) => mount.Destination === SANDBOX_TOOLS)?.Source).toBe(
+          testPlatform().sandboxTools,
+        );
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses a session id that names no sandbox, and removes what is not there as nothing', async () => {
@@ -152,14 +201,22 @@ describe('sandbox lifecycle (real Docker)', () => {
       input: { command: 'true' },
     };
     const unreachable = createHandsActivities({
-      sandboxes: createSandboxes({ docker: new Docker({ socketPath: '/nonexistent/docker.sock' }), image: 'x' }),
+      sandboxes: createSandboxes({
+        docker: new Docker({ socketPath: '/nonexistent/docker.sock' }),
+        image: 'x',
+        sandboxTools: testPlatform().sandboxTools,
+      }),
     });
     const down = await unreachable.runTool(call).catch((err: unknown) => err);
     expect(down).toBeInstanceOf(ApplicationFailure);
     expect(down).toMatchObject({ type: 'SandboxUnavailable', nonRetryable: false });
 
     const noImage = createHandsActivities({
-      sandboxes: createSandboxes({ docker, image: 'agent-sandbox:does-not-exist' }),
+      sandboxes: createSandboxes({
+        docker,
+        image: 'agent-sandbox:does-not-exist',
+        sandboxTools: testPlatform().sandboxTools,
+      }),
     });
     const missing = await noImage.runTool(call).catch((err: unknown) => err);
     expect(missing).toMatchObject({ type: 'SandboxImageMissing', nonRetryable: true });

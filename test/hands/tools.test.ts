@@ -46,7 +46,16 @@ describe('hands tools (real Docker)', () => {
     expect(info.Config.Labels).toMatchObject({ 'agent.harness': '1', 'agent.sandbox': sessionId });
     expect(info.HostConfig.Memory).toBeGreaterThan(0);
     expect(info.HostConfig.PidsLimit).toBeGreaterThan(0);
-    expect(info.Mounts.map((m) => m.Destination).sort()).toEqual(['/var/lib/agent-journal', '/workspace']);
+    // The harness's own programs (executor, file helpers) come from the host, read-only: not from the image.
+    expect(info.Mounts.map((m) => m.Destination).sort()).toEqual([
+      '/opt/agent/bin/agent-sandbox-tools',
+      '/var/lib/agent-journal',
+      '/workspace',
+    ]);
+    expect(info.Mounts.find((m) => m.Destination === '/opt/agent/bin/agent-sandbox-tools')).toMatchObject({
+      Type: 'bind',
+      RW: false,
+    });
   });
 
   it('writes a file and reads it back, numbered, with offset and limit', async () => {

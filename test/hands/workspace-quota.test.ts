@@ -144,6 +144,7 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
       const { lifecycle } = createSandboxes({
         docker: dockerClient(),
         image: testPlatform().sandboxImage,
+        sandboxTools: testPlatform().sandboxTools,
         quota,
         warn: (line) => warnings.push(line),
       });

@@ -122,7 +122,8 @@ describe('agent setup and agent doctor on a bare server (real processes)', () =>
   });
 
   it('doctor --json reports a queue nobody polls, the stuck operation, a failing workflow task and a leaked container', async () => {
-    await createSandboxes({ docker, image: testPlatform().sandboxImage }).lifecycle.ensure(leaked, {
+    const { sandboxImage: image, sandboxTools } = testPlatform();
+    await createSandboxes({ docker, image, sandboxTools }).lifecycle.ensure(leaked, {
       operationId: `gone-op-${id}`,
     });
     const lonely = `nobody-${id}`;

@@ -10,6 +10,8 @@ export interface TestPlatform {
   workflowBundlePath: string;
   /** The sandbox image tag (built by `npm run sandbox:build` / `.ci/run`). */
   sandboxImage: string;
+  /** The sandbox tools binary every sandbox container mounts (built with the image). */
+  sandboxTools: string;
   /** The resolved temporal CLI, for tests that start their own server. */
   temporalCli: string;
 }
@@ -26,6 +28,7 @@ export function testPlatform(): TestPlatform {
     namespace: read('TEST_TEMPORAL_NAMESPACE'),
     workflowBundlePath: read('TEST_WORKFLOW_BUNDLE'),
     sandboxImage: read('TEST_SANDBOX_IMAGE'),
+    sandboxTools: read('TEST_SANDBOX_TOOLS'),
     temporalCli: read('TEST_TEMPORAL_CLI'),
   };
 }

@@ -18,6 +18,7 @@ async function main(): Promise<void> {
   const sandboxes = createSandboxes({
     docker,
     image: testPlatform().sandboxImage,
+    sandboxTools: testPlatform().sandboxTools,
     egress,
     namePrefix: process.env.BUILD_PREFIX!,
   });

@@ -16,6 +16,7 @@ import {
 import { requireDocker } from '../../platform/docker-engine';
 import { DATA_DIR } from '../../platform/paths';
 import { imageExists, sandboxImageTag } from '../../platform/sandbox-image';
+import { ensureSandboxTools } from '../../platform/sandbox-tools';
 import { ensureTemporalCli } from '../../platform/temporal-cli';
 import { compileEntries } from './compiled-entries';
 
@@ -32,6 +33,8 @@ export default async function globalSetup(): Promise<void> {
   if (!(await imageExists(docker, image))) {
     throw new Error(`the sandbox image ${image} does not exist: build it with \`npm run sandbox:build\``);
   }
+  // Built with the image by `npm test`'s preparation; here only when the source changed since.
+  const sandboxTools = ensureSandboxTools((line) => console.log(`[setup] ${line}`)).path;
 
   // Bundling is CPU and the server's start mostly waiting: the two overlap.
   const bundled = bundleWorkflowCode({
@@ -69,5 +72,6 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEST_TEMPORAL_NAMESPACE = namespace;
   process.env.TEST_WORKFLOW_BUNDLE = bundlePath;
   process.env.TEST_SANDBOX_IMAGE = image;
+  process.env.TEST_SANDBOX_TOOLS = sandboxTools;
   process.env.TEST_TEMPORAL_CLI = cli.path;
 }

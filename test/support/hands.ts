@@ -26,6 +26,7 @@ export async function removeSandboxes(sessionIds: Iterable<string>, namePrefix?:
   const { lifecycle } = createSandboxes({
     docker: dockerClient(),
     image: testPlatform().sandboxImage,
+    sandboxTools: testPlatform().sandboxTools,
     ...(namePrefix ? { namePrefix } : {}),
     warn: () => undefined,
   });
@@ -34,12 +35,17 @@ export async function removeSandboxes(sessionIds: Iterable<string>, namePrefix?:
 
 /**
  * Sandboxes that carry a label of their own (`agent.test-run`), so their inventory's `list` and `gc`
- * see only them: a test never removes a sandbox another run on the same host is using.
+ * see only them: a test never removes a sandbox another run on the same host is using. The image and
+ * the sandbox tools are the test run's unless given.
  */
-export function handsFixture(options: Omit<SandboxesOptions, 'docker' | 'image'> = {}): HandsFixture {
+export function handsFixture(
+  options: Omit<SandboxesOptions, 'docker' | 'image' | 'sandboxTools'> &
+    Partial<Pick<SandboxesOptions, 'image' | 'sandboxTools'>> = {},
+): HandsFixture {
   const docker = dockerClient();
   const labels = { 'agent.test-run': randomUUID().slice(0, 8), ...options.labels };
-  const sandboxes = createSandboxes({ docker, image: testPlatform().sandboxImage, ...options, labels });
+  const { sandboxImage: image, sandboxTools } = testPlatform();
+  const sandboxes = createSandboxes({ docker, image, sandboxTools, ...options, labels });
   const ids: string[] = [];
   return {
     sandboxes,

@@ -1,21 +1,19 @@
 /**
- * The hands worker's end of one sandbox executor (`executor.py`): the hijacked stream of the
- * long-running exec it runs in. Requests go down its stdin as JSON lines; replies come back on its
- * stdout as JSON header lines, some followed by raw output bytes (the protocol is documented in
- * `executor.py`). Many commands can run at once; each is one request id.
+ * The hands worker's end of one sandbox executor (the sandbox tools' `executor`, `sandbox-tools.ts`):
+ * the hijacked stream of the long-running exec it runs in. Requests go down its stdin as JSON lines;
+ * replies come back on its stdout as JSON header lines, some followed by raw output bytes (the
+ * protocol is documented in `sandbox-tools/executor.go`). Many commands can run at once; each is one
+ * request id.
  *
  * The channel is dead once the stream ends or a reply cannot be parsed: every command still waiting
  * then ends `lost` (its process may well go on in the sandbox; the caller asks the journal), and the
  * pool starts a new executor for the next command.
  */
 import { PassThrough, type Duplex } from 'node:stream';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
+import { SANDBOX_TOOLS } from './sandbox-tools';
 
-/** The executor's source, run as `python3 -c <source> agent-executor`. */
-export const EXECUTOR_SOURCE = fs.readFileSync(path.join(__dirname, 'executor.py'), 'utf8');
-/** The executor's argv in the sandbox; its last word names it in `/proc/<pid>/cmdline`. */
-export const EXECUTOR_ARGV = ['python3', '-c', EXECUTOR_SOURCE, 'agent-executor'];
+/** The executor's argv in the sandbox (also how it is found in `/proc/<pid>/cmdline`). */
+export const EXECUTOR_ARGV = [SANDBOX_TOOLS, 'executor'];
 
 export interface CommandSinks {
   stdout(chunk: Buffer): void;

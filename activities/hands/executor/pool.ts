@@ -1,8 +1,8 @@
 /**
  * One executor per sandbox, started on the sandbox's first command and replaced when it dies: the
- * next command after a death starts a new one. When one cannot start (no `python3` in the image,
- * the sandbox's pid limit reached, an engine that cannot attach stdin), commands fall back to
- * `docker exec` for `RETRY_AFTER_MS` and are told why, so the tool result can say so.
+ * next command after a death starts a new one. When one cannot start (the sandbox tools missing from
+ * the container, the sandbox's pid limit reached, an engine that cannot attach stdin), commands fall
+ * back to `docker exec` for `RETRY_AFTER_MS` and are told why, so the tool result can say so.
  */
 import type { Duplex } from 'node:stream';
 import { SandboxError } from '../docker-calls';

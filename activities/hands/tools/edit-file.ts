@@ -1,13 +1,12 @@
 import type { EditFileInput } from '../../../common/tools';
-import { SCRIPTS } from '../scripts';
 import { helperResult, helperTimeout, type HandsTool } from './types';
-import { pythonHelper } from './write-file';
+import { sandboxHelper } from './write-file';
 
 export const editFileTool: HandsTool<EditFileInput> = {
   name: 'edit_file',
   prepare: (input, ctx) =>
-    pythonHelper(
-      SCRIPTS.editFile,
+    sandboxHelper(
+      'edit-file',
       { path: input.path, old_text: input.old_text, new_text: input.new_text },
       ctx.toolCallId,
       helperTimeout(ctx),

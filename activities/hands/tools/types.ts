@@ -63,7 +63,7 @@ export function helperTimeout(ctx: ToolContext): number {
   return Math.min(HELPER_TIMEOUT_MS, ctx.timeoutMs ?? HELPER_TIMEOUT_MS);
 }
 
-/** Result of the Python helpers: exit 0 = result, 1 = tool error with a message, else a crash. */
+/** Result of the file tools' helpers: exit 0 = result, 1 = tool error with a message, else a crash. */
 export function helperResult(run: FinishedRun, timeoutMs: number): ToolResult {
   const text = run.output.toString('utf8').replace(/\n$/, '');
   const killed = killedNote(run, timeoutMs);

@@ -1,0 +1,3 @@
+module agent-sandbox-tools
+
+go 1.21
