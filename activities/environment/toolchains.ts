@@ -50,7 +50,7 @@ export interface ToolchainPlan {
 }
 
 /** The Python a venv for the agent lives in (first on PATH): `pip install` works without `--user` or a venv of one's own. */
-const AGENT_PYTHON = '/opt/agent-python';
+const VENV_OF_THE_AGENT = '/opt/agent-python';
 /** Debian bookworm's one JDK. */
 const DEBIAN_JAVA = '17';
 
@@ -98,13 +98,13 @@ function pythonPlan(wanted: NonNullable<Requirements['python']>, base: BaseFacts
   plan.toolchains.python = { version: version ?? 'debian', from: wanted.from };
   plan.steps.push(aptInstall(['python3', 'python3-pip', 'python3-venv', 'python3-dev']), {
     kind: 'run',
-    title: `python venv for the agent at ${AGENT_PYTHON}`,
-    argv: ['sh', '-c', `set -e; python3 -m venv ${AGENT_PYTHON}; chown -R 1000:1000 ${AGENT_PYTHON}`],
+    title: `python venv for the agent at ${VENV_OF_THE_AGENT}`,
+    argv: ['sh', '-c', `set -e; python3 -m venv ${VENV_OF_THE_AGENT}; chown -R 1000:1000 ${VENV_OF_THE_AGENT}`],
   });
   plan.steps.push({
     kind: 'env',
-    title: `PATH starts with ${AGENT_PYTHON}/bin`,
-    set: { PATH: `${AGENT_PYTHON}/bin:\${PATH}` },
+    title: `PATH starts with ${VENV_OF_THE_AGENT}/bin`,
+    set: { PATH: `${VENV_OF_THE_AGENT}/bin:\${PATH}` },
   });
 }
 
