@@ -18,7 +18,7 @@ export interface BenchArgs {
 
 export const BENCH_USAGE = `usage: npm run bench [-- [--quick] [--only a,b] [--out DIR] [--profile] [--dynamic-config K=V] [--render FILE]]
 
-  --quick       the small variant of every scenario (under five minutes)
+  --quick       the small variant of every scenario (about six minutes)
   --only LIST   run only these scenarios: ${SCENARIOS.join(', ')}
   --out DIR     write latest.json, latest.md and latest.svg there (default bench/results)
   --profile     write V8 CPU profiles of the worker process during the overhead scenario

@@ -1,9 +1,11 @@
 /**
  * How big each scenario runs under each profile. `full` is the benchmark (`npm run bench`), `quick`
- * the same scenarios small enough for well under five minutes (`npm run bench -- --quick`), `smoke`
+ * the same scenarios small enough for about six minutes (`npm run bench -- --quick`), `smoke`
  * the tiniest variant, used by the test suite to check that the scenarios still run and report every
  * field.
  */
+import type { Toolchains } from '../common/environment';
+
 export type ProfileName = 'full' | 'quick' | 'smoke';
 
 /** One model latency of the overhead scenario: runs of so many steps, per mode. */
@@ -41,6 +43,11 @@ export interface BenchProfile {
   ttft: { runs: number };
   concurrency: { operations: number; steps: number };
   /**
+   * Cold builds (each a new image: seconds to a minute with a toolchain, as fast as the Debian mirror), timed runs of each warm kind, and
+   * the toolchains of the environment built (the smoke profile builds a setup command only).
+   */
+  environment: { coldRuns: number; warmRuns: number; toolchains: Toolchains };
+  /**
    * `limit.historyCount.suggestContinueAsNew` for the bench's own dev server (null: the server's
    * default, 4,096 events). The quick profile lowers it so that its short history runs still
    * exercise continue-as-new.
@@ -60,6 +67,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
     tokens: { turns: 200, minBytes: 20 * 1024, maxBytes: 200 * 1024, replyChars: 4000, sweepTurns: 60 },
     ttft: { runs: 15 },
     concurrency: { operations: 200, steps: 20 },
+    environment: { coldRuns: 2, warmRuns: 15, toolchains: { python: '3.11' } },
     suggestContinueAsNewEvents: null,
   },
   quick: {
@@ -81,6 +89,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
     },
     ttft: { runs: 5 },
     concurrency: { operations: 20, steps: 5 },
+    environment: { coldRuns: 1, warmRuns: 5, toolchains: { python: '3.11' } },
     suggestContinueAsNewEvents: 500,
   },
   smoke: {
@@ -94,6 +103,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
     tokens: { turns: 2, minBytes: 20 * 1024, maxBytes: 40 * 1024, replyChars: 200, sweepTurns: 2 },
     ttft: { runs: 1 },
     concurrency: { operations: 2, steps: 2 },
+    environment: { coldRuns: 1, warmRuns: 1, toolchains: {} },
     suggestContinueAsNewEvents: null,
   },
 };

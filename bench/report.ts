@@ -186,6 +186,33 @@ function panelsOf(results: BenchResults): Panel[] {
       legend: [{ label: 'submit → first model request', color: COLORS.c }],
     });
   }
+  const e = results.environment;
+  if (e) {
+    panels.push({
+      title: `Environment: start (cold build ${(e.coldBuildMs / 1000).toFixed(0)} s)`,
+      unit: 'ms',
+      groups: [
+        {
+          label: 'default image',
+          bars: [
+            { value: e.defaultStartMs, color: COLORS.c },
+            { value: e.prepareMs.default, color: COLORS.d },
+          ],
+        },
+        {
+          label: 'cached environment',
+          bars: [
+            { value: e.warmStartMs, color: COLORS.c },
+            { value: e.prepareMs.warm, color: COLORS.d },
+          ],
+        },
+      ],
+      legend: [
+        { label: 'submit → first tool result in', color: COLORS.c },
+        { label: 'of it: preparing the environment', color: COLORS.d },
+      ],
+    });
+  }
   return panels;
 }
 
@@ -675,6 +702,9 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     out.push('');
   }
 
+  const e = results.environment;
+  if (e) out.push(...environmentSection(e));
+
   if (results.notes.length) {
     out.push('## Notes');
     out.push('');
@@ -684,8 +714,55 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   out.push('## Reproduce');
   out.push('');
   out.push(
-    '```sh\nnpm run docker:ensure && npm run sandbox:build   # once\nnpm run bench              # the full run (this report)\nnpm run bench -- --quick   # the same scenarios, small (< 5 min)\nnpm run bench -- --only overhead --profile   # with a CPU profile of the worker\n```',
+    '```sh\nnpm run docker:ensure && npm run sandbox:build   # once\nnpm run bench              # the full run (this report)\nnpm run bench -- --quick   # the same scenarios, small (about 6 min)\nnpm run bench -- --only overhead --profile   # with a CPU profile of the worker\n```',
   );
   out.push('');
   return out.join('\n');
+}
+
+function environmentSection(e: NonNullable<BenchResults['environment']>): string[] {
+  const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const mib = (bytes: number) => `${n(bytes / 2 ** 20, 0)} MiB`;
+  return [
+    '## 7. Environments',
+    '',
+    "Operations on `examples/calculator` whose one tool call is `bash: true`; the workspace's environment is prepared at that first tool call, " +
+      `so the start is submit → the second model request (the tool's result is in). The scripted model answers at once (latency ${e.modelLatencyMs} ms): the figures are the harness's own time. ` +
+      `Environment of the cold and warm runs: \`${JSON.stringify(e.spec)}\` — the cold runs' marker is their run id, so each one's content hash is new and its image is built; the warm runs' is a fixed word.`,
+    '',
+    `Cold build (${e.coldRuns} run${e.coldRuns === 1 ? '' : 's'}, medians): preparing the environment (\`prepareEnvironment\`, scheduled → completed) **${sec(e.coldBuildMs)}** ` +
+      `(samples ${e.coldSamples.map(sec).join(', ')}), of which the builder (build container → committed image) ${sec(e.coldBuilderMs)}; ` +
+      `submit → first tool result in ${sec(e.coldStartMs)}. The image: ${mib(e.coldImageBytes)} (the default image: ${mib(e.defaultImageBytes)}). ` +
+      `The first cold build's steps, timed from the operation's live progress events (sent in batches every second, so ±1 s each; before the first step, ${sec(e.coldBuildLeadMs)} went to resolving the recipe, probing the base image and starting the build container; ` +
+      'the last step runs to the end of the preparation, committing the image and recording it on the workspace included):',
+    '',
+    table(
+      ['step', 'what', 'time'],
+      e.coldBuildSteps.map((step) => [step.step, step.title.replace(/\|/g, '\\|'), sec(step.ms)]),
+    ),
+    '',
+    `Warm start: the environment's image \`${e.warmImage}\` (${e.warmImageBuiltByRun ? 'built by the warm-up run' : 'there before the run'}) against \`environment: "default"\`, ` +
+      `${e.warmRuns} runs each, kinds alternating after one warm-up of each:`,
+    '',
+    table(
+      ['operation', 'submit → first tool result in (median)', 'preparing the environment (median)', 'samples'],
+      [
+        [
+          'default image (`environment: "default"`)',
+          `${n(e.defaultStartMs, 0)} ms`,
+          `${n(e.prepareMs.default, 0)} ms`,
+          e.samples.default.join(', '),
+        ],
+        [
+          'cached environment (image exists)',
+          `${n(e.warmStartMs, 0)} ms`,
+          `${n(e.prepareMs.warm, 0)} ms`,
+          e.samples.warm.join(', '),
+        ],
+      ],
+    ),
+    '',
+    `Warm / default: ×${n(e.warmStartRatio, 3)}.`,
+    '',
+  ];
 }

@@ -4,7 +4,7 @@
  *
  * Units: milliseconds (`…Ms`), bytes, tokens, US dollars (`costUsd`). Ratios and reductions are
  * fractions (0.8 = 80 %). Every scenario section is optional in the schema because `--only` runs a
- * subset; a full or quick run fills all six.
+ * subset; a full or quick run fills all seven.
  *
  * Definitions used throughout:
  *  - step (overhead, history, concurrency): one model call plus the one cheap tool call it asks for.
@@ -242,6 +242,70 @@ export const recoveryMeasurementSchema = z.strictObject({
   effects: num.nullable(),
 });
 
+/** One step of an environment build, timed from the operation's live progress events. */
+export const buildStepSchema = z.strictObject({
+  /** 1-based, as the build numbers it (`step 2/5`). */
+  step: num,
+  /** What the step does (`apt-get install python3 python3-pip …`, `setup 1: …`). */
+  title: z.string(),
+  /**
+   * Its first progress event → the next step's; the last step's runs to the preparation's completion
+   * in the history, so it includes committing the image and recording it on the workspace. The
+   * events travel in batches sent every second, so each figure is ±1 s.
+   */
+  ms: num,
+});
+
+/**
+ * What a workspace's environment costs. Every run is an operation on `examples/calculator` whose one
+ * tool call is `bash: true`, with the scripted model answering at once (so the figures are the
+ * harness's own time); "start" is submit → the second model request (the first tool call's result is
+ * in: the environment is prepared at the first tool call).
+ */
+export const environmentSchema = z.strictObject({
+  /**
+   * The `environment` input of the cold and warm runs: a toolchain and a setup command that writes a
+   * marker into the image — the cold runs' marker is their run id (a new content hash each run, so the
+   * image is built), the warm runs' a fixed word (built once, then reused).
+   */
+  spec: z.record(z.string(), z.unknown()),
+  /** The scripted model's latency per answer. */
+  modelLatencyMs: num,
+  coldRuns: num,
+  /** Median time of the cold runs' `prepareEnvironment` activity, scheduled → completed (history): resolve, build, record on the workspace. */
+  coldBuildMs: num,
+  /** Median of the builder's own time (`PreparedEnvironment.buildMs`): build container → committed image. */
+  coldBuilderMs: num,
+  /** Median submit → second model request of the cold runs: what a person waits for the first tool result. */
+  coldStartMs: num,
+  /** `coldBuildMs` of each cold run. */
+  coldSamples: z.array(num),
+  /** The first cold build's steps. */
+  coldBuildSteps: z.array(buildStepSchema),
+  /**
+   * The first cold build's time before its first step (±1 s): the preparation scheduled → the first
+   * step's progress event — resolving the recipe, probing the base image, starting the build container.
+   */
+  coldBuildLeadMs: num,
+  /** Size of the cold environment's image and of the default image it is built on. */
+  coldImageBytes: num,
+  defaultImageBytes: num,
+  /** Runs of each warm kind (after one warm-up of each, not counted). */
+  warmRuns: num,
+  /** The cached environment's image. */
+  warmImage: z.string(),
+  /** Whether this run's warm-up built it (false: it existed already). */
+  warmImageBuiltByRun: z.boolean(),
+  /** Median start with the cached environment, and with `environment: "default"`. */
+  warmStartMs: num,
+  defaultStartMs: num,
+  /** warmStartMs / defaultStartMs. */
+  warmStartRatio: num,
+  samples: z.strictObject({ warm: z.array(num), default: z.array(num) }),
+  /** Median `prepareEnvironment` time (scheduled → completed) of each kind: the environment step's own part of the start. */
+  prepareMs: z.strictObject({ warm: num, default: num }),
+});
+
 export const resultsSchema = z.strictObject({
   /** 2: the tokens section has five ways, the window figures and the editing sweep. */
   schemaVersion: z.literal(2),
@@ -412,6 +476,7 @@ export const resultsSchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  environment: environmentSchema.optional(),
   recovery: z
     .strictObject({
       tool: recoveryMeasurementSchema,
@@ -441,6 +506,8 @@ export type EditingSweepPoint = z.infer<typeof editingSweepPointSchema>;
 export type TtftResult = NonNullable<BenchResults['ttft']>;
 export type ConcurrencyResult = NonNullable<BenchResults['concurrency']>;
 export type RecoveryResult = NonNullable<BenchResults['recovery']>;
+export type EnvironmentResult = z.infer<typeof environmentSchema>;
+export type BuildStepTime = z.infer<typeof buildStepSchema>;
 export type RecoveryMeasurement = z.infer<typeof recoveryMeasurementSchema>;
 export type OverheadSegment = z.infer<typeof overheadSegmentSchema>;
 export type PlainStep = z.infer<typeof plainStepSchema>;
@@ -450,7 +517,7 @@ export type StepTimeline = z.infer<typeof stepTimelineSchema>;
 export type WorkerMetrics = z.infer<typeof workerMetricsSchema>;
 export type TargetVerdict = BenchResults['targets'][number];
 
-export const SCENARIOS = ['overhead', 'history', 'tokens', 'ttft', 'concurrency', 'recovery'] as const;
+export const SCENARIOS = ['overhead', 'history', 'tokens', 'ttft', 'concurrency', 'recovery', 'environment'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** Checks a results object; returns the problems (empty when valid). */
@@ -480,6 +547,8 @@ export const TARGET_PEAK_CONTEXT_PCT = 70;
 export const TARGET_CACHE_HIT = 0.9;
 /** lazy TTFT ≤ this × no-sandbox TTFT. */
 export const TARGET_LAZY_TTFT = 1.1;
+/** Start of an operation in a cached environment ≤ this × the same operation on the default image. */
+export const TARGET_WARM_START_RATIO = 1.1;
 export const TARGET_RECOVERY_MS = 5_000;
 export const TARGET_CONCURRENCY_OPERATIONS = 200;
 export const TARGET_STEPS_PER_SECOND = 50;
@@ -599,6 +668,15 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
     `≤ ${TARGET_LAZY_TTFT} × no-sandbox`,
     f && `${ms(f.lazyMs)} vs ${ms(f.noSandboxMs)} (×${(f.lazyMs / f.noSandboxMs).toFixed(2)})`,
     f && f.lazyMs <= TARGET_LAZY_TTFT * f.noSandboxMs,
+  );
+
+  const e = results.environment;
+  add(
+    'environment-warm-start',
+    'submit → first tool result in, operation in a cached environment vs on the default image',
+    `≤ ${TARGET_WARM_START_RATIO} × default`,
+    e && `${ms(e.warmStartMs)} vs ${ms(e.defaultStartMs)} (×${e.warmStartRatio.toFixed(2)})`,
+    e && e.warmStartRatio <= TARGET_WARM_START_RATIO,
   );
 
   const r = results.recovery;

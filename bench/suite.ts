@@ -13,6 +13,7 @@ import { BENCH_MODEL } from './model';
 import { PROFILES, type ProfileName } from './profiles';
 import { evaluateTargets, type BenchResults, type ScenarioName } from './results';
 import { runConcurrency } from './scenarios/concurrency';
+import { runEnvironment } from './scenarios/environment';
 import { runHistory } from './scenarios/history';
 import { runOverhead } from './scenarios/overhead';
 import { runRecovery } from './scenarios/recovery';
@@ -63,6 +64,7 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
     ttft: async () => void (sections.ttft = await runTtft(ctx, profile.ttft)),
     concurrency: async () => void (sections.concurrency = await runConcurrency(ctx, profile.concurrency)),
     recovery: async () => void (sections.recovery = await runRecovery(ctx)),
+    environment: async () => void (sections.environment = await runEnvironment(ctx, profile.environment)),
   };
   for (const scenario of options.scenarios) {
     const scenarioStarted = Date.now();
@@ -152,6 +154,8 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
         `With eagerSandbox the seeding (container + copy of the repository) runs alongside the first model call; the first tool result arrives after ${f.eagerFirstToolRoundTripMs} ms vs ${f.lazyFirstToolRoundTripMs} ms lazily (model latency 1 s).`,
     );
   }
+  const e = results.environment;
+  if (e) notes.push(environmentNote(e));
   const r = results.recovery;
   if (r) {
     const sec = (value: number) => `${(value / 1000).toFixed(1)} s`;
@@ -293,4 +297,19 @@ function stepBudgetNote(o: NonNullable<BenchResults['overhead']>): string {
       `${(gc * 100).toFixed(0)} % in garbage collection and ${(ours * 100).toFixed(0)} % in the harness's own code (the rest is Node's internals, V8 and native code the SDK calls).`;
   }
   return note;
+}
+
+/** Where the cold build's time goes, and what the environment step adds to a warm start. */
+export function environmentNote(e: NonNullable<BenchResults['environment']>): string {
+  const sec = (value: number) => `${(value / 1000).toFixed(1)} s`;
+  const longest = [...e.coldBuildSteps].sort((a, b) => b.ms - a.ms)[0];
+  return (
+    `Environment: a cold build takes ${sec(e.coldBuildMs)} of preparation (the builder ${sec(e.coldBuilderMs)}; resolving the recipe, probing the base image and recording the image on the workspace the rest)` +
+    (longest
+      ? `, ${Math.round((longest.ms / e.coldBuildMs) * 100)} % of it in step ${longest.step} (${longest.title})`
+      : '') +
+    `; the image is ${(e.coldImageBytes / 2 ** 20).toFixed(0)} MiB against the default image's ${(e.defaultImageBytes / 2 ** 20).toFixed(0)} MiB. ` +
+    `Once the image exists, preparing the environment takes ${e.prepareMs.warm.toFixed(0)} ms (the image found by its hash) against ${e.prepareMs.default.toFixed(0)} ms for the default image, ` +
+    `and the operation's first tool result arrives after ${e.warmStartMs.toFixed(0)} vs ${e.defaultStartMs.toFixed(0)} ms (×${e.warmStartRatio.toFixed(2)}).`
+  );
 }

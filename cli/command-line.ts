@@ -13,6 +13,8 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { parseDuration } from '../common/duration';
 import { parseEgressFlag, type EgressPolicy } from '../common/egress';
+import { environmentInputSchema, type EnvironmentInput } from '../common/environment';
+import { describeZodError } from '../common/validation';
 import { UsageError } from './usage-error';
 
 /** A flag's value schema: from its text to its value; issues name the flag (`flag` is `--name`). */
@@ -313,6 +315,22 @@ export const egressValue: FlagSchema<EgressPolicy> = () =>
     const parsed = parseEgressFlag(text);
     if (!parsed.ok) throw new Error(parsed.error);
     return parsed.value;
+  });
+
+/** `--environment default` or `--environment '<json>'`, validated like the input's `environment` field. */
+export const environmentValue: FlagSchema<EnvironmentInput> = () =>
+  fromText((text) => {
+    let raw: unknown = text;
+    if (text.trim().startsWith('{')) {
+      try {
+        raw = JSON.parse(text);
+      } catch (err) {
+        throw new Error(`not valid JSON (${(err as Error).message})`);
+      }
+    }
+    const parsed = environmentInputSchema.safeParse(raw);
+    if (!parsed.success) throw new Error(describeZodError(parsed.error, raw));
+    return parsed.data;
   });
 
 /** A comma-separated list of at least one item. */

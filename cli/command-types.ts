@@ -4,6 +4,7 @@
  * the handlers.
  */
 import type { EgressPolicy } from '../common/egress';
+import type { EnvironmentInput } from '../common/environment';
 import type { TaskSpecArgs } from './task-args';
 
 export type RunCommand = {
@@ -29,6 +30,8 @@ export type RunCommand = {
   approvalTimeoutMs?: number;
   /** `--egress none|registries|<host,…>|'<json>'` (`common/egress.ts`). */
   egress?: EgressPolicy;
+  /** `--environment default|'<json>'` (`common/environment.ts`), for a new session. */
+  environment?: EnvironmentInput;
 };
 
 export type TaskStartCommand = {
@@ -60,7 +63,8 @@ export type TaskCommand = TaskStartCommand | ScheduleCommand;
 export type SandboxCommand =
   | { kind: 'sandbox-ls' }
   | { kind: 'sandbox-rm'; sessionId: string; keepVolume: boolean }
-  | { kind: 'sandbox-gc'; olderThanMs: number; volumes: boolean };
+  | { kind: 'sandbox-gc'; olderThanMs: number; volumes: boolean; environments: boolean }
+  | { kind: 'sandbox-envs'; json: boolean };
 
 export type SessionCommand =
   | { kind: 'session'; action: 'ls'; json: boolean }

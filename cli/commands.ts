@@ -8,6 +8,7 @@ import {
   commaList,
   duration,
   egressValue,
+  environmentValue,
   jsonObjectText,
   parseFlags,
   positiveInt,
@@ -93,6 +94,11 @@ const RUN = command({
       help: 'what the sandbox may reach (default none)',
       schema: egressValue,
     },
+    environment: {
+      value: "default|'{json}'",
+      help: "what the sandbox runs in (a new session; default: the repository's devcontainer.json, else detected)",
+      schema: environmentValue,
+    },
   },
   positionals: { kind: 'one', what: 'goal', shown: '"<prompt>"' },
   build: ({ flags, args }): RunCommand => ({
@@ -113,6 +119,7 @@ const RUN = command({
     ...(flags.approvals !== undefined ? { approvals: flags.approvals } : {}),
     ...(flags['approval-timeout'] !== undefined ? { approvalTimeoutMs: flags['approval-timeout'] } : {}),
     ...(flags.egress !== undefined ? { egress: flags.egress } : {}),
+    ...(flags.environment !== undefined ? { environment: flags.environment } : {}),
   }),
   run: async (c) => (await import('./run')).run(c),
 });
@@ -357,6 +364,9 @@ const SANDBOX = [
     flags: {
       'older-than': { value: '24h', help: 'their age (default 24h)', schema: duration },
       volumes: { help: 'also their workspace volumes (their files are lost)' },
+      environments: {
+        help: 'also environment images and dependency caches no workspace uses, unused for longer than --older-than',
+      },
     },
     flagWord: 'option',
     positionals: { kind: 'none' },
@@ -364,7 +374,17 @@ const SANDBOX = [
       kind: 'sandbox-gc',
       olderThanMs: flags['older-than'] ?? DEFAULT_GC_AGE_MS,
       volumes: flags.volumes === true,
+      environments: flags.environments === true,
     }),
+    run: async (c) => (await import('./sandbox')).runSandboxCommand(c),
+  }),
+  command({
+    path: ['sandbox', 'envs'],
+    summary: 'environment images and dependency caches: size, last use, the workspaces using them',
+    flags: { json },
+    flagWord: 'option',
+    positionals: { kind: 'none' },
+    build: ({ flags }): SandboxCommand => ({ kind: 'sandbox-envs', json: flags.json === true }),
     run: async (c) => (await import('./sandbox')).runSandboxCommand(c),
   }),
 ];

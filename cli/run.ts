@@ -116,6 +116,7 @@ function promptOf(command: RunCommand, handsQueue: string): { prompt: PromptInpu
   const session: SessionInput = {
     handsTaskQueue: handsQueue,
     ...(repo ? { repo } : {}),
+    ...(command.environment !== undefined ? { environment: command.environment } : {}),
     ...(command.keepContainer ? { keepContainer: true } : {}),
   };
   return { prompt, session };

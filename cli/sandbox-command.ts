@@ -4,6 +4,7 @@
  * that module, which the table loads, does not load the table.
  */
 import { helpText, parseCommandLine, UsageError, type ParsedCommandLine } from './args';
+import type { SandboxCommand } from './command-types';
 import { runSandboxCommand, type SandboxCommandDeps } from './sandbox';
 
 /** Runs `agent sandbox <args>` (parsed by the command table); returns the exit code. */
@@ -23,9 +24,9 @@ export async function sandboxCommand(args: string[], deps: SandboxCommandDeps = 
     out(helpText(command.topic));
     return 0;
   }
-  if (command.kind !== 'sandbox-ls' && command.kind !== 'sandbox-rm' && command.kind !== 'sandbox-gc') {
+  if (!command.kind.startsWith('sandbox-')) {
     err(`not a sandbox command: ${args.join(' ')}`);
     return 2;
   }
-  return runSandboxCommand(command, deps);
+  return runSandboxCommand(command as SandboxCommand, deps);
 }

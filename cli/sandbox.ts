@@ -1,15 +1,19 @@
 /**
- * `agent sandbox ls | rm <id> [--keep-volume] | gc [--older-than 24h] [--volumes]`: inspect and clean up
- * the sandboxes (containers + workspace volumes) this harness made on this host, found by their labels.
+ * `agent sandbox ls | rm <id> [--keep-volume] | gc [--older-than 24h] [--volumes] [--environments] | envs`:
+ * inspect and clean up the sandboxes (containers + workspace volumes) this harness made on this host,
+ * found by their labels, and the environment images and dependency caches their workspaces use.
  * The command table (`commands.ts`) parses the arguments; Docker is loaded when a command runs.
  */
 import type { GcResult, SandboxInfo, SandboxInventory } from '../activities/hands/sandbox-inventory';
 import type { SandboxLifecycle } from '../activities/hands/sandbox-lifecycle';
+import type { EnvironmentInventory } from '../activities/environment/inventory';
 import type { SandboxCommand } from './command-types';
 
 export interface SandboxCommandDeps {
   /** The sandboxes (default: those on the local Docker engine, with this host's settings). */
   sandboxes?: { inventory: Pick<SandboxInventory, 'list' | 'gc'>; lifecycle: Pick<SandboxLifecycle, 'remove'> };
+  /** The environment images and dependency caches (default: those on the local Docker engine). */
+  environments?: Pick<EnvironmentInventory, 'list' | 'gc'>;
   out?: (line: string) => void;
   err?: (line: string) => void;
   now?: () => number;
@@ -19,7 +23,9 @@ export interface SandboxCommandDeps {
 export async function runSandboxCommand(command: SandboxCommand, deps: SandboxCommandDeps = {}): Promise<number> {
   const out = deps.out ?? ((line: string) => console.log(line));
   const err = deps.err ?? ((line: string) => console.error(line));
-  const { inventory, lifecycle } = deps.sandboxes ?? (await localSandboxes());
+  const local = deps.sandboxes && deps.environments ? undefined : await localSandboxes();
+  const { inventory, lifecycle } = deps.sandboxes ?? local!.sandboxes;
+  const environments = deps.environments ?? local!.environments;
   const now = deps.now ?? Date.now;
   switch (command.kind) {
     case 'sandbox-ls': {
@@ -50,20 +56,76 @@ export async function runSandboxCommand(command: SandboxCommand, deps: SandboxCo
       );
       for (const name of [...result.removedContainers, ...result.removedVolumes]) out(`  ${name}`);
       for (const image of result.releasedImages ?? []) out(`  ${image} (a workspace image no volume used)`);
+      if (command.environments) {
+        const removed = await environments.gc({ olderThanMs: command.olderThanMs, now: now() });
+        out(
+          `removed ${removed.removedImages.length} environment image(s) and ${removed.removedCaches.length} dependency cache(s) no workspace uses, unused for ${formatAge(command.olderThanMs)}`,
+        );
+        for (const name of [...removed.removedImages, ...removed.removedCaches]) out(`  ${name}`);
+      }
+      return 0;
+    }
+    case 'sandbox-envs': {
+      const listed = await environments.list();
+      if (command.json) out(JSON.stringify(listed));
+      else out(formatEnvironments(listed, now()));
       return 0;
     }
   }
 }
 
-/** The sandboxes on the local Docker engine with this host's prefix, image and workspace images. */
+/** `agent sandbox envs`: one table of images, one of caches. */
+export function formatEnvironments(listed: Awaited<ReturnType<EnvironmentInventory['list']>>, now: number): string {
+  const size = (bytes: number | undefined) => (bytes === undefined ? '-' : `${(bytes / 1024 ** 2).toFixed(0)} MB`);
+  const table = (rows: string[][]) => {
+    const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
+    return rows
+      .map((row) =>
+        row
+          .map((cell, col) => cell.padEnd(widths[col]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n');
+  };
+  const images = listed.images.length
+    ? table([
+        ['ENVIRONMENT', 'SIZE', 'LAST USED', 'WORKSPACES', 'BASE'],
+        ...listed.images.map((i) => [
+          i.image,
+          size(i.sizeBytes),
+          `${formatAge(now - i.lastUsedAt.getTime())} ago`,
+          String(i.workspaces.length),
+          i.base ?? '-',
+        ]),
+      ])
+    : 'no environment images';
+  const caches = listed.caches.length
+    ? table([
+        ['CACHE', 'SIZE', 'LAST USED', 'WORKSPACES', 'REPOSITORY'],
+        ...listed.caches.map((c) => [
+          c.volume,
+          size(c.sizeBytes),
+          c.lastUsedAt ? `${formatAge(now - c.lastUsedAt.getTime())} ago` : '-',
+          String(c.workspaces.length),
+          c.repository,
+        ]),
+      ])
+    : 'no dependency caches';
+  return `${images}\n\n${caches}`;
+}
+
+/** The sandboxes, environments and caches on the local Docker engine, with this host's prefix, image and workspace images. */
 async function localSandboxes() {
   const { requireDocker } = await import('../platform/docker-engine');
   const { createSandboxes } = await import('../activities/hands/sandboxes');
+  const { EnvironmentInventory } = await import('../activities/environment/inventory');
   const { sandboxToolsPath } = await import('../platform/sandbox-tools');
   const { sandboxHostSettings } = await import('./settings');
   const settings = sandboxHostSettings();
-  return createSandboxes({
-    docker: await requireDocker(),
+  const docker = await requireDocker();
+  const sandboxes = createSandboxes({
+    docker,
     image: settings.image,
     // Never built here: this command makes no sandboxes.
     sandboxTools: sandboxToolsPath(),
@@ -72,6 +134,7 @@ async function localSandboxes() {
     quota: settings.quota,
     warn: () => undefined,
   });
+  return { sandboxes, environments: new EnvironmentInventory(docker, sandboxes.lifecycle.namePrefix) };
 }
 
 export function formatTable(sandboxes: SandboxInfo[], now: number): string {

@@ -3,9 +3,11 @@
  * `--` — and the task they describe. Pure; the command table (`commands.ts`) declares the commands.
  */
 import type { EgressPolicy } from '../common/egress';
+import type { EnvironmentInput } from '../common/environment';
 import {
   dollars,
   egressValue,
+  environmentValue,
   positiveDuration,
   positiveInt,
   textValue,
@@ -25,6 +27,8 @@ export interface TaskSpecArgs {
   model?: string;
   /** `--egress` (default for tasks: `registries`). */
   egress?: EgressPolicy;
+  /** `--environment` (default: the repository's devcontainer.json, else detection). */
+  environment?: EnvironmentInput;
   budget: {
     featuresPerRun?: number;
     maxTurnsPerFeature?: number;
@@ -61,6 +65,11 @@ export const TASK_FLAGS = {
     value: "registries|none|<host,…>|'{json}'",
     help: 'what the sandbox may reach (default registries, so init.sh can install dependencies)',
     schema: egressValue,
+  },
+  environment: {
+    value: "default|'{json}'",
+    help: "what the sandbox runs in (default: the repository's devcontainer.json, else detected; docs/environments.md)",
+    schema: environmentValue,
   },
   'features-per-run': count('features this run may complete'),
   'max-turns-per-feature': count('model turns per feature attempt (default 50)'),
@@ -102,6 +111,7 @@ export function taskSpecOf(flags: FlagValues<typeof TASK_FLAGS>): TaskSpecArgs {
     ...(flags['verify-timeout'] !== undefined ? { verifyTimeoutMs: flags['verify-timeout'] } : {}),
     ...(flags.model !== undefined ? { model: flags.model } : {}),
     ...(flags.egress !== undefined ? { egress: flags.egress } : {}),
+    ...(flags.environment !== undefined ? { environment: flags.environment } : {}),
     budget,
   };
 }

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { connectClient, workflowUrl } from '../client/connection';
+import { pendingActivityDetails } from '../client/activity-progress';
 import { requirePollers } from '../client/pollers';
 import { codingTaskResult } from '../client/task-result';
 import {
@@ -46,6 +47,7 @@ export function taskInput(task: TaskSpecArgs, handsQueue: string): CodingTaskInp
     ...(task.verifyTimeoutMs ? { verifyTimeoutMs: task.verifyTimeoutMs } : {}),
     ...(task.model ? { model: task.model } : {}),
     ...(task.egress ? { egress: task.egress } : {}),
+    ...(task.environment !== undefined ? { environment: task.environment } : {}),
     ...(Object.keys(task.budget).length ? { budget: task.budget } : {}),
     handsTaskQueue: handsQueue,
   };
@@ -127,6 +129,8 @@ export async function followTask(
     () => void (closed = true),
   );
   let last = '';
+  let lastBuild = '';
+  let shownEnvironment: string | undefined;
   try {
     while (!closed && !detached) {
       try {
@@ -135,6 +139,9 @@ export async function followTask(
         const key = line.replace(/ · \d\d:\d\d$/, '');
         if (key !== last) print(line);
         last = key;
+        if (status.phase === 'environment') lastBuild = await printBuildProgress(handle, lastBuild, print);
+        if (status.environment && status.environment !== shownEnvironment) print(`environment: ${status.environment}`);
+        shownEnvironment = status.environment;
       } catch {
         // No worker has picked the task up yet: keep polling.
       }
@@ -144,6 +151,22 @@ export async function followTask(
     process.removeListener('SIGINT', onSigint);
   }
   return closed ? 'closed' : 'detached';
+}
+
+/** The environment build's step and last lines, as its heartbeat says them, when they changed. */
+async function printBuildProgress(
+  handle: WorkflowHandle,
+  last: string,
+  print: (line: string) => void,
+): Promise<string> {
+  const details = await pendingActivityDetails(handle, 'prepareEnvironment');
+  const step = typeof details?.environment === 'string' ? details.environment : '';
+  const tail = Array.isArray(details?.tail)
+    ? details.tail.filter((line): line is string => typeof line === 'string')
+    : [];
+  if (!step || step === last) return last;
+  print(`  ⚙ ${step}${tail.length ? `\n      ${tail.slice(-3).join('\n      ')}` : ''}`);
+  return step;
 }
 
 /** `agent status <task id>`: the task's progress while it runs, its outcome when it ended. */

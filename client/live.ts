@@ -144,6 +144,8 @@ export class LiveTranscript {
         return `${who}${event.decision === 'approved' ? '▶ approved' : '✗ denied'} ${event.toolCallId} (${event.by})`;
       case 'operation.ended':
         return `${who}■ ${event.state}: ${event.reason}`;
+      case 'environment.progress':
+        return `${who}⚙ ${event.line}${event.tail.length ? `\n    ${event.tail.join('\n    ')}` : ''}`;
     }
   }
 }

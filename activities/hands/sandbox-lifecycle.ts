@@ -12,7 +12,7 @@
  *   container the session's executor goes too (`SandboxCommands.forget`).
  */
 import type Docker from 'dockerode';
-import { containerNameOf, isSessionId, SESSION_ID_RULE } from '../../common/sandbox-names';
+import { containerNameOf, isSessionId, SANDBOX_LABELS, SESSION_ID_RULE } from '../../common/sandbox-names';
 // egress hook: the container's way out through the host's proxy (activities/egress/).
 import type { SandboxEgressWiring } from '../egress/egress-host';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
@@ -21,10 +21,13 @@ import {
   AGENT_UID,
   containerSpec,
   DEFAULT_SANDBOX_LIMITS,
+  environmentLabels,
+  environmentOf,
   namePrefixOf,
   outdatedContainer,
   sandboxLabels,
   type SandboxLimits,
+  type WorkspaceEnvironment,
 } from './sandbox-spec';
 import { SandboxVolumes } from './sandbox-volumes';
 import { quotaUnsupportedReason, type WorkspaceQuota } from './workspace-quota';
@@ -78,7 +81,8 @@ export class SandboxLifecycle {
   readonly namePrefix: string;
   private readonly docker: Docker;
   private readonly image: string;
-  private readonly sandboxTools: string;
+  /** The host path of the sandbox tools binary every container mounts (`executor/sandbox-tools.ts`). */
+  readonly sandboxTools: string;
   private readonly labels: Record<string, string>;
   private readonly egress: SandboxEgressWiring | undefined;
   private readonly commands: SandboxCommands;
@@ -143,6 +147,42 @@ export class SandboxLifecycle {
     return { container: container ?? false, volume };
   }
 
+  /** The worker's default sandbox image (what a workspace without an environment of its own runs). */
+  get defaultImage(): string {
+    return this.image;
+  }
+
+  /**
+   * Gives a workspace its environment before any container of it exists: the workspace volume is
+   * made with the environment's image and cache volume as labels, which every later container of
+   * the session follows. A workspace that already exists keeps what it has (returned).
+   */
+  async assignEnvironment(
+    sessionId: string,
+    environment: WorkspaceEnvironment,
+    options: { operationId?: string; cacheOf?: string } = {},
+  ): Promise<WorkspaceEnvironment & { existed: boolean }> {
+    checkSessionId(sessionId);
+    const existing = await this.workspaceEnvironment(sessionId);
+    if (existing) return { ...existing, existed: true };
+    if (environment.cache)
+      await this.volumes.ensureCache(environment.cache, {
+        ...this.labels,
+        [SANDBOX_LABELS.cache]: options.cacheOf || environment.cache,
+      });
+    await this.volumes.ensure(sessionId, {
+      ...sandboxLabels(this.labels, sessionId, options.operationId),
+      ...environmentLabels(environment, this.image),
+    });
+    return { ...environment, existed: false };
+  }
+
+  /** The environment a workspace was given, or undefined when the workspace does not exist yet. */
+  async workspaceEnvironment(sessionId: string): Promise<WorkspaceEnvironment | undefined> {
+    const labels = await this.volumes.workspaceLabels(sessionId);
+    return labels ? environmentOf(labels, this.image) : undefined;
+  }
+
   /** The disk quota of the session's workspace, or undefined when it has none (a plain volume). */
   workspaceQuotaBytes(sessionId: string): Promise<number | undefined> {
     return this.volumes.quotaBytesOf(sessionId);
@@ -176,12 +216,13 @@ export class SandboxLifecycle {
     const labels = sandboxLabels(this.labels, sessionId, operationId);
     await this.volumes.ensure(sessionId, labels);
     await this.egress?.ready();
+    const environment = environmentOf(await this.volumes.workspaceLabels(sessionId), this.image);
     let created: Docker.Container;
     try {
       created = await this.docker.createContainer(
         containerSpec({
           sessionId,
-          image: this.image,
+          environment,
           namePrefix: this.namePrefix,
           limits: this.limits,
           labels,
@@ -200,7 +241,10 @@ export class SandboxLifecycle {
       if (statusOf(err) === 404)
         throw new SandboxError(
           'image-missing',
-          `the sandbox image ${this.image} does not exist: build it with \`npm run sandbox:build\``,
+          environment.image === this.image
+            ? `the sandbox image ${this.image} does not exist: build it with \`npm run sandbox:build\``
+            : `the workspace's environment image ${environment.image} does not exist any more (removed by hand?): ` +
+                `remove the workspace (\`agent sandbox rm ${sessionId}\`) so the next run prepares its environment again`,
           { cause: err },
         );
       throw classifyDockerError('create the sandbox container', err);

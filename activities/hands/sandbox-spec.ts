@@ -2,9 +2,11 @@
  * What a sandbox is: one Docker container per session on two named volumes, with the harness's own
  * programs mounted from the host.
  *
- * - Container `agent-sbx-<sessionId>` from the sandbox image, the workspace volume
- *   `agent-ws-<sessionId>` at /workspace (with a disk quota where the host allows it) and the journal
- *   volume `agent-jr-<sessionId>` at /var/lib/agent-journal (`sandbox-volumes.ts`; names:
+ * - Container `agent-sbx-<sessionId>` from the workspace's environment image (the worker's sandbox
+ *   image unless the workspace was given another: `WorkspaceEnvironment`), the workspace volume
+ *   `agent-ws-<sessionId>` at /workspace (with a disk quota where the host allows it), the journal
+ *   volume `agent-jr-<sessionId>` at /var/lib/agent-journal, and the repository's dependency cache
+ *   at /var/cache/agent when it has one (`sandbox-volumes.ts`; names:
  *   `common/sandbox-names.ts`); no network (`NetworkMode: none`), CPU/memory/pids limits,
  *   `no-new-privileges`, an init process that reaps orphans, no Docker socket, labels
  *   `agent.harness=1`, `agent.sandbox=<id>` and `agent.operation=<id>` when known.
@@ -19,6 +21,7 @@
  *   Every other capability is dropped.
  */
 import type Docker from 'dockerode';
+import type { EnvironmentSource } from '../../common/environment';
 import {
   containerNameOf,
   DEFAULT_NAME_PREFIX,
@@ -65,6 +68,53 @@ const SANDBOX_ENV = [
   'CI=1',
 ];
 
+/** Where a repository's dependency cache volume is mounted (the package managers' caches point into it). */
+export const DEPENDENCY_CACHE_DIR = '/var/cache/agent';
+/** The package managers' caches, in the dependency cache volume (only when the workspace has one). */
+const CACHE_ENV = [
+  `PIP_CACHE_DIR=${DEPENDENCY_CACHE_DIR}/pip`,
+  `npm_config_cache=${DEPENDENCY_CACHE_DIR}/npm`,
+  `GOMODCACHE=${DEPENDENCY_CACHE_DIR}/go/mod`,
+  `GOCACHE=${DEPENDENCY_CACHE_DIR}/go/build`,
+  `GRADLE_USER_HOME=${DEPENDENCY_CACHE_DIR}/gradle`,
+  `YARN_CACHE_FOLDER=${DEPENDENCY_CACHE_DIR}/yarn`,
+];
+
+/**
+ * The image a workspace's containers run and its dependency cache volume, as its workspace volume
+ * records them (`SandboxLifecycle.assignEnvironment`); without a record, the worker's default image.
+ */
+export interface WorkspaceEnvironment {
+  image: string;
+  cache?: string;
+  /** Where the environment came from and its content hash (for reports). */
+  source?: EnvironmentSource;
+  hash?: string;
+}
+
+/** The environment a workspace volume's labels record (the default image when they record none). */
+export function environmentOf(labels: Record<string, string> | undefined, defaultImage: string): WorkspaceEnvironment {
+  const cache = labels?.[SANDBOX_LABELS.cache];
+  const source = labels?.[SANDBOX_LABELS.environmentSource] as EnvironmentSource | undefined;
+  const hash = labels?.[SANDBOX_LABELS.environmentHash];
+  return {
+    image: labels?.[SANDBOX_LABELS.environment] ?? defaultImage,
+    ...(cache ? { cache } : {}),
+    ...(source ? { source } : {}),
+    ...(hash ? { hash } : {}),
+  };
+}
+
+/** The labels a workspace volume records its environment with. */
+export function environmentLabels(environment: WorkspaceEnvironment, defaultImage: string): Record<string, string> {
+  return {
+    ...(environment.image !== defaultImage ? { [SANDBOX_LABELS.environment]: environment.image } : {}),
+    ...(environment.cache ? { [SANDBOX_LABELS.cache]: environment.cache } : {}),
+    ...(environment.source ? { [SANDBOX_LABELS.environmentSource]: environment.source } : {}),
+    ...(environment.hash ? { [SANDBOX_LABELS.environmentHash]: environment.hash } : {}),
+  };
+}
+
 /** The name prefix given, or the default; throws when it is not one `common/sandbox-names.ts` allows. */
 export function namePrefixOf(namePrefix: string | undefined): string {
   const prefix = namePrefix ?? DEFAULT_NAME_PREFIX;
@@ -95,7 +145,7 @@ export function sandboxLabels(
 /** How Docker creates a session's container (see the module's description). */
 export function containerSpec(sandbox: {
   sessionId: string;
-  image: string;
+  environment: WorkspaceEnvironment;
   namePrefix: string;
   limits: SandboxLimits;
   labels: Record<string, string>;
@@ -103,18 +153,18 @@ export function containerSpec(sandbox: {
   /** The sandbox tools binary on the host (`platform/sandbox-tools.ts`). */
   sandboxTools: string;
 }): Docker.ContainerCreateOptions {
-  const { sessionId, namePrefix, limits, egress } = sandbox;
+  const { sessionId, namePrefix, limits, egress, environment } = sandbox;
   const name = containerNameOf(sessionId, namePrefix);
   return {
     name,
-    Image: sandbox.image,
+    Image: environment.image,
     // egress hook: with egress wiring the first process also runs the forwarder to the proxy.
     Cmd: egress?.command ?? ['sleep', 'infinity'],
     // The container's own processes (init, the idle sleep) belong to the harness: the agent cannot
     // signal them. Every agent process is started as AGENT_USER.
     User: JOURNAL_WRITER,
     WorkingDir: WORKSPACE_DIR,
-    Env: sandboxEnv(egress),
+    Env: [...sandboxEnv(egress), ...(environment.cache ? CACHE_ENV : [])],
     Labels: sandbox.labels,
     HostConfig: {
       NetworkMode: 'none',
@@ -122,6 +172,9 @@ export function containerSpec(sandbox: {
       Mounts: [
         { Type: 'volume', Source: volumeNameOf(sessionId, namePrefix), Target: WORKSPACE_DIR },
         { Type: 'volume', Source: journalVolumeNameOf(sessionId, namePrefix), Target: JOURNAL_DIR },
+        ...(environment.cache
+          ? [{ Type: 'volume' as const, Source: environment.cache, Target: DEPENDENCY_CACHE_DIR }]
+          : []),
         ...(egress?.mounts(name) ?? []),
         sandboxToolsMount(sandbox.sandboxTools),
       ],

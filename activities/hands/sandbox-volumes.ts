@@ -30,6 +30,23 @@ export class SandboxVolumes {
     return (await this.inspect(volumeNameOf(sessionId, this.namePrefix))) !== undefined;
   }
 
+  /** The workspace volume's labels (its environment among them), or undefined when it does not exist. */
+  async workspaceLabels(sessionId: string): Promise<Record<string, string> | undefined> {
+    const volume = await this.inspect(volumeNameOf(sessionId, this.namePrefix));
+    return volume ? (volume.Labels ?? {}) : undefined;
+  }
+
+  /** Makes the dependency cache volume when missing (its root owned by the agent once a container mounts it). */
+  async ensureCache(name: string, labels: Record<string, string>): Promise<void> {
+    if (await this.inspect(name)) return;
+    try {
+      await this.docker.createVolume({ Name: name, Labels: labels });
+    } catch (err) {
+      // Another workspace of the same repository made it first.
+      if (statusOf(err) !== 409) throw classifyDockerError('create the dependency cache volume', err);
+    }
+  }
+
   /**
    * Makes sure both volumes exist and a quota workspace is on an attached loop device (after a
    * reboot the device is gone: the image is attached again and the volume re-created on the new

@@ -3,8 +3,8 @@
 set -eu
 groupadd --gid 1000 agent
 useradd --uid 1000 --gid 1000 --create-home --shell /bin/bash agent
-mkdir -p /workspace
-chown agent:agent /workspace
+mkdir -p /workspace /var/cache/agent
+chown agent:agent /workspace /var/cache/agent
 # Identity for commits made inside the sandbox; no credentials of any kind.
 cat > /etc/gitconfig <<'GIT'
 [user]

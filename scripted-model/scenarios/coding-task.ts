@@ -13,8 +13,8 @@
  */
 import type { ScriptedRequest, ScriptedToolCall, ScriptedTurn } from '../script';
 
-const INITIALIZER_HEADING = '# Initialize a long-running coding task';
-const FEATURE_HEADING = '# Implement one feature of a long-running coding task';
+export const INITIALIZER_HEADING = '# Initialize a long-running coding task';
+export const FEATURE_HEADING = '# Implement one feature of a long-running coding task';
 
 /** Misbehaviours of the coding agent. */
 export type Cheat =
@@ -304,11 +304,11 @@ function cheatCalls(ids: () => string, cheat: Cheat): ScriptedToolCall[] {
   }
 }
 
-function call(ids: () => string, name: string, input: Record<string, unknown>): ScriptedToolCall {
+export function call(ids: () => string, name: string, input: Record<string, unknown>): ScriptedToolCall {
   return { id: ids(), name, input };
 }
 
-function firstUserText(request: ScriptedRequest): string {
+export function firstUserText(request: ScriptedRequest): string {
   const first = request.body.messages[0];
   if (!first) return '';
   if (typeof first.content === 'string') return first.content;
@@ -318,12 +318,12 @@ function firstUserText(request: ScriptedRequest): string {
     .join('\n');
 }
 
-/** Tool-use ids unique to the operation (a hash of its goal) and the step. */
-function toolIds(goal: string, step: number): () => string {
+/** Tool-use ids unique to the operation (a hash of its goal) and the step; `tag` tells scenarios apart. */
+export function toolIds(goal: string, step: number, tag = 'ct'): () => string {
   let hash = 0x811c9dc5;
   for (let i = 0; i < goal.length; i++) hash = Math.imul(hash ^ goal.charCodeAt(i), 0x01000193) >>> 0;
   let n = 0;
-  return () => `toolu_ct${hash.toString(16).padStart(8, '0')}_${step}_${++n}`;
+  return () => `toolu_${tag}${hash.toString(16).padStart(8, '0')}_${step}_${++n}`;
 }
 
 /** The default script, for `npm run scripted-model -- --port N --script scripted-model/scenarios/coding-task.ts`. */

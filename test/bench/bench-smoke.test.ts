@@ -1,5 +1,5 @@
 /**
- * The benchmark is not a test; this only checks that it still runs: the smallest profile of two
+ * The benchmark is not a test; this only checks that it still runs: the smallest profile of three
  * scenarios on the test server (real Temporal, Docker and scripted model), results with every field
  * of the sections that ran, and a report that renders. Plus the pure helpers.
  */
@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import Docker from 'dockerode';
 import { moduleOf, summarizeCpuProfiles } from '../../bench/cpu-profile';
+import { buildStepTimes } from '../../bench/scenarios/environment';
 import { overheadSegments } from '../../bench/scenarios/overhead';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { parseBenchArgs } from '../../bench/args';
@@ -20,7 +21,7 @@ import { latencyNote, runSuite } from '../../bench/suite';
 import type { OverheadResult } from '../../bench/results';
 import { testPlatform } from '../support/env';
 
-describe('bench smoke run (overhead + history, smoke profile)', () => {
+describe('bench smoke runs (smoke profile)', () => {
   let ctx: BenchContext;
   beforeAll(async () => {
     const platform = testPlatform();
@@ -84,6 +85,38 @@ describe('bench smoke run (overhead + history, smoke profile)', () => {
     expect(svg).toContain('Overhead: ms per step');
     // The durable harness runs in a worker process of its own, which takes a while to start on a busy machine.
   }, 180_000);
+
+  it('builds a cold environment, times a cached one against the default image, and reports both', async () => {
+    const { results, failures } = await runSuite(ctx, {
+      profile: 'smoke',
+      scenarios: ['environment'],
+      temporalDescription: 'the test server',
+      dynamicConfig: {},
+      temporalCli: testPlatform().temporalCli,
+    });
+    expect(failures).toEqual([]);
+    expect(validateResults(JSON.parse(JSON.stringify(results)))).toEqual([]);
+    const e = results.environment!;
+    // The smoke profile's recipe: a setup command (its marker) and the harness's own step.
+    expect(e.coldBuildSteps.map((step) => step.title)).toEqual([
+      expect.stringMatching(/^setup 1: echo bench-env-cold-[0-9a-f]{8} > \/etc\/agent-bench-marker$/),
+      'the agent user, /workspace and the dependency cache folder',
+    ]);
+    expect(e.coldBuilderMs).toBeGreaterThan(0);
+    expect(e.coldBuilderMs).toBeLessThanOrEqual(e.coldBuildMs);
+    expect(e.coldImageBytes).toBeGreaterThanOrEqual(e.defaultImageBytes);
+    expect(e.warmImage).toMatch(/^agent-env:[0-9a-f]{16}$/);
+    expect([e.samples.warm.length, e.samples.default.length]).toEqual([1, 1]);
+    expect(e.warmStartRatio).toBeCloseTo(e.warmStartMs / e.defaultStartMs, 2);
+    // What the run built is gone with it.
+    if (e.warmImageBuiltByRun) await expect(ctx.docker.getImage(e.warmImage).inspect()).rejects.toThrow();
+    expect(results.targets.find((target) => target.id === 'environment-warm-start')?.verdict).not.toBe('not run');
+
+    const markdown = renderMarkdown(results, 'latest.svg');
+    expect(markdown).toContain('## 7. Environments');
+    expect(markdown).toContain(e.warmImage);
+    expect(renderSvg(results)).toContain('Environment: start');
+  }, 300_000);
 });
 
 describe('bench helpers', () => {
@@ -196,6 +229,26 @@ describe('bench helpers', () => {
     expect(note).toContain('the two workflow tasks 24 ms vs 42 ms, the tool call 57 ms vs 90 ms');
     expect(note).toContain('the model call beyond its latency 19 ms vs 21 ms');
     expect(note).toContain("plain loop's own step moves by 28 ms");
+  });
+
+  it("times a build's steps from its progress lines", () => {
+    const line = (step: number, title: string) => `building environment 0123456789ab: step ${step}/3 ${title}`;
+    expect(
+      buildStepTimes(
+        [
+          { line: line(1, 'apt-get install python3'), at: 1_000 },
+          { line: line(1, 'apt-get install python3'), at: 5_000 }, // a later line of the same step
+          { line: line(2, 'setup 1: echo x > /etc/m'), at: 41_000 },
+          { line: line(3, 'the agent user'), at: 42_500 },
+        ],
+        43_000,
+      ),
+    ).toEqual([
+      { step: 1, title: 'apt-get install python3', ms: 40_000 },
+      { step: 2, title: 'setup 1: echo x > /etc/m', ms: 1_500 },
+      { step: 3, title: 'the agent user', ms: 500 },
+    ]);
+    expect(buildStepTimes([], 1)).toEqual([]);
   });
 
   it('computes quantiles by interpolation', () => {

@@ -32,6 +32,7 @@ describe('agent argument parsing', () => {
       kind: 'sandbox-gc',
       olderThanMs: 3_600_000,
       volumes: false,
+      environments: false,
     });
     expect(parseAgentArgs([])).toEqual({ kind: 'help' });
   });

@@ -50,19 +50,26 @@ describe('the agent command table', () => {
       sessionId: 'abc',
       keepVolume: true,
     });
-    expect(parseAgentArgs(['sandbox', 'gc'])).toEqual({ kind: 'sandbox-gc', olderThanMs: 86_400_000, volumes: false });
-    expect(parseAgentArgs(['sandbox', 'gc', '--older-than=90s', '--volumes'])).toEqual({
+    expect(parseAgentArgs(['sandbox', 'gc'])).toEqual({
+      kind: 'sandbox-gc',
+      olderThanMs: 86_400_000,
+      volumes: false,
+      environments: false,
+    });
+    expect(parseAgentArgs(['sandbox', 'gc', '--older-than=90s', '--volumes', '--environments'])).toEqual({
       kind: 'sandbox-gc',
       olderThanMs: 90_000,
       volumes: true,
+      environments: true,
     });
+    expect(parseAgentArgs(['sandbox', 'envs', '--json'])).toEqual({ kind: 'sandbox-envs', json: true });
     expect(parseAgentArgs(['schedule', 'list'])).toEqual({ kind: 'schedule-ls' });
     expect(parseAgentArgs(['schedule', 'rm', 'nightly'])).toEqual({ kind: 'schedule-delete', name: 'nightly' });
   });
 
   it.each([
     [['sandbox', 'gc', '--older-than'], 'agent sandbox gc: --older-than needs a value'],
-    [['sandbox', 'frobnicate'], 'agent sandbox: expected ls, rm or gc, got "frobnicate"'],
+    [['sandbox', 'frobnicate'], 'agent sandbox: expected ls, rm, gc or envs, got "frobnicate"'],
     [['session', 'show', 's1', '--json=no'], 'agent session show: --json takes no value'],
     [['run', '--repo', '--detach', 'g'], '--repo needs a value'],
     [['run', '--max-turns', '1.5', 'g'], '--max-turns must be a positive whole number, got "1.5"'],

@@ -58,7 +58,9 @@ describe('codingTask over two runs', () => {
     h.track(night1);
     const started = await agent('task', 'start', '--id', night1, '--branch', branch, ...taskFlags);
     expect(started.stdout).toContain(`task ${night1} accepted · branch ${branch}`);
-    expect(started.stdout).toMatch(/feature · 0\/3 pass|feature · slug \(attempt 1\)/); // live progress
+    // Live progress: a line of the first feature's work (which of its phases a once-a-second poll
+    // catches depends on how fast the machine is).
+    expect(started.stdout).toMatch(/(feature|verifying|pushing) · slug \(attempt 1\)/);
     const first = await taskResult(h.temporal.client.workflow.getHandle(night1));
     expect(started.stdout).toContain(first.report.split('\n')[0]!);
     expect(first.state).toBe('completed');

@@ -95,7 +95,7 @@ describe('sandbox lifecycle (real Docker)', () => {
     await docker.getContainer(containerNameOf(sessionId)).remove({ force: true });
     const spec = containerSpec({
       sessionId,
-      image: testPlatform().sandboxImage,
+      environment: { image: testPlatform().sandboxImage },
       namePrefix: lifecycle.namePrefix,
       limits: lifecycle.limits,
       labels: {},
@@ -123,7 +123,7 @@ describe('sandbox lifecycle (real Docker)', () => {
     await docker.getContainer(containerNameOf(sessionId)).remove({ force: true });
     const spec = containerSpec({
       sessionId,
-      image: testPlatform().sandboxImage,
+      environment: { image: testPlatform().sandboxImage },
       namePrefix: lifecycle.namePrefix,
       limits: lifecycle.limits,
       labels: {},
@@ -147,7 +147,7 @@ describe('sandbox lifecycle (real Docker)', () => {
     await lifecycle.ensure(sessionId);
     const spec = containerSpec({
       sessionId,
-      image: testPlatform().sandboxImage,
+      environment: { image: testPlatform().sandboxImage },
       namePrefix: lifecycle.namePrefix,
       limits: lifecycle.limits,
       labels: {},

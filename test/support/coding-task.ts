@@ -17,6 +17,7 @@ import { CODING_TASK_WORKFLOW_TYPE, type CodingTaskInput } from '../../common/co
 import { sessionIdFor } from '../../common/sandbox-names';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { codingTaskScenario, type CodingTaskScenarioOptions } from '../../scripted-model/scenarios/coding-task';
+import type { ModelScript } from '../../scripted-model/script';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { installRuntime } from '../../workers/runtime';
 import { createBrainWorker, createHandsHostWorkers } from '../../workers/workers';
@@ -44,22 +45,17 @@ export const git = (cwd: string, ...args: string[]): string =>
 
 /** A bare repository holding `examples/textkit` as one commit on `main`. */
 export function makeTextkitRemote(dir: string): TestRemote {
-  const work = path.join(dir, 'textkit');
-  fs.cpSync(path.join(PROJECT_ROOT, 'examples', 'textkit'), work, { recursive: true });
+  return makeRemote(dir, 'textkit', path.join(PROJECT_ROOT, 'examples', 'textkit'), 'textkit: upper');
+}
+
+/** A bare repository holding the files of `source` as one commit on `main`. */
+export function makeRemote(dir: string, name: string, source: string, subject: string): TestRemote {
+  const work = path.join(dir, name);
+  fs.cpSync(source, work, { recursive: true });
   git(work, 'init', '-q', '-b', 'main');
   git(work, 'add', '-A');
-  git(
-    work,
-    '-c',
-    'user.name=tester',
-    '-c',
-    'user.email=tester@example.invalid',
-    'commit',
-    '-q',
-    '-m',
-    'textkit: upper',
-  );
-  const bare = path.join(dir, 'textkit.git');
+  git(work, '-c', 'user.name=tester', '-c', 'user.email=tester@example.invalid', 'commit', '-q', '-m', subject);
+  const bare = path.join(dir, `${name}.git`);
   git(dir, 'clone', '-q', '--bare', work, bare);
   return { bare, url: `file://${bare}`, root: git(bare, 'rev-parse', 'main') };
 }
@@ -90,6 +86,10 @@ export interface TaskHarnessOptions {
   workers?: 'in-process' | 'none';
   /** Another Temporal server than the global one (its namespace `default`). */
   address?: string;
+  /** Another scripted agent than the textkit one (`scenario` is then ignored). */
+  script?: ModelScript;
+  /** Another remote than textkit's, made in the harness's folder. */
+  remote?: (dir: string) => TestRemote;
 }
 
 async function connectTo(address: string): Promise<TestTemporal> {
@@ -112,12 +112,12 @@ export async function startTaskHarness(
   options: TaskHarnessOptions = {},
 ): Promise<TaskHarness> {
   const temporal = options.address ? await connectTo(options.address) : await connectTestTemporal();
-  const model = await startScriptedModelServer({ script: codingTaskScenario(scenario) });
+  const model = await startScriptedModelServer({ script: options.script ?? codingTaskScenario(scenario) });
   const docker = new Docker();
   const id = randomUUID().slice(0, 8);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coding-task-'));
   const tasksDir = path.join(dir, 'host-tasks');
-  const remote = makeTextkitRemote(dir);
+  const remote = (options.remote ?? makeTextkitRemote)(dir);
   const brainQueue = `task-brain-${id}`;
   const handsQueue = `task-hands-${id}`;
   const { workflowBundlePath, sandboxImage } = testPlatform();

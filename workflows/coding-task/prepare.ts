@@ -4,12 +4,17 @@
  * branch (a later run: no initializer) or produced by an initializer operation on a branch that has
  * none (its list validated, then committed and pushed as the branch's first commit).
  */
+import { ActivityFailure, ApplicationFailure, isCancellation, patched } from '@temporalio/workflow';
+import type { PreparedEnvironment } from '../../common/environment';
 import { checkNewFeatureList, parseFeatureList, type Feature } from '../../common/feature-list';
 import { initializerGoal } from '../../common/task-prompts';
-import { commitAndPush, guardWorkspace, hostGit, taskWorkspace } from './repo';
+import { commitAndPush, guardWorkspace, hostGit, taskEnvironment, taskWorkspace } from './repo';
 import { runTaskOperation } from './task-operation';
 import { taskFailure, TaskEnd, type TaskRun } from './state';
 import { showTaskDetails } from './visibility';
+
+/** Task runs recorded before environments seeded their workspace straight into the default image. */
+export const TASK_ENVIRONMENT_PATCH = 'task-workspace-environment';
 
 /** Prepares the run; returns an end when the run cannot go on (its failures throw `taskFailure`). */
 export async function prepareTask(task: TaskRun): Promise<TaskEnd | undefined> {
@@ -32,12 +37,14 @@ export async function prepareTask(task: TaskRun): Promise<TaskEnd | undefined> {
   carry.accepted = prepared.startCommit;
   carry.pushed = prepared.branchExisted ? prepared.startCommit : null;
   carry.sandboxUsed = true;
+  const environment = patched(TASK_ENVIRONMENT_PATCH) ? await prepareEnvironment(task) : undefined;
   await taskWorkspace(task).seedBranch({
     sessionId: task.sessionId,
     operationId: task.taskId,
     branch: task.branch,
     commit: prepared.startCommit,
   });
+  if (environment?.update.length) await setUpWorkspace(task, environment.update);
 
   if (prepared.featureListText !== undefined) {
     const parsed = parseFeatureList(prepared.featureListText);
@@ -61,6 +68,53 @@ export async function prepareTask(task: TaskRun): Promise<TaskEnd | undefined> {
     truncated: settings.spec === undefined && prepared.spec?.truncated === true,
     ...(settings.specPath ? { path: settings.specPath } : {}),
   });
+}
+
+/**
+ * The workspace's environment, before the branch is copied in: from the input, the branch's
+ * devcontainer.json, or detection from the files at the start commit (built on the hands host once
+ * per content hash). A definition that cannot be built fails the task, naming what is wrong.
+ */
+async function prepareEnvironment(task: TaskRun): Promise<PreparedEnvironment> {
+  const { carry, settings } = task;
+  const prepared = carry.prepared!;
+  task.phase = 'environment';
+  showTaskDetails(task);
+  const repo = settings.repo;
+  try {
+    const environment = await taskEnvironment(task, 'prepare the environment').prepareEnvironment({
+      sessionId: task.sessionId,
+      operationId: task.taskId,
+      repository: { kind: 'host-clone', path: prepared.hostRepository, commit: prepared.startCommit },
+      ...(settings.environment !== undefined ? { environment: settings.environment } : {}),
+      cacheKey: repo.kind === 'local' ? `local:${repo.path}` : `git:${repo.url}`,
+    });
+    carry.environment = environment;
+    task.phase = 'preparing';
+    showTaskDetails(task);
+    return environment;
+  } catch (err) {
+    throw environmentFailure('prepared', err);
+  }
+}
+
+async function setUpWorkspace(task: TaskRun, commands: readonly string[]): Promise<void> {
+  try {
+    await taskEnvironment(task, `set the workspace up (${commands.length} update commands)`).setUpWorkspace({
+      sessionId: task.sessionId,
+      operationId: task.taskId,
+      commands: [...commands],
+    });
+  } catch (err) {
+    throw environmentFailure('set up', err);
+  }
+}
+
+function environmentFailure(what: string, err: unknown): unknown {
+  if (isCancellation(err) || !(err instanceof ActivityFailure)) return err;
+  const cause = err.cause;
+  const type = cause instanceof ApplicationFailure && cause.type ? `${cause.type}: ` : '';
+  return taskFailure(`the environment could not be ${what}: ${type}${cause?.message ?? err.message}`);
 }
 
 async function initialize(

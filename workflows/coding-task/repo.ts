@@ -6,9 +6,11 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { IntegrityNote, TaskCommit } from '../../common/coding-task';
 import { describeViolation } from '../../common/feature-list';
+import type { EnvironmentActivities } from '../../common/environment';
 import type { HandsActivities } from '../../common/hands';
 import type { RepoActivities } from '../../common/repo';
 import {
+  ENVIRONMENT_ACTIVITY_OPTIONS,
   HOST_GIT_ACTIVITY_OPTIONS,
   SANDBOX_ACTIVITY_OPTIONS,
   TASK_WORKSPACE_ACTIVITY_OPTIONS,
@@ -34,6 +36,15 @@ export function hostGit(task: TaskRun) {
 
 export function taskWorkspace(task: TaskRun) {
   return proxyActivities<RepoActivities>({ ...TASK_WORKSPACE_ACTIVITY_OPTIONS, taskQueue: taskHandsQueue(task) });
+}
+
+/** The environment activities on the task's hands host (`summary`: what the Web UI shows). */
+export function taskEnvironment(task: TaskRun, summary: string) {
+  return proxyActivities<EnvironmentActivities>({
+    ...ENVIRONMENT_ACTIVITY_OPTIONS,
+    taskQueue: taskHandsQueue(task),
+    summary,
+  });
 }
 
 export function taskSandbox(task: TaskRun) {

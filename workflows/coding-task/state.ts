@@ -14,6 +14,7 @@ import {
   type LedgerEntry,
   type TaskCommit,
 } from '../../common/coding-task';
+import type { PreparedEnvironment } from '../../common/environment';
 import type { Feature } from '../../common/feature-list';
 import type { HandsHost } from '../../common/hands-route';
 import { ZERO_USAGE, type TokenUsage } from '../../common/model-types';
@@ -60,6 +61,8 @@ export interface TaskCarry {
   sandboxUsed: boolean;
   /** The hands host holding the task's workspace (claimed by the first repository activity). */
   handsHost?: HandsHost;
+  /** The workspace's environment (absent in runs recorded before environments). */
+  environment?: PreparedEnvironment;
 }
 
 export type TaskEndState = 'completed' | 'failed' | 'aborted';

@@ -3,6 +3,7 @@
  * as it would read now), the Web UI's current details, the search attributes, and the report data
  * the morning report is rendered from.
  */
+import { describeEnvironment } from '../../common/environment';
 import { setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import { taskStatusQuery, type CodingTaskStatus, type TaskReportData } from '../../common/coding-task';
 import { totalTokens } from '../../common/model-types';
@@ -45,6 +46,7 @@ export function reportData(task: TaskRun): TaskReportData {
     sessionId: task.sessionId,
     workspaceVolume: volumeNameOf(task.sessionId),
     ...(carry.prepared && carry.unpushed.length > 0 ? { hostRepository: carry.prepared.hostRepository } : {}),
+    ...(carry.environment ? { environment: carry.environment } : {}),
   };
 }
 
@@ -70,6 +72,7 @@ export function taskStatus(task: TaskRun): CodingTaskStatus {
     costUsd: carry.costUsd,
     startedAt: new Date(carry.startedAtMs).toISOString(),
     report: renderTaskReport(data),
+    ...(carry.environment ? { environment: describeEnvironment(carry.environment) } : {}),
   };
 }
 
@@ -105,6 +108,7 @@ export function showTaskDetails(task: TaskRun): void {
       `**${status.state}**${task.ended ? ` — ${task.ended.reason}` : ''} · ${status.phase}${current}`,
       `branch \`${task.branch}\` · ${status.passing}/${status.total} features pass (${status.passedThisRun} this run, ${status.skipped} skipped) · ${status.commitsPushed} commits pushed`,
       `tokens: ${totalTokens(status.usage)} · $${status.costUsd.toFixed(4)}`,
+      ...(task.carry.environment ? [`environment: ${describeEnvironment(task.carry.environment)}`] : []),
     ].join('\n\n'),
   );
 }

@@ -141,6 +141,8 @@ async function actOnReply(
     showDetails(op);
     op.recordToolResults(await runToolBatch(op, sandbox, calls));
     if (op.abortReason !== undefined) return new OperationEnd('aborted', `aborted: ${op.abortReason}`);
+    // A workspace whose environment cannot be made is not the model's to fix: its definition is.
+    if (op.environmentFailure) return new OperationEnd('failed', op.environmentFailure);
     return stuckDetectionOn() ? loopEnd(op, calls) : undefined;
   }
   return goOn(op, actOnStopReason(op, reply));
@@ -205,6 +207,7 @@ async function finish(op: OperationRun, sandbox: OperationSandbox): Promise<Oper
     ...(carry.handsHost ? { handsRoute: carry.handsHost } : {}),
     tokens: operationTokens(op),
     ...(carry.egress ? { egress: carry.egress } : {}),
+    ...(carry.environment ? { environment: carry.environment } : {}),
     lane: op.settings.lane,
     context: laneContextOf(op),
     pendingNotes: [

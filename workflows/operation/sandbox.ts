@@ -16,11 +16,13 @@ import {
   proxyActivities,
   setHandler,
 } from '@temporalio/workflow';
+import type { EnvironmentActivities } from '../../common/environment';
 import { HANDS_FAILURE_TYPES, type HandsActivities } from '../../common/hands';
 import { replaceHandsHostUpdate } from '../../common/hands-route';
 import { HandsRoute } from '../shared/hands-route';
 import { heartbeatOverride, OperationEnd, type OperationRun } from './state';
 import {
+  ENVIRONMENT_ACTIVITY_OPTIONS,
   SANDBOX_ACTIVITY_OPTIONS,
   SANDBOX_TEARDOWN_ACTIVITY_OPTIONS,
   SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
@@ -30,6 +32,8 @@ import { stuckDetectionOn, watchActivity } from './stuck';
 import { showDetails } from './visibility';
 
 export const HANDS_ROUTING_PATCH = 'hands-routing';
+/** Operations recorded before environments seeded straight into the default image. */
+export const WORKSPACE_ENVIRONMENT_PATCH = 'workspace-environment';
 /** Operations recorded before this change did not check their repository before the first model call. */
 export const SEED_SOURCE_CHECK_PATCH = 'check-seed-source-before-first-model-call';
 
@@ -130,11 +134,18 @@ function onHost<T>(
   );
 }
 
-/** The workspace, seeded from the repository (once) when the operation has one. */
+/**
+ * The workspace: its environment prepared (once: the image its containers run, built on the hands
+ * host unless its hash exists), seeded from the repository (once) when the operation has one, and
+ * set up by the environment's update commands (once per workspace).
+ */
 async function ensureWorkspace(sandbox: SandboxParts): Promise<void> {
   const { op, route } = sandbox;
   const source = op.settings.repo;
   op.useSandbox();
+  if (op.environmentFailure) throw ApplicationFailure.nonRetryable(op.environmentFailure, 'EnvironmentUnavailable');
+  const wanted = source !== undefined || op.settings.environment !== undefined;
+  if (wanted && !op.carry.environment && patched(WORKSPACE_ENVIRONMENT_PATCH)) await prepareEnvironment(sandbox);
   if (source && !op.carry.seeded) {
     const what = `seed the workspace from ${source.kind === 'local' ? source.path : source.url}`;
     const id = `seed-workspace-${route.decisions.length}`;
@@ -143,6 +154,67 @@ async function ensureWorkspace(sandbox: SandboxParts): Promise<void> {
     );
     op.markSeeded();
   }
+  const update = op.carry.environment?.update ?? [];
+  if (update.length && !op.carry.workspaceSetUp) await setUpWorkspace(sandbox, [...update]);
+}
+
+/** Where the dependency cache of a repository is keyed (the hands host digests it). */
+function cacheKeyOf(source: NonNullable<OperationRun['settings']['repo']>): string {
+  return source.kind === 'local' ? `local:${source.path}` : `git:${source.url}`;
+}
+
+/** The environment activities on `queue`, with the environment preset. */
+function environmentCalls({ watched }: SandboxParts, queue: string, activityId: string, summary: string) {
+  return proxyActivities<EnvironmentActivities>({
+    ...ENVIRONMENT_ACTIVITY_OPTIONS,
+    taskQueue: queue,
+    ...(watched ? { activityId, summary } : {}),
+  });
+}
+
+/** Runs an environment step; a failure ends the operation (`failEnvironment`) after the tool call reports it. */
+async function environmentStep<T>(sandbox: SandboxParts, what: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (!isCancellation(err) && sandbox.op.abortReason === undefined) {
+      const cause = err instanceof ActivityFailure ? err.cause : err;
+      const type = cause instanceof ApplicationFailure && cause.type ? `${cause.type}: ` : '';
+      sandbox.op.failEnvironment(`${what} failed: ${type}${(cause as Error).message}`);
+    }
+    throw err;
+  }
+}
+
+async function prepareEnvironment(sandbox: SandboxParts): Promise<void> {
+  const { op, route } = sandbox;
+  const source = op.settings.repo;
+  const id = `prepare-environment-${route.decisions.length}`;
+  const what = 'prepare the environment';
+  const prepared = await environmentStep(sandbox, 'preparing the environment', () =>
+    onHost(sandbox, id, what, (queue) =>
+      environmentCalls(sandbox, queue, id, what).prepareEnvironment({
+        ...sessionRef(op),
+        ...(source ? { repository: { kind: 'seed', source }, cacheKey: cacheKeyOf(source) } : {}),
+        ...(op.settings.environment !== undefined ? { environment: op.settings.environment } : {}),
+        live: true,
+      }),
+    ),
+  );
+  op.recordEnvironment(prepared);
+  showDetails(op);
+}
+
+async function setUpWorkspace(sandbox: SandboxParts, commands: string[]): Promise<void> {
+  const { op, route } = sandbox;
+  const id = `set-up-workspace-${route.decisions.length}`;
+  const what = `set the workspace up (${commands.length} update command${commands.length === 1 ? '' : 's'})`;
+  await environmentStep(sandbox, 'setting the workspace up', () =>
+    onHost(sandbox, id, what, (queue) =>
+      environmentCalls(sandbox, queue, id, what).setUpWorkspace({ ...sessionRef(op), commands }),
+    ),
+  );
+  op.markWorkspaceSetUp();
 }
 
 /** The eager start: the seeded workspace, or an empty sandbox without a repository. */

@@ -20,6 +20,7 @@ import type { ApprovalDecisionInput, WaitingApproval } from '../../common/approv
 import type { CompactContextResult, CompactionReason, ContextClear } from '../../common/context';
 import type { TailBlock } from '../../common/context-fingerprint';
 import { addEgress, EMPTY_EGRESS, type EgressSummary } from '../../common/egress';
+import type { PreparedEnvironment } from '../../common/environment';
 import type { ToolOutcome } from '../../common/hands';
 import type { HandsHost } from '../../common/hands-route';
 import { factNote } from '../../common/lanes';
@@ -87,6 +88,10 @@ export interface OperationCarry {
   mcp?: McpCatalogue;
   /** The requests made through the egress proxy so far (absent until the first). */
   egress?: EgressSummary;
+  /** The workspace's environment, once prepared (`sandbox.ts`; absent in runs recorded before environments). */
+  environment?: PreparedEnvironment;
+  /** The environment's update commands ran in this workspace. */
+  workspaceSetUp?: boolean;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';
@@ -103,7 +108,7 @@ export class OperationEnd {
  * Read-only all the way down — except the content blocks of the model's messages and the records
  * the operation only ever replaces whole, which keep their own types so they can be handed on.
  */
-type ReadOnly<T> = T extends TailBlock | McpCatalogue | EgressSummary | WorkflowStreamState
+type ReadOnly<T> = T extends TailBlock | McpCatalogue | EgressSummary | WorkflowStreamState | PreparedEnvironment
   ? T
   : T extends readonly (infer U)[]
     ? readonly ReadOnly<U>[]
@@ -149,6 +154,8 @@ interface RunOnly {
   nextClear?: ContextClear;
   waitingApproval?: WaitingApproval;
   approvalDecision?: ApprovalDecisionInput;
+  /** Why the workspace's environment could not be prepared (the operation then ends failed). */
+  environmentFailure?: string;
 }
 
 export class OperationRun {
@@ -194,6 +201,10 @@ export class OperationRun {
   }
   get ended(): OperationEnd | undefined {
     return this.now.ended;
+  }
+  /** Set when the workspace's environment could not be prepared: the loop ends the operation failed. */
+  get environmentFailure(): string | undefined {
+    return this.now.environmentFailure;
   }
   /** Set while an activity the operation waits on is stuck (`stuck.ts`). */
   get stuck(): Readonly<StuckState> | undefined {
@@ -438,6 +449,21 @@ export class OperationRun {
     this.state.seeded = true;
   }
 
+  /** The workspace's environment as the hands host prepared it (or found it, for a workspace made earlier). */
+  recordEnvironment(environment: PreparedEnvironment): void {
+    this.state.environment = environment;
+  }
+
+  /** The environment's update commands ran (or had run) in the workspace. */
+  markWorkspaceSetUp(): void {
+    this.state.workspaceSetUp = true;
+  }
+
+  /** The environment could not be prepared (a wrong definition, a failing step): the operation ends failed. */
+  failEnvironment(reason: string): void {
+    this.now.environmentFailure = reason;
+  }
+
   /** The workspace is on this hands host (claimed, or named by the session's lease). */
   claimHandsHost(host: HandsHost): void {
     this.state.handsHost = host;
@@ -447,6 +473,9 @@ export class OperationRun {
   giveUpHandsHost(): void {
     this.state.handsHost = undefined;
     this.state.seeded = false;
+    // The next host makes a new workspace: its environment is prepared (and set up) there again.
+    this.state.environment = undefined;
+    this.state.workspaceSetUp = undefined;
   }
 
   // Subagents and MCP tools.

@@ -134,6 +134,7 @@ function subagentInput(op: OperationRun, call: ToolUseBlock, task: TaskInput, la
       toolCallId: call.id,
     },
     ...(settings.repo ? { repo: settings.repo } : {}),
+    ...(settings.environment !== undefined ? { environment: settings.environment } : {}),
     ...(settings.model ? { model: settings.model } : {}),
     ...(settings.approvals ? { approvals: settings.approvals } : {}),
     ...(settings.heartbeatTimeoutMs ? { heartbeatTimeoutMs: settings.heartbeatTimeoutMs } : {}),

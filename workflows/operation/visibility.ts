@@ -2,6 +2,7 @@
  * What the operation shows while it runs: the `status` query, the Web UI's current details, and the
  * search attributes operators filter by.
  */
+import { describeEnvironment } from '../../common/environment';
 import { patched, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import { totalTokens } from '../../common/model-types';
 import { statusQuery, type OperationSettings, type OperationStatus } from '../../common/operation';
@@ -116,6 +117,8 @@ export function detailsMarkdown(op: OperationRun): string {
     `tokens: ${totalTokens(usage)} (input ${usage.input}, cache write ${usage.cacheWrite}, cache read ${usage.cacheRead}, output ${usage.output}) · $${st.costUsd.toFixed(4)}`,
     `context: ${st.context.pct}% of ${st.context.windowTokens} tokens · ${st.context.compactions} compactions · ${st.context.editBatches} clear batches · cache hit ${(100 * st.tokens.cacheHitRate).toFixed(1)}%`,
     op.carry.handsHost ? `hands host: ${op.carry.handsHost.host} (queue ${op.carry.handsHost.taskQueue})` : '',
+    op.carry.environment ? `environment: ${describeEnvironment(op.carry.environment)}` : '',
+    op.environmentFailure ? `**environment:** ${oneLine(op.environmentFailure)}` : '',
     op.carry.loop?.noted ? `loop noticed: the model was told (${op.carry.loop.noted})` : '',
     st.pendingSteering ? `steering queued: ${st.pendingSteering}` : '',
   ]

@@ -269,6 +269,7 @@ function operationInput(
     stuck: pick('stuck'),
     approvals,
     repo: s.settings.repo,
+    environment: s.settings.environment,
     handsTaskQueue: s.settings.handsTaskQueue,
     continues: fresh ? undefined : lane.context,
     notes: notes.length > 0 ? notes : undefined,

@@ -9,6 +9,7 @@
  * | tool call             | tool's time + 2 min| 3 s       | 6        | 0.25 s ×3 … 30 s   |
  * | sandbox lifecycle     | 10 min             | 10 s      | 5        | 1 s ×2 … 30 s      |
  * | sandbox teardown      | 10 min; 2 min to start | 10 s  | 5        | 1 s ×2 … 30 s      |
+ * | environment (build, workspace setup) | 2 h | 60 s   | 3        | 5 s ×2 … 60 s      |
  * | claim a hands host    | 1 min              | –         | 5        | 1 s ×2 … 30 s      |
  * | stuck check (probe)   | 30 s               | –         | 3        | 1 s ×2             |
  * | seed source check     | 30 s               | –         | 5        | 1 s ×2 … 10 s      |
@@ -143,6 +144,29 @@ export const SANDBOX_ACTIVITY_OPTIONS: ActivityOptions = {
 export const SANDBOX_TEARDOWN_ACTIVITY_OPTIONS: ActivityOptions = {
   ...SANDBOX_ACTIVITY_OPTIONS,
   scheduleToStartTimeout: '2 minutes',
+};
+
+/**
+ * Preparing a workspace's environment (`prepareEnvironment`: resolve, build the image unless its
+ * hash exists) and running its update commands once (`setUpWorkspace`), on the workspace's hands host.
+ * - `startToCloseTimeout` 2 h — a cold build installs toolchains and packages (a JDK and Maven: about
+ *   a minute here; a large Dockerfile: much longer); a single step gives up after 30 min by itself.
+ * - `heartbeatTimeout` 60 s — both heartbeat every second with their progress (`building environment
+ *   <hash>: step 3/5 …`, what the Web UI shows on the pending activity); a dead worker is noticed
+ *   within a minute and the retry rebuilds or reuses — a half-built image never counts as built.
+ * - `retry.maximumAttempts` 3 — a wrong definition, a failing step or a failing update command is
+ *   not retried (`EnvironmentInvalid`, `EnvironmentBuildFailed`, `WorkspaceSetupFailed`, marked so at
+ *   the activity boundary); Docker or registry trouble is, twice.
+ */
+export const ENVIRONMENT_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '60 seconds',
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '60 seconds',
+    maximumAttempts: 3,
+  },
 };
 
 /** The first hands call of a session: whichever hands worker answers becomes its host. Instant. */
