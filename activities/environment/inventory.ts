@@ -112,31 +112,36 @@ export class EnvironmentInventory {
     const only = options.only ?? (() => true);
     const cutoff = (options.now ?? Date.now()) - options.olderThanMs;
     const { images, caches } = await this.list();
+    const unused = (name: string, workspaces: string[], lastUsedAt: Date | undefined) =>
+      only(name) && !workspaces.length && (lastUsedAt?.getTime() ?? 0) <= cutoff;
     const result: EnvironmentGcResult = { removedImages: [], removedCaches: [] };
     for (const image of images) {
-      if (!only(image.image) || image.workspaces.length || image.lastUsedAt.getTime() > cutoff) continue;
-      const removed = await dockerCall(
-        'remove an environment image',
-        async () => {
-          await this.docker.getImage(image.image).remove();
-          return true;
-        },
-        [404, 409],
-      );
-      if (removed) result.removedImages.push(image.image);
+      if (
+        unused(image.image, image.workspaces, image.lastUsedAt) &&
+        (await this.remove('an environment image', () => this.docker.getImage(image.image).remove()))
+      )
+        result.removedImages.push(image.image);
     }
     for (const cache of caches) {
-      if (!only(cache.volume) || cache.workspaces.length || (cache.lastUsedAt?.getTime() ?? 0) > cutoff) continue;
-      const removed = await dockerCall(
-        'remove a dependency cache',
-        async () => {
-          await this.docker.getVolume(cache.volume).remove();
-          return true;
-        },
-        [404, 409],
-      );
-      if (removed) result.removedCaches.push(cache.volume);
+      if (
+        unused(cache.volume, cache.workspaces, cache.lastUsedAt) &&
+        (await this.remove('a dependency cache', () => this.docker.getVolume(cache.volume).remove()))
+      )
+        result.removedCaches.push(cache.volume);
     }
     return result;
+  }
+
+  /** Removes one thing; false when it was gone already or is still in use (the engine refuses). */
+  private async remove(what: string, call: () => Promise<unknown>): Promise<boolean> {
+    const removed = await dockerCall(
+      `remove ${what}`,
+      async () => {
+        await call();
+        return true;
+      },
+      [404, 409],
+    );
+    return removed === true;
   }
 }

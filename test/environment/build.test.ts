@@ -19,6 +19,10 @@ import { secretStore } from '../../activities/secrets/store';
 import type { EnvironmentInput } from '../../common/environment';
 import { dockerClient } from '../../platform/docker-engine';
 import { handsFixture, type HandsFixture } from '../support/hands';
+import { removeRepositories, writeRepository } from '../support/repositories';
+
+/** Under the home directory: a root the hands worker allows by default. */
+const repo = (files: Record<string, string>) => writeRepository(files, { underHome: true });
 
 jest.setTimeout(600_000);
 
@@ -28,15 +32,6 @@ let egress: EgressHost;
 let fx: HandsFixture;
 let env: ReturnType<typeof createEnvironmentActivities>;
 const prefix = `envt${randomUUID().slice(0, 6)}-`;
-
-function repo(files: Record<string, string>): string {
-  const dir = fs.mkdtempSync(path.join(os.homedir(), '.env-test-repo-'));
-  for (const [name, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
-    fs.writeFileSync(path.join(dir, name), text);
-  }
-  return dir;
-}
 
 const prepare = (sessionId: string, options: { dir?: string; environment?: EnvironmentInput; cacheKey?: string }) =>
   env.prepareEnvironment({
@@ -81,6 +76,7 @@ beforeAll(() => {
 });
 
 afterAll(async () => {
+  removeRepositories();
   await fx.cleanup();
   const caches = await docker.listVolumes({ filters: { name: [`${prefix}cache-`] } });
   for (const volume of caches.Volumes ?? [])

@@ -4,7 +4,6 @@
  * input's `environment` field.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { environmentInputSchema } from '../../common/environment';
 import { parseOperationInput } from '../../common/operation';
@@ -16,15 +15,9 @@ import { EnvironmentError } from '../../activities/environment/errors';
 import { recipeHash } from '../../activities/environment/recipe';
 import { directoryFiles } from '../../activities/environment/repo-files';
 import { npmRange, parseVersion, pythonSpecifier } from '../../activities/environment/versions';
+import { removeRepositories, writeRepository } from '../support/repositories';
 
-function repo(files: Record<string, string>): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'env-def-'));
-  for (const [name, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
-    fs.writeFileSync(path.join(dir, name), text);
-  }
-  return dir;
-}
+afterAll(() => removeRepositories());
 
 function errorOf(fn: () => unknown): string {
   try {
@@ -85,8 +78,10 @@ describe('devcontainer.json', () => {
   });
 
   it('is found in .devcontainer/ or at the root', () => {
-    expect(readDevcontainer(directoryFiles(repo({ '.devcontainer.json': '{"image": "x"}' })))?.image).toBe('x');
-    expect(readDevcontainer(directoryFiles(repo({ 'a.txt': '' })))).toBeUndefined();
+    expect(readDevcontainer(directoryFiles(writeRepository({ '.devcontainer.json': '{"image": "x"}' })))?.image).toBe(
+      'x',
+    );
+    expect(readDevcontainer(directoryFiles(writeRepository({ 'a.txt': '' })))).toBeUndefined();
   });
 });
 
@@ -94,7 +89,7 @@ describe('detection', () => {
   it('finds every toolchain of a polyglot repository and the versions its files ask for', () => {
     const found = detectRequirements(
       directoryFiles(
-        repo({
+        writeRepository({
           'pyproject.toml': '[project]\nname = "x"\nrequires-python = ">=3.9"\n',
           'go.mod': 'module example.com/x\n\ngo 1.22\n\ntoolchain go1.22.5\n',
           'package.json': '{"engines": {"node": ">=20 <23"}}',
@@ -112,7 +107,7 @@ describe('detection', () => {
   it('reads .nvmrc before engines, requirements files, Gradle and Java 8 spellings', () => {
     const found = detectRequirements(
       directoryFiles(
-        repo({
+        writeRepository({
           'requirements-dev.txt': 'pytest\n',
           'package.json': '{"engines": {"node": ">=18"}}',
           '.nvmrc': 'lts/iron\n',
@@ -127,13 +122,18 @@ describe('detection', () => {
   });
 
   it('finds nothing in a repository without toolchain files', () => {
-    expect(detectRequirements(directoryFiles(repo({ 'README.md': '# x' })))).toEqual({ files: [] });
+    expect(detectRequirements(directoryFiles(writeRepository({ 'README.md': '# x' })))).toEqual({ files: [] });
   });
 });
 
 describe('Dockerfiles as recipes', () => {
   it('turns the supported instructions into steps and reports the ignored ones', () => {
-    const dir = repo({ 'tool.sh': 'echo hi\n', 'conf/a.txt': 'a', 'conf/b.txt': 'b', '.dockerignore': 'conf/b.txt\n' });
+    const dir = writeRepository({
+      'tool.sh': 'echo hi\n',
+      'conf/a.txt': 'a',
+      'conf/b.txt': 'b',
+      '.dockerignore': 'conf/b.txt\n',
+    });
     const { recipe, notes } = dockerfileRecipe({
       file: 'Dockerfile',
       contextDir: dir,
@@ -169,7 +169,7 @@ describe('Dockerfiles as recipes', () => {
 
   it('refuses what it cannot build the same way Docker would, naming the line', () => {
     const build = (text: string) => () =>
-      dockerfileRecipe({ file: 'Dockerfile', contextDir: repo({ a: '' }), buildArgs: {}, text });
+      dockerfileRecipe({ file: 'Dockerfile', contextDir: writeRepository({ a: '' }), buildArgs: {}, text });
     expect(errorOf(build('FROM a AS x\nFROM b'))).toBe(
       'Dockerfile line 2: FROM a second time: multi-stage builds are not supported',
     );
@@ -185,7 +185,7 @@ describe('Dockerfiles as recipes', () => {
   });
 
   it('hashes the content of copied files, not only their names', () => {
-    const dir = repo({ 'a.txt': 'one' });
+    const dir = writeRepository({ 'a.txt': 'one' });
     const recipe = () =>
       dockerfileRecipe({ file: 'D', contextDir: dir, buildArgs: {}, text: 'FROM b\nCOPY a.txt /a' }).recipe;
     const first = recipeHash(recipe(), 'sha256:base');

@@ -5,25 +5,14 @@
  * the result and the details say where the environment came from; an environment that cannot be
  * made ends the operation failed, naming why, without the model being asked to fix it.
  */
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { operationResult } from '../../client/operation-result';
 import { OperationHarness, startOperationHarness } from '../support/operation-harness';
+import { removeRepositories, writeRepository } from '../support/repositories';
+
+/** Under the home directory: a root the hands worker allows by default. */
+const repo = (files: Record<string, string>) => writeRepository(files, { underHome: true });
 
 jest.setTimeout(600_000);
-
-const made: string[] = [];
-function repo(files: Record<string, string>): string {
-  // Under the home directory: a root the hands worker allows by default.
-  const dir = fs.mkdtempSync(path.join(os.homedir(), '.env-op-repo-'));
-  made.push(dir);
-  for (const [name, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
-    fs.writeFileSync(path.join(dir, name), text);
-  }
-  return dir;
-}
 
 let h: OperationHarness;
 beforeAll(async () => {
@@ -31,7 +20,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await h.close();
-  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+  removeRepositories();
 });
 
 it("runs the agent's commands in the repository's devcontainer, set up by its postCreateCommand", async () => {
