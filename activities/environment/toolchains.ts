@@ -215,7 +215,16 @@ function javaPlan(wanted: NonNullable<Requirements['java']>, plan: ToolchainPlan
   plan.steps.push(aptInstall([`openjdk-${DEBIAN_JAVA}-jdk-headless`, ...build]));
   plan.steps.push(javaTrustStep());
   if (wanted.build === 'maven') plan.steps.push(mavenSettingsStep());
+  // Gradle (and its wrapper) does not read HTTP(S)_PROXY either: Java's proxy properties, through
+  // the variable every Gradle start reads.
+  if (wanted.build === 'gradle')
+    plan.steps.push({ kind: 'env', title: 'Gradle through the egress proxy', set: { GRADLE_OPTS: GRADLE_PROXY } });
 }
+
+const GRADLE_PROXY = ['http', 'https']
+  .map((scheme) => `-D${scheme}.proxyHost=127.0.0.1 -D${scheme}.proxyPort=3128`)
+  .concat('-Dhttp.nonProxyHosts=localhost|127.0.0.1')
+  .join(' ');
 
 /**
  * The host's CA bundle (mounted by the egress wiring) into the JDK's trust store: Java reads its own
