@@ -297,6 +297,9 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   out.push(`![main figures](${svgFile})`);
   out.push('');
 
+  const floor = results.floor;
+  if (floor) out.push(...floorSection(floor, results));
+
   const o = results.overhead;
   if (o) {
     out.push('## 1. Overhead per step');
@@ -718,6 +721,43 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   );
   out.push('');
   return out.join('\n');
+}
+
+function floorSection(floor: NonNullable<BenchResults['floor']>, results: BenchResults): string[] {
+  const c = results.concurrency;
+  const cpu = results.cpu?.msPerStep;
+  const rows: (string | number)[][] = [
+    [
+      `one workflow at a time (${floor.runs} × ${floor.stepsPerRun} steps)`,
+      `**${n(floor.msPerStep, 1)} ms** per step (p95 ${n(floor.p95Ms, 1)} ms)`,
+      results.overhead
+        ? `${n(results.overhead.latency0.durableMsPerStep, 1)} ms per step at model latency 0 (×${n(results.overhead.latency0.durableMsPerStep / floor.msPerStep, 2)}); added over the plain loop ${n(results.overhead.latency0.addedMsPerStep, 1)} ms (×${n(results.overhead.latency0.addedMsPerStep / floor.msPerStep, 2)})`
+        : '–',
+    ],
+    [
+      `${floor.workflows} × ${floor.stepsPerWorkflow} steps at once`,
+      `**${n(floor.stepsPerSecond, 1)} steps/s**`,
+      c ? `${n(c.stepsPerSecond, 1)} steps/s (${pct(c.stepsPerSecond / floor.stepsPerSecond)} of the floor)` : '–',
+    ],
+  ];
+  if (floor.cpuMsPerStep)
+    rows.push([
+      'CPU per step at once (machine / worker / server)',
+      `${n(floor.cpuMsPerStep.total, 1)} / ${n(floor.cpuMsPerStep.worker, 1)} / ${n(floor.cpuMsPerStep.server, 1)} ms`,
+      cpu
+        ? `${n(cpu.total, 1)} / ${n(cpu.worker, 1)} / ${n(cpu.server, 1)} ms, and ${n(cpu.containers, 1)} ms in the operations' containers`
+        : '–',
+    ]);
+  return [
+    "## 0. Temporal's floor",
+    '',
+    "What Temporal itself costs for the harness's step shape, on the same server, worker settings and queues, in the same run: " +
+      'a workflow whose every step is one no-op activity on a brain queue and one on a hands queue (`bench/floor/workflow.ts`). ' +
+      'Absolute times differ about threefold between machines of the same kind; the ratios to the floor do not.',
+    '',
+    table(['', 'floor', 'the harness'], rows),
+    '',
+  ];
 }
 
 function environmentSection(e: NonNullable<BenchResults['environment']>): string[] {

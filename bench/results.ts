@@ -306,6 +306,31 @@ export const environmentSchema = z.strictObject({
   prepareMs: z.strictObject({ warm: num, default: num }),
 });
 
+/** CPU per step in ms: the whole machine's busy time and the parts of it the targets name. */
+const cpuPerStepSchema = z.strictObject({ total: num, containers: num, worker: num, server: num });
+
+/**
+ * Temporal's floor for the harness's step shape (`bench/floor/workflow.ts`: per step one no-op
+ * activity on a brain queue and one on a hands queue), on the same server with the harness's worker
+ * settings, measured in the same run.
+ */
+export const floorSchema = z.strictObject({
+  /** One workflow at a time: steps per run, runs, steps timed (the first gap of each run left out). */
+  stepsPerRun: num,
+  runs: num,
+  samples: num,
+  /** Median and p95 gap between consecutive brain activities of one workflow. */
+  msPerStep: num,
+  p95Ms: num,
+  /** As many workflows × steps started at once as the concurrency scenario's operations. */
+  workflows: num,
+  stepsPerWorkflow: num,
+  wallMs: num,
+  stepsPerSecond: num,
+  /** CPU per step of that run (Linux): the whole machine, the worker process, the Temporal server. */
+  cpuMsPerStep: z.strictObject({ total: num, worker: num, server: num }).optional(),
+});
+
 export const resultsSchema = z.strictObject({
   /** 2: the tokens section has five ways, the window figures and the editing sweep. */
   schemaVersion: z.literal(2),
@@ -334,6 +359,12 @@ export const resultsSchema = z.strictObject({
     scenarios: z.array(z.string()),
     parameters: z.record(z.string(), z.unknown()),
   }),
+  floor: floorSchema.optional(),
+  /**
+   * CPU per step of the concurrency run (Linux), in ms: the whole machine, the operations'
+   * containers (shims, runc, executors, tool processes), the worker process, the Temporal server.
+   */
+  cpu: z.strictObject({ msPerStep: cpuPerStepSchema }).optional(),
   overhead: z
     .strictObject({
       latency0: overheadPointSchema,
@@ -413,6 +444,8 @@ export const resultsSchema = z.strictObject({
       samples: z.strictObject({ noSandbox: z.array(num), lazy: z.array(num), eager: z.array(num) }),
       /** Whether `eagerSandbox` without a repository creates the container before the first tool call. */
       eagerWithoutRepoProvisions: z.boolean(),
+      /** lazyMs / noSandboxMs. */
+      ratio: num,
     })
     .optional(),
   concurrency: z
@@ -505,6 +538,8 @@ export type TokenWay = z.infer<typeof tokenWaySchema>;
 export type EditingSweepPoint = z.infer<typeof editingSweepPointSchema>;
 export type TtftResult = NonNullable<BenchResults['ttft']>;
 export type ConcurrencyResult = NonNullable<BenchResults['concurrency']>;
+export type FloorResult = z.infer<typeof floorSchema>;
+export type CpuPerStep = z.infer<typeof cpuPerStepSchema>;
 export type RecoveryResult = NonNullable<BenchResults['recovery']>;
 export type EnvironmentResult = z.infer<typeof environmentSchema>;
 export type BuildStepTime = z.infer<typeof buildStepSchema>;
@@ -517,7 +552,16 @@ export type StepTimeline = z.infer<typeof stepTimelineSchema>;
 export type WorkerMetrics = z.infer<typeof workerMetricsSchema>;
 export type TargetVerdict = BenchResults['targets'][number];
 
-export const SCENARIOS = ['overhead', 'history', 'tokens', 'ttft', 'concurrency', 'recovery', 'environment'] as const;
+export const SCENARIOS = [
+  'floor',
+  'overhead',
+  'history',
+  'tokens',
+  'ttft',
+  'concurrency',
+  'recovery',
+  'environment',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** Checks a results object; returns the problems (empty when valid). */
@@ -530,7 +574,11 @@ export function validateResults(value: unknown): string[] {
 
 // ---- targets ----
 
-/** Added ms per step at the median, model latency 0 and 200 ms (runs of at least 100 steps). */
+/**
+ * Added ms per step at the median, model latency 0 and 200 ms (runs of at least 100 steps): at most
+ * this × the floor's ms per step when the floor ran, else `TARGET_ADDED_MS`.
+ */
+export const TARGET_ADDED_FLOOR_RATIO = 1.5;
 export const TARGET_ADDED_MS = 25;
 /** durable / plain at 500 ms model latency. */
 export const TARGET_RATIO_500 = 1.05;
@@ -551,7 +599,11 @@ export const TARGET_LAZY_TTFT = 1.1;
 export const TARGET_WARM_START_RATIO = 1.1;
 export const TARGET_RECOVERY_MS = 5_000;
 export const TARGET_CONCURRENCY_OPERATIONS = 200;
+/** Steps per second of the concurrency run: at least this share of the floor's when it ran, else `TARGET_STEPS_PER_SECOND`. */
+export const TARGET_FLOOR_THROUGHPUT_SHARE = 1 / 3;
 export const TARGET_STEPS_PER_SECOND = 50;
+/** CPU ms per step of the concurrency run: the machine in total and its parts. */
+export const TARGET_CPU_MS_PER_STEP: CpuPerStep = { total: 40, containers: 12, worker: 10, server: 15 };
 export const TARGET_WORKER_RSS_MB = 1024;
 
 const ms = (value: number): string => `${value.toFixed(1)} ms`;
@@ -576,6 +628,8 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
     });
 
   const o = results.overhead;
+  const floor = results.floor;
+  const addedLimit = floor ? TARGET_ADDED_FLOOR_RATIO * floor.msPerStep : TARGET_ADDED_MS;
   for (const [latency, point] of [
     [0, o?.latency0],
     [200, o?.latency200],
@@ -583,9 +637,12 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
     add(
       `overhead-added-${latency}`,
       `added overhead per step, median, model latency ${latency} ms${point ? ` (${point.runs} × ${point.stepsPerRun} steps)` : ''}`,
-      `≤ ${TARGET_ADDED_MS} ms`,
-      point && ms(point.addedMsPerStep),
-      point && point.addedMsPerStep <= TARGET_ADDED_MS,
+      floor
+        ? `≤ ${TARGET_ADDED_FLOOR_RATIO} × the floor's step (${ms(floor.msPerStep)}): ≤ ${ms(addedLimit)}`
+        : `≤ ${TARGET_ADDED_MS} ms`,
+      point &&
+        `${ms(point.addedMsPerStep)}${floor ? ` (×${(point.addedMsPerStep / floor.msPerStep).toFixed(2)} the floor)` : ''}`,
+      point && point.addedMsPerStep <= addedLimit,
     );
   }
   add(
@@ -666,8 +723,8 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
     'ttft-lazy',
     'time to first model request, lazy provisioning vs no sandbox',
     `≤ ${TARGET_LAZY_TTFT} × no-sandbox`,
-    f && `${ms(f.lazyMs)} vs ${ms(f.noSandboxMs)} (×${(f.lazyMs / f.noSandboxMs).toFixed(2)})`,
-    f && f.lazyMs <= TARGET_LAZY_TTFT * f.noSandboxMs,
+    f && `${ms(f.lazyMs)} vs ${ms(f.noSandboxMs)} (×${f.ratio.toFixed(2)})`,
+    f && f.ratio <= TARGET_LAZY_TTFT,
   );
 
   const e = results.environment;
@@ -704,12 +761,28 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
       c.timeouts.retriedActivities === 0 &&
       c.timeouts.workflowTask === 0,
   );
+  const throughputLimit = floor ? floor.stepsPerSecond * TARGET_FLOOR_THROUGHPUT_SHARE : TARGET_STEPS_PER_SECOND;
   add(
     'concurrency-throughput',
     'steps per second over the concurrency run',
-    `≥ ${TARGET_STEPS_PER_SECOND}`,
-    c && c.stepsPerSecond.toFixed(1),
-    c && c.stepsPerSecond >= TARGET_STEPS_PER_SECOND,
+    floor
+      ? `≥ 1/3 of the floor's ${floor.stepsPerSecond.toFixed(1)}: ≥ ${throughputLimit.toFixed(1)}`
+      : `≥ ${TARGET_STEPS_PER_SECOND}`,
+    c &&
+      `${c.stepsPerSecond.toFixed(1)}${floor ? ` (${pct(c.stepsPerSecond / floor.stepsPerSecond)} of the floor)` : ''}`,
+    c && c.stepsPerSecond >= throughputLimit,
+  );
+  const cpu = results.cpu?.msPerStep;
+  const cpuParts = ['total', 'containers', 'worker', 'server'] as const;
+  add(
+    'cpu-per-step',
+    'CPU per step of the concurrency run: machine total, containers, worker, server',
+    cpuParts.map((part) => `${part} ≤ ${TARGET_CPU_MS_PER_STEP[part]}`).join(', ') + ' ms',
+    cpu &&
+      cpuParts.map((part) => `${part} ${cpu[part].toFixed(1)}`).join(', ') +
+        ' ms' +
+        (floor?.cpuMsPerStep ? ` (floor: total ${floor.cpuMsPerStep.total.toFixed(1)} ms)` : ''),
+    cpu && cpuParts.every((part) => cpu[part] <= TARGET_CPU_MS_PER_STEP[part]),
   );
   add(
     'concurrency-rss',

@@ -11,9 +11,18 @@ import type { BenchContext } from './context';
 import { describeMachine, loadAverage } from './machine';
 import { BENCH_MODEL } from './model';
 import { PROFILES, type ProfileName } from './profiles';
-import { evaluateTargets, type BenchResults, type ScenarioName } from './results';
+import {
+  evaluateTargets,
+  type BenchResults,
+  type ConcurrencyResult,
+  type CpuPerStep,
+  type ScenarioName,
+} from './results';
+import { CPU_GROUP_LABELS } from './scenarios/concurrency';
+import { round } from './stats';
 import { runConcurrency } from './scenarios/concurrency';
 import { runEnvironment } from './scenarios/environment';
+import { runFloor } from './scenarios/floor';
 import { runHistory } from './scenarios/history';
 import { runOverhead } from './scenarios/overhead';
 import { runRecovery } from './scenarios/recovery';
@@ -52,6 +61,7 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
       : null;
 
   const runners: Record<ScenarioName, () => Promise<void>> = {
+    floor: async () => void (sections.floor = await runFloor(ctx, profile.floor, profile.concurrency)),
     overhead: async () => {
       const outDir = options.outDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
       sections.overhead = await runOverhead(ctx, profile.overhead, {
@@ -97,6 +107,7 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
       parameters: { ...profile },
     },
     ...sections,
+    ...(sections.concurrency?.cpu ? { cpu: { msPerStep: cpuPerStep(sections.concurrency) } } : {}),
   };
   const notes = [
     ...failures.map((failure) => `The ${failure.scenario} scenario failed: ${failure.error}`),
@@ -312,4 +323,18 @@ export function environmentNote(e: NonNullable<BenchResults['environment']>): st
     `Once the image exists, preparing the environment takes ${e.prepareMs.warm.toFixed(0)} ms (the image found by its hash) against ${e.prepareMs.default.toFixed(0)} ms for the default image, ` +
     `and the operation's first tool result arrives after ${e.warmStartMs.toFixed(0)} vs ${e.defaultStartMs.toFixed(0)} ms (×${e.warmStartRatio.toFixed(2)}).`
   );
+}
+
+/** The concurrency run's CPU per step (ms) by the parts the targets name, from its process groups. */
+export function cpuPerStep(c: ConcurrencyResult): CpuPerStep {
+  const steps = c.completed * c.stepsPerOperation;
+  const of = (prefix: string) =>
+    (c.cpu?.byGroup.filter((row) => row.label.startsWith(prefix)).reduce((sum, row) => sum + row.cpuS, 0) ?? 0) * 1000;
+  const per = (cpuMs: number) => (steps > 0 ? round(cpuMs / steps, 2) : 0);
+  return {
+    total: per((c.cpu?.machineBusyS ?? 0) * 1000),
+    containers: per(of(CPU_GROUP_LABELS.containers)),
+    worker: per(of(CPU_GROUP_LABELS.worker)),
+    server: per(of(CPU_GROUP_LABELS.server)),
+  };
 }

@@ -53,6 +53,8 @@ export interface WorkerChildOptions {
   readyTimeoutMs?: number;
   /** Environment variables over the bench's own (worker settings such as `AGENT_STICKY_FAILOVER`). */
   env?: Record<string, string>;
+  /** The worker program (default `bench/worker-process.ts`, the harness's workers; the floor has its own). */
+  entry?: string;
 }
 
 export async function spawnWorkerChild(
@@ -61,7 +63,7 @@ export async function spawnWorkerChild(
   options: WorkerChildOptions = {},
 ): Promise<WorkerChild> {
   const readyTimeoutMs = options.readyTimeoutMs ?? 120_000;
-  const entry = path.join(__dirname, 'worker-process.ts');
+  const entry = options.entry ?? path.join(__dirname, 'worker-process.ts');
   const profiling = options.cpuProfileDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir] : [];
   const child = spawn(process.execPath, [...profiling, '--import', 'tsx', entry, JSON.stringify(config)], {
     cwd: PROJECT_ROOT,

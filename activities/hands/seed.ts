@@ -7,8 +7,9 @@
  * baseline commit so the operation's changes can be diffed. A record in the journal store (out of the
  * agent's reach) makes a second call return the first call's result without copying again.
  *
- * `checkSeedSource` is the same check as an activity of its own: the operation runs it before its
- * first model call, so a bad path fails the operation before any model call is paid for.
+ * `checkSeedSource` is the same check as an activity of its own: the operation runs it alongside its
+ * first model call (which never waits for the hands host), so a bad path fails the operation before
+ * any tool runs and at most one model call is paid for.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';

@@ -27,7 +27,7 @@ import { WORKER_ENV } from '../../workers/worker-settings';
  * queue and be replayed (942 such timeouts in a run with the default). docs/crash-safety.md advises a
  * longer failover for a brain worker loaded far beyond its cores, and this is that worker.
  */
-const STICKY_FAILOVER_UNDER_LOAD = '60s';
+export const STICKY_FAILOVER_UNDER_LOAD = '60s';
 
 export async function runConcurrency(
   ctx: BenchContext,
@@ -146,6 +146,13 @@ async function timeoutsIn(client: Client, ids: readonly string[]): Promise<Concu
   const retryCauses = [...causes.values()].sort((a, b) => b.count - a.count).slice(0, 8);
   return { ...counts, retryCauses };
 }
+
+/** The process groups' labels (the start of each), for the CPU-per-step figures. */
+export const CPU_GROUP_LABELS = {
+  worker: 'worker process',
+  server: 'Temporal dev server',
+  containers: "the operations' containers",
+} as const;
 
 /** The processes whose CPU time the scenario reports (the Docker daemons are shared with anything else using Docker). */
 async function processGroups(ctx: BenchContext, workerPid: number, ids: readonly string[]): Promise<ProcessGroup[]> {

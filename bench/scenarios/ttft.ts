@@ -59,15 +59,18 @@ export async function runTtft(ctx: BenchContext, profile: BenchProfile['ttft']):
     }
     const first = (kind: Kind) => samples[kind].map((sample) => sample.first);
     const second = (kind: Kind) => samples[kind].map((sample) => sample.second);
+    const noSandboxMs = round(median(first('noSandbox')));
+    const lazyMs = round(median(first('lazy')));
     return {
       runs: profile.runs,
-      noSandboxMs: round(median(first('noSandbox'))),
-      lazyMs: round(median(first('lazy'))),
+      noSandboxMs,
+      lazyMs,
       eagerMs: round(median(first('eager'))),
       lazyFirstToolRoundTripMs: round(median(second('lazy'))),
       eagerFirstToolRoundTripMs: round(median(second('eager'))),
       samples: { noSandbox: first('noSandbox'), lazy: first('lazy'), eager: first('eager') },
       eagerWithoutRepoProvisions: await probeEagerWithoutRepo(ctx, harness, server),
+      ratio: round(lazyMs / noSandboxMs, 3),
     };
   } finally {
     await harness.close();

@@ -43,7 +43,7 @@ describe('bench smoke runs (smoke profile)', () => {
   it('runs the scenarios and reports every field, as JSON and as a report', async () => {
     const { results, failures } = await runSuite(ctx, {
       profile: 'smoke',
-      scenarios: ['overhead', 'history'],
+      scenarios: ['floor', 'overhead', 'history'],
       temporalDescription: 'the test server',
       dynamicConfig: {},
       temporalCli: testPlatform().temporalCli,
@@ -69,6 +69,13 @@ describe('bench smoke runs (smoke profile)', () => {
       expect(point.contentBytes).toBeGreaterThan(0);
       expect(point.contentBytes).toBeLessThan(point.bytes);
     }
+    // Temporal's floor ran on the same server: per step, at once, and the overhead target is relative to it.
+    const floor = results.floor!;
+    expect(floor.samples).toBe(floor.runs * (floor.stepsPerRun - 1));
+    expect(floor.msPerStep).toBeGreaterThan(0);
+    expect(floor.stepsPerSecond).toBeGreaterThan(0);
+    expect(floor.cpuMsPerStep!.worker).toBeGreaterThan(0);
+    expect(results.targets.find((target) => target.id === 'overhead-added-0')?.target).toContain("the floor's step");
     const verdicts = Object.fromEntries(results.targets.map((target) => [target.id, target.verdict]));
     expect(verdicts['overhead-ratio-500']).not.toBe('not run');
     expect(verdicts['history-flat']).not.toBe('not run');
@@ -76,6 +83,7 @@ describe('bench smoke runs (smoke profile)', () => {
 
     const markdown = renderMarkdown(results, 'latest.svg');
     expect(markdown).toContain('## Targets');
+    expect(markdown).toContain("## 0. Temporal's floor");
     expect(markdown).toContain('## 1. Overhead per step');
     expect(markdown).toContain('AGENT_WORKFLOW_STACK_TRACES=off');
     expect(markdown).toContain('## 2. History per step');

@@ -42,7 +42,7 @@ import { laneContextOf, modelOf, operationTokens } from './context-window';
 import { publishReply } from './model-turn';
 import { toolCallsOf } from './reply';
 import { OperationEnd, OperationRun, steeringNote, type OperationCarry, type ReplyContinuation } from './state';
-import { provisionSandbox, type OperationSandbox } from './sandbox';
+import { provisionSandbox, SEED_CHECK_ALONGSIDE_PATCH, type OperationSandbox } from './sandbox';
 import { listenToSession, reportAbortToSession } from './session-link';
 import { acceptSteeringAndAbort } from './steering';
 import { actOnCutToolCalls, actOnStopReason, STOP_REASONS_PATCH } from './stop-reasons';
@@ -75,13 +75,26 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   publishSearchAttributes(op, 'state');
   showDetails(op);
   const sandbox = provisionSandbox(op);
-  const refused = await sandbox.checkSeedSource();
-  if (!refused) sandbox.startEagerly();
+  let refused: OperationEnd | undefined;
+  if (patched(SEED_CHECK_ALONGSIDE_PATCH)) {
+    sandbox.checkSeedSourceAlongside((end) => {
+      refused = end;
+      loopScope.cancel();
+    });
+  } else {
+    refused = await sandbox.checkSeedSource();
+    if (!refused) sandbox.startEagerly();
+  }
 
   try {
-    op.end(refused ?? (await loopScope.run(() => agentLoop(op, sandbox, rawInput))));
+    if (refused) op.end(refused);
+    else {
+      const end = await loopScope.run(() => agentLoop(op, sandbox, rawInput));
+      // An answer without a tool call still ends as the check says when the source was refused.
+      op.end((await sandbox.seedChecked()) ?? end);
+    }
   } catch (err) {
-    op.end(endOfFailedLoop(op, err));
+    op.end(refused ?? endOfFailedLoop(op, err));
   }
   return finish(op, sandbox);
 }

@@ -186,7 +186,7 @@ export const PROBE_ACTIVITY_OPTIONS: ActivityOptions = {
 
 /**
  * The hands host's check of the operation's repository (exists, is a directory, inside the allowed
- * roots), before the first model call: file-system lookups on the host, no container. A refusal
+ * roots), alongside the first model call and before any tool call: file-system lookups on the host, no container. A refusal
  * (`InvalidSeedSource`) is final; an unreachable hands worker gets a few quick retries.
  */
 export const SEED_SOURCE_CHECK_ACTIVITY_OPTIONS: ActivityOptions = {
