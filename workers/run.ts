@@ -9,6 +9,8 @@ import { ContextCache } from '../activities/brain/context-cache';
 import { connectClient } from '../client/connection';
 import { connectWorker } from './connection';
 import { installRuntime } from './runtime';
+import { harnessMetricsOfProcess, watchLiveSandboxes } from '../activities/metrics';
+import { namePrefixOf } from '../activities/hands/sandbox-spec';
 import { workerSettings, type WorkerRole, type WorkerSettings } from './settings';
 import { createBrainWorker, createHandsHostWorkers } from './workers';
 
@@ -30,7 +32,7 @@ export interface StartedWorkers {
 export async function startWorkers(role: WorkerRole, options: { cache?: ContextCache } = {}): Promise<StartedWorkers> {
   // Bad settings fail before anything connects, every wrong variable named at once.
   const settings = workerSettings(role);
-  installRuntime(settings.logLevel);
+  installRuntime(settings.logLevel, { metricsAddress: settings.metricsAddress });
   const { temporal, queues, brain, hands } = settings;
   const connection = await connectWorker(temporal);
   const workers: Worker[] = [];
@@ -56,6 +58,11 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
   }
   if (hands) {
     const docker = await requireDocker();
+    const metrics = harnessMetricsOfProcess();
+    if (metrics) {
+      const stop = watchLiveSandboxes(docker, namePrefixOf(hands.host.namePrefix), metrics);
+      closers.push(() => Promise.resolve(stop()));
+    }
     workers.push(
       ...(await createHandsHostWorkers({
         connection,

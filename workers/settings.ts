@@ -57,6 +57,23 @@ export const WORKER_PROCESS_PART = settingsPart({
         (): LogLevel => 'WARN',
       ),
     ),
+    metricsAddress: variable(
+      'AGENT_METRICS_ADDRESS',
+      {
+        description:
+          "where the worker serves Prometheus metrics (`GET /metrics`): the Temporal SDK's and the harness's own (tokens, cost, model and tool latency, retries, compactions, egress refusals, live sandboxes; docs/operations.md lists them)",
+        default: 'none: no metrics endpoint',
+        values: '`host:port`, e.g. `0.0.0.0:9464` or `127.0.0.1:9464`',
+      },
+      parsed(
+        (value): string => {
+          const match = /^(.+):(\d{1,5})$/.exec(value);
+          if (!match || Number(match[2]) > 65_535) throw new Error(`${JSON.stringify(value)} is not host:port`);
+          return value;
+        },
+        (): string | undefined => undefined,
+      ),
+    ),
   },
 });
 
@@ -130,6 +147,8 @@ export interface WorkerSettings {
   temporal: TemporalSettings;
   queues: QueueSettings;
   logLevel: LogLevel;
+  /** `AGENT_METRICS_ADDRESS`: where Prometheus metrics are served (none when absent). */
+  metricsAddress?: string;
   crashPoints: CrashPointSettings;
   /** For `brain` and `dev`. */
   brain?: BrainRuntime;
@@ -149,7 +168,13 @@ export function workerSettings(role: WorkerRole, env: Environment = process.env)
   if (problems.length || !base.ok || (brain && !brain.ok) || (hands && !hands.ok))
     throw new SettingsError(`${role} worker`, [...new Set(problems)]);
   const { temporal, queues, process: proc, crashPoints } = base.value;
-  const settings: WorkerSettings = { temporal, queues, logLevel: proc.logLevel, crashPoints };
+  const settings: WorkerSettings = {
+    temporal,
+    queues,
+    logLevel: proc.logLevel,
+    ...(proc.metricsAddress ? { metricsAddress: proc.metricsAddress } : {}),
+    crashPoints,
+  };
   if (brain) {
     const { tuning, code, model, mcp, secrets } = brain.value;
     settings.brain = { tuning, model, mcp, secrets, ...(code.bundle ? { workflowBundle: code.bundle } : {}) };

@@ -39,6 +39,7 @@ import {
 } from '../activities/crash-points';
 import { ensureSandboxTools } from '../platform/sandbox-tools';
 import { ReleaseStickyOnRetryInterceptor } from '../activities/failover';
+import { harnessMetricsOfProcess, HarnessMetricsInterceptor } from '../activities/metrics';
 import type { GitAuthor } from '../activities/repo/settings';
 import type { Environment } from '../common/env-settings';
 import type { BrainWorkerSettings } from './worker-settings';
@@ -116,15 +117,19 @@ const HEARTBEAT_FLUSH = '1 second';
  * (`activities/failover.ts`); in crash test mode a boundary after each activity, and a 1 s sticky
  * failover.
  */
-export function everyWorkerOptions(): Partial<WorkerOptions> {
+export function everyWorkerOptions(options: { defaultModel?: string } = {}): Partial<WorkerOptions> {
   configureCrashPoints(crashPointsFromEnv());
   const crashTests = crashTestMode();
+  const metrics = harnessMetricsOfProcess();
   return {
     shutdownGraceTime: GRACE,
     maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
     interceptors: {
       activity: [
         (ctx) => ({ inbound: new ReleaseStickyOnRetryInterceptor(ctx) }),
+        ...(metrics
+          ? [(ctx: Context) => ({ inbound: new HarnessMetricsInterceptor(ctx, metrics, options.defaultModel) })]
+          : []),
         ...(crashTests
           ? [(ctx: Context) => ({ inbound: new CrashPointActivityInterceptor(ctx.info.activityType) })]
           : []),
@@ -255,7 +260,7 @@ export async function createBrainWorker(options: BrainWorkerOptions): Promise<Wo
     sinks: crashPointSinks,
     stickyQueueScheduleToStartTimeout: settings.stickyFailoverMs,
     maxConcurrentWorkflowTaskExecutions: settings.workflowTaskSlots,
-    ...everyWorkerOptions(),
+    ...everyWorkerOptions({ defaultModel: options.modelSettings.model }),
     ...options.tuning,
   });
 }

@@ -13,7 +13,15 @@
  * New in the command sequence (the watchdog's timer, probes, explicit activity ids), so it runs only
  * in operations that took the `stuck-detection` patch.
  */
-import { CancellationScope, condition, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  condition,
+  metricMeter,
+  patched,
+  proxyActivities,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { StuckLimits, StuckState, OpsActivities, PendingActivityProbe } from '../../common/stuck';
 import type { OperationRun } from './state';
 import { PROBE_ACTIVITY_OPTIONS } from '../shared/policies';
@@ -177,9 +185,19 @@ function lostHost(target: WatchTarget): string {
   return target.host ? ` — hands host ${target.host} lost? (runbook: replaceHandsHost)` : '';
 }
 
+const stuckCounter = () =>
+  metricMeter.createCounter(
+    'agent_operations_stuck_total',
+    'operations',
+    'Operations that became stuck (each time one did)',
+  );
+
 /** Sets or clears the stuck state and shows the change (search attribute, current details). */
 export function setStuck(op: OperationRun, stuck: StuckState | undefined): void {
+  const wasStuck = op.stuck !== undefined;
   if (!op.markStuck(stuck)) return;
+  // The SDK emits workflow metrics only outside replay: a replayed verdict is not counted again.
+  if (!wasStuck && stuck) stuckCounter().add(1);
   publishSearchAttributes(op, 'state');
   showDetails(op);
 }
