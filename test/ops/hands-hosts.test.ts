@@ -1,8 +1,10 @@
 /**
- * Two hands "hosts" on one Docker engine (distinct host names and name prefixes), polling one shared
- * hands queue: every hands call of a session reaches the host that holds its workspace; a lost host
- * makes the operation stuck on that host's queue until someone decides to give it up
- * (`replaceHandsHost`), after which the next call starts a new workspace on the other host.
+ * Two hands hosts on two Docker engines (host-a on the default engine, host-b on a second `dockerd`
+ * with its own socket, data root and exec root: a second machine), polling one shared hands queue:
+ * each host receives work, every hands call of a session reaches the host that holds its workspace
+ * (the workspace exists on that engine only); a lost host makes the operation stuck on that host's
+ * queue until someone decides to give it up (`replaceHandsHost`), after which the next call starts a
+ * new workspace on the other host.
  */
 import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFileSync } from 'node:child_process';
@@ -15,19 +17,36 @@ import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
 import { removeSandboxes } from '../support/hands';
 import type { ScriptedRequest } from '../../scripted-model/script';
 import { defaultPayloadConverter } from '@temporalio/common';
+import Docker from 'dockerode';
+import { ensureExtraDockerEngine, type ExtraDockerEngine } from '../../platform/docker-engines';
+import { testPlatform } from '../support/env';
 import { spawnHandsHost, type HandsHostProcess } from '../support/hands-host-process';
 import { OperationHarness, startOperationHarness, waitFor } from '../support/operation-harness';
 
 describe('hands routing across two hosts (real Temporal, Docker and scripted model)', () => {
   let h: OperationHarness;
   let sharedQueue: string;
+  let engineB: ExtraDockerEngine;
   const hosts: HandsHostProcess[] = [];
   const sessions: string[] = [];
+  const defaultEngine = new Docker();
+  /** host-a runs on the default engine, host-b on the second one. */
+  const engineOf = (host: string): Docker => (host === 'host-b' ? engineB.docker : defaultEngine);
 
-  async function startHost(name: string, prefix: string): Promise<HandsHostProcess> {
-    const host = await spawnHandsHost({ sharedQueue, host: name, prefix });
+  async function startHost(name: 'host-a' | 'host-b', prefix: string): Promise<HandsHostProcess> {
+    const host = await spawnHandsHost({
+      sharedQueue,
+      host: name,
+      prefix,
+      ...(name === 'host-b' ? { dockerHost: engineB.dockerHost } : {}),
+    });
     hosts.push(host);
     return host;
+  }
+
+  async function stopHost(name: string): Promise<void> {
+    const index = hosts.findIndex((host) => host.host === name);
+    if (index >= 0) await hosts.splice(index, 1)[0]!.stop();
   }
 
   const start = (goal: string) => {
@@ -39,14 +58,12 @@ describe('hands routing across two hosts (real Temporal, Docker and scripted mod
   beforeAll(async () => {
     h = await startOperationHarness();
     sharedQueue = `hands-shared-${randomUUID().slice(0, 8)}`;
-  });
+    engineB = await ensureExtraDockerEngine('hands-b', { images: [testPlatform().sandboxImage] });
+  }, 180_000);
   afterAll(async () => {
     for (const host of hosts) await host.stop();
-    for (const session of sessions) {
-      for (const prefix of ['hosta-', 'hostb-']) {
-        await removeSandboxes([session], prefix);
-      }
-    }
+    await removeSandboxes(sessions, 'hosta-', defaultEngine);
+    if (engineB) await removeSandboxes(sessions, 'hostb-', engineB.docker);
     await h.close();
   });
 
@@ -62,18 +79,44 @@ describe('hands routing across two hosts (real Temporal, Docker and scripted mod
     });
   }
 
-  const volumeExists = (name: string) =>
-    h.docker
+  const volumeExists = (docker: Docker, name: string) =>
+    docker
       .getVolume(name)
       .inspect()
       .then(() => true)
       .catch(() => false);
 
-  it('sends every call of a session to the host that holds its workspace', async () => {
-    await startHost('host-a', 'hosta-');
-    await startHost('host-b', 'hostb-');
-    // Each operation writes its own tag, then reads it back three times: a call that reached the
-    // other host would find an empty workspace.
+  /** Runs operations at once; each writes its tag and reads it back three times. Their hosts, in order. */
+  async function runTagged(count: number): Promise<string[]> {
+    const tags = Array.from({ length: count }, () => `tag-${randomUUID().slice(0, 8)}`);
+    const handles = await Promise.all(tags.map((tag) => start(`remember ${tag}`)));
+    const results = await Promise.all(handles.map((handle) => operationResult(handle)));
+    const used: string[] = [];
+    for (const [i, result] of results.entries()) {
+      expect(result.state).toBe('completed');
+      // A call that reached the other host would have found an empty workspace.
+      expect(result.finalText).toContain(`read: ${tags[i]}`);
+      const host = hosts.find((candidate) => candidate.host === result.handsHost)!;
+      expect(host).toBeDefined();
+      used.push(host.host);
+      const queues = await handsQueues(handles[i]);
+      expect(queues[0]).toEqual({ type: 'claimSandboxHost', queue: sharedQueue });
+      const rest = queues.slice(1);
+      expect(rest.filter((q) => q.type === 'runTool')).toHaveLength(4);
+      for (const q of rest) expect(q.queue).toBe(hostQueueOf(sharedQueue, host.host));
+      // The workspace is on that host's engine, under its prefix, and on no other.
+      const prefixes = { 'host-a': 'hosta-', 'host-b': 'hostb-' } as const;
+      const mine = prefixes[host.host as keyof typeof prefixes];
+      const other = host.host === 'host-a' ? 'host-b' : 'host-a';
+      expect(result.workspaceVolume).toBe(volumeNameOf(result.sessionId, mine));
+      expect(await volumeExists(engineOf(host.host), volumeNameOf(result.sessionId, mine))).toBe(true);
+      expect(await volumeExists(engineOf(other), volumeNameOf(result.sessionId, prefixes[other]))).toBe(false);
+      expect(await volumeExists(engineOf(other), volumeNameOf(result.sessionId, mine))).toBe(false);
+    }
+    return used;
+  }
+
+  it('each host receives work, and every call of a session reaches the host that holds its workspace', async () => {
     h.model.setScript((request: ScriptedRequest) => {
       const turn = request.body.messages.filter((m) => m.role === 'assistant').length;
       const first = request.body.messages[0];
@@ -83,30 +126,15 @@ describe('hands routing across two hosts (real Temporal, Docker and scripted mod
       if (turn <= 3) return { toolCalls: [{ name: 'bash', input: { command: 'cat tag.txt' } }] };
       return { text: `read: ${request.toolResults[0]?.content.trim()}` };
     });
-    const tags = Array.from({ length: 6 }, () => `tag-${randomUUID().slice(0, 8)}`);
-    const handles = await Promise.all(tags.map((tag) => start(`remember ${tag}`)));
-    const results = await Promise.all(handles.map((handle) => operationResult(handle)));
-
-    const usedHosts = new Set<string>();
-    for (const [i, result] of results.entries()) {
-      expect(result.state).toBe('completed');
-      expect(result.finalText).toContain(`read: ${tags[i]}`);
-      const host = hosts.find((candidate) => candidate.host === result.handsHost)!;
-      expect(host).toBeDefined();
-      usedHosts.add(host.host);
-      const queues = await handsQueues(handles[i]);
-      expect(queues[0]).toEqual({ type: 'claimSandboxHost', queue: sharedQueue });
-      const rest = queues.slice(1);
-      expect(rest.filter((q) => q.type === 'runTool')).toHaveLength(4);
-      for (const q of rest) expect(q.queue).toBe(hostQueueOf(sharedQueue, host.host));
-      // The workspace is on that host only.
-      const other = hosts.find((candidate) => candidate !== host)!;
-      expect(result.workspaceVolume).toBe(volumeNameOf(result.sessionId, host.prefix));
-      expect(await volumeExists(volumeNameOf(result.sessionId, host.prefix))).toBe(true);
-      expect(await volumeExists(volumeNameOf(result.sessionId, other.prefix))).toBe(false);
-    }
-    // Which host claims a session is up to the server; the assertions above hold either way.
-    expect(usedHosts.size).toBeGreaterThanOrEqual(1);
+    // host-a alone polls the shared queue: it claims every session.
+    await startHost('host-a', 'hosta-');
+    expect(await runTagged(2)).toEqual(['host-a', 'host-a']);
+    // Both poll it: which claims a session is up to the server; its calls follow the claim either way.
+    await startHost('host-b', 'hostb-');
+    await runTagged(4);
+    // host-b alone: it claims every session, on its own engine.
+    await stopHost('host-a');
+    expect(await runTagged(2)).toEqual(['host-b', 'host-b']);
   });
 
   it('a lost host leaves the operation stuck on its queue until a recorded decision replaces it', async () => {

@@ -1,7 +1,7 @@
 /**
  * A hands "host" for tests: `agent worker hands` in its own process, configured the way a real
  * host is (`AGENT_HANDS_QUEUE`, `AGENT_HANDS_HOST`, `AGENT_SANDBOX_PREFIX`), against the test server
- * and the local Docker engine. Two of them with distinct names and prefixes stand for two hosts.
+ * and a Docker engine (the default one, or another given as `dockerHost`: a second machine).
  */
 import { spawn } from 'node:child_process';
 import { PROJECT_ROOT } from '../../platform/paths';
@@ -19,6 +19,8 @@ export async function spawnHandsHost(options: {
   sharedQueue: string;
   host: string;
   prefix: string;
+  /** `DOCKER_HOST` of the engine this host runs its sandboxes on (default: the default engine). */
+  dockerHost?: string;
   readyTimeoutMs?: number;
 }): Promise<HandsHostProcess> {
   const { temporalAddress, namespace, sandboxImage } = testPlatform();
@@ -32,6 +34,7 @@ export async function spawnHandsHost(options: {
       AGENT_HANDS_HOST: options.host,
       AGENT_SANDBOX_PREFIX: options.prefix,
       AGENT_SANDBOX_IMAGE: sandboxImage,
+      ...(options.dockerHost ? { DOCKER_HOST: options.dockerHost } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

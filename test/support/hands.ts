@@ -3,6 +3,7 @@
  * are removed (container + volumes + a quota workspace's loop device and image) after the file, and
  * a quick shell in a sandbox.
  */
+import type Docker from 'dockerode';
 import { randomUUID } from 'node:crypto';
 import { dockerClient } from '../../platform/docker-engine';
 import { createSandboxes, type Sandboxes, type SandboxesOptions } from '../../activities/hands/sandboxes';
@@ -22,9 +23,13 @@ export interface HandsFixture {
  * loop device and image — the way `agent sandbox rm` does (removing the volume with the Docker API
  * alone would leave the loop device attached).
  */
-export async function removeSandboxes(sessionIds: Iterable<string>, namePrefix?: string): Promise<void> {
+export async function removeSandboxes(
+  sessionIds: Iterable<string>,
+  namePrefix?: string,
+  docker: Docker = dockerClient(),
+): Promise<void> {
   const { lifecycle } = createSandboxes({
-    docker: dockerClient(),
+    docker,
     image: testPlatform().sandboxImage,
     sandboxTools: testPlatform().sandboxTools,
     ...(namePrefix ? { namePrefix } : {}),
