@@ -33,13 +33,22 @@ let fx: HandsFixture;
 let env: ReturnType<typeof createEnvironmentActivities>;
 const prefix = `envt${randomUUID().slice(0, 6)}-`;
 
-const prepare = (sessionId: string, options: { dir?: string; environment?: EnvironmentInput; cacheKey?: string }) =>
-  env.prepareEnvironment({
+/** Images this file built (each test's environment is new: a marker of its own), removed afterwards. */
+const builtImages = new Set<string>();
+
+const prepare = async (
+  sessionId: string,
+  options: { dir?: string; environment?: EnvironmentInput; cacheKey?: string },
+) => {
+  const prepared = await env.prepareEnvironment({
     sessionId,
     ...(options.dir ? { repository: { kind: 'seed', source: { kind: 'local', path: options.dir } } } : {}),
     ...(options.environment ? { environment: options.environment } : {}),
     ...(options.cacheKey ? { cacheKey: options.cacheKey } : {}),
   });
+  if (prepared.built && prepared.image) builtImages.add(prepared.image);
+  return prepared;
+};
 
 async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
   try {
@@ -78,6 +87,11 @@ beforeAll(() => {
 afterAll(async () => {
   removeRepositories();
   await fx.cleanup();
+  for (const image of builtImages)
+    await docker
+      .getImage(image)
+      .remove()
+      .catch(() => undefined);
   const caches = await docker.listVolumes({ filters: { name: [`${prefix}cache-`] } });
   for (const volume of caches.Volumes ?? [])
     await docker
