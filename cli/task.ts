@@ -180,7 +180,7 @@ export async function taskStatus(handle: WorkflowHandle, state: string, json: bo
     if (json) console.log(JSON.stringify({ ...status, report: undefined }, null, 2));
     else
       console.log(
-        `${handle.workflowId}: running — ${formatTaskProgress(status, Date.now() - Date.parse(status.startedAt))}\nWeb UI: ${url}`,
+        `${handle.workflowId}: ${status.state} — ${formatTaskProgress(status, Date.now() - Date.parse(status.startedAt))}\nWeb UI: ${url}`,
       );
     return 0;
   }
