@@ -1,8 +1,8 @@
 /**
  * Two hands "hosts" on one Docker engine (distinct host names and name prefixes), polling one shared
- * hands queue: every hands call of a session reaches the host that holds its workspace; a lost host
- * makes the operation stuck on that host's queue until someone decides to give it up
- * (`replaceHandsHost`), after which the next call starts a new workspace on the other host.
+ * hands queue: each host gets sessions, and every hands call of a session reaches the host that holds
+ * its workspace; a lost host makes the operation stuck on that host's queue until someone decides to
+ * give it up (`replaceHandsHost`), after which the next call starts a new workspace on the other host.
  */
 import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFileSync } from 'node:child_process';
@@ -69,9 +69,8 @@ describe('hands routing across two hosts (real Temporal, Docker and scripted mod
       .then(() => true)
       .catch(() => false);
 
-  it('sends every call of a session to the host that holds its workspace', async () => {
-    await startHost('host-a', 'hosta-');
-    await startHost('host-b', 'hostb-');
+  it('sends every call of a session to the host that holds its workspace, and each host gets work', async () => {
+    const hostA = await startHost('host-a', 'hosta-');
     // Each operation writes its own tag, then reads it back three times: a call that reached the
     // other host would find an empty workspace.
     h.model.setScript((request: ScriptedRequest) => {
@@ -83,30 +82,39 @@ describe('hands routing across two hosts (real Temporal, Docker and scripted mod
       if (turn <= 3) return { toolCalls: [{ name: 'bash', input: { command: 'cat tag.txt' } }] };
       return { text: `read: ${request.toolResults[0]?.content.trim()}` };
     });
-    const tags = Array.from({ length: 6 }, () => `tag-${randomUUID().slice(0, 8)}`);
-    const handles = await Promise.all(tags.map((tag) => start(`remember ${tag}`)));
-    const results = await Promise.all(handles.map((handle) => operationResult(handle)));
+    const wave = async () => {
+      const tags = Array.from({ length: 3 }, () => `tag-${randomUUID().slice(0, 8)}`);
+      const handles = await Promise.all(tags.map((tag) => start(`remember ${tag}`)));
+      const results = await Promise.all(handles.map((handle) => operationResult(handle)));
+      return results.map((result, i) => ({ result, tag: tags[i]!, handle: handles[i]! }));
+    };
+    // Host A alone takes the first wave; then host B comes and host A goes: B takes the second.
+    // (With both polling, which host claims a session is up to the server.)
+    const first = await wave();
+    const hostB = await startHost('host-b', 'hostb-');
+    hosts.splice(hosts.indexOf(hostA), 1);
+    await hostA.stop();
+    const second = await wave();
 
     const usedHosts = new Set<string>();
-    for (const [i, result] of results.entries()) {
+    for (const [n, { result, tag, handle }] of [...first, ...second].entries()) {
       expect(result.state).toBe('completed');
-      expect(result.finalText).toContain(`read: ${tags[i]}`);
-      const host = hosts.find((candidate) => candidate.host === result.handsHost)!;
-      expect(host).toBeDefined();
+      expect(result.finalText).toContain(`read: ${tag}`);
+      const host = n < first.length ? hostA : hostB;
+      expect(result.handsHost).toBe(host.host);
       usedHosts.add(host.host);
-      const queues = await handsQueues(handles[i]);
+      const queues = await handsQueues(handle);
       expect(queues[0]).toEqual({ type: 'claimSandboxHost', queue: sharedQueue });
       const rest = queues.slice(1);
       expect(rest.filter((q) => q.type === 'runTool')).toHaveLength(4);
       for (const q of rest) expect(q.queue).toBe(hostQueueOf(sharedQueue, host.host));
       // The workspace is on that host only.
-      const other = hosts.find((candidate) => candidate !== host)!;
+      const other = host === hostA ? hostB : hostA;
       expect(result.workspaceVolume).toBe(volumeNameOf(result.sessionId, host.prefix));
       expect(await volumeExists(volumeNameOf(result.sessionId, host.prefix))).toBe(true);
       expect(await volumeExists(volumeNameOf(result.sessionId, other.prefix))).toBe(false);
     }
-    // Which host claims a session is up to the server; the assertions above hold either way.
-    expect(usedHosts.size).toBeGreaterThanOrEqual(1);
+    expect([...usedHosts].sort()).toEqual(['host-a', 'host-b']);
   });
 
   it('a lost host leaves the operation stuck on its queue until a recorded decision replaces it', async () => {
