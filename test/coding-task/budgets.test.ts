@@ -9,8 +9,6 @@
  * The repository already has its feature list (as an initializer would have left it), so every
  * operation of these runs is a feature's.
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import Docker from 'dockerode';
@@ -18,23 +16,12 @@ import { decideToolCall } from '../../client/approvals';
 import { taskStatusQuery } from '../../common/coding-task';
 import { abortUpdate } from '../../common/operation';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
-import { PROJECT_ROOT } from '../../platform/paths';
-import { FEATURE_LIST, INIT_SCRIPT } from '../../scripted-model/scenarios/coding-task';
 import { createHandsHostWorkers } from '../../workers/workers';
 import { testPlatform } from '../support/env';
 import { waitFor } from '../support/operation-harness';
-import { makeRemote, startTaskHarness, taskResult, type TaskHarness } from '../support/coding-task';
+import { makeInitializedTextkitRemote, startTaskHarness, taskResult, type TaskHarness } from '../support/coding-task';
 
 jest.setTimeout(600_000);
-
-/** textkit with the initializer's feature list and init.sh already committed on `main`. */
-function initializedTextkit(dir: string) {
-  const source = path.join(dir, 'textkit-initialized-source');
-  fs.cpSync(path.join(PROJECT_ROOT, 'examples', 'textkit'), source, { recursive: true });
-  fs.writeFileSync(path.join(source, 'feature_list.json'), `${JSON.stringify(FEATURE_LIST, null, 2)}\n`);
-  fs.writeFileSync(path.join(source, 'init.sh'), INIT_SCRIPT, { mode: 0o755 });
-  return makeRemote(dir, 'textkit-initialized', source, 'textkit with its feature list');
-}
 
 const agentStatus = async (handle: WorkflowHandle) =>
   (await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.status);
@@ -42,7 +29,7 @@ const agentStatus = async (handle: WorkflowHandle) =>
 describe("a coding task's budgets and stuck detection", () => {
   let h: TaskHarness;
   beforeAll(async () => {
-    h = await startTaskHarness({}, { remote: initializedTextkit });
+    h = await startTaskHarness({}, { remote: makeInitializedTextkitRemote });
   });
   afterAll(async () => {
     await h?.close();
