@@ -14,6 +14,8 @@ export type RunCommand = {
   id?: string;
   model?: string;
   maxTurns?: number;
+  /** `--ask-over-budget`: `budget.onExceeded: "ask"`. */
+  askOverBudget?: boolean;
   detach: boolean;
   withWorker: boolean;
   eagerSandbox: boolean;

@@ -78,6 +78,7 @@ const RUN = command({
       schema: positiveInt(MAX_TURNS_LIMIT),
     },
     'eager-sandbox': { help: 'make the sandbox before the first model call' },
+    'ask-over-budget': { help: 'a spent budget waits for agent approve (budget-<n>) to extend it instead of ending' },
     'keep-container': { help: "keep the session's container after the operation (a new session)" },
     approvals: {
       value: '\'{"bash:/git push/": "ask"}\'',
@@ -108,6 +109,7 @@ const RUN = command({
     id: flags.id,
     model: flags.model,
     maxTurns: flags['max-turns'],
+    ...(flags['ask-over-budget'] ? { askOverBudget: true } : {}),
     detach: flags.detach === true,
     withWorker: flags['with-worker'] === true,
     eagerSandbox: flags['eager-sandbox'] === true,
@@ -183,7 +185,8 @@ const EVENTS = command({
 
 const APPROVE = command({
   path: ['approve'],
-  summary: 'decide a tool call that waits for approval: it runs, or with --deny the model reads why not',
+  summary:
+    'decide a tool call that waits for approval (it runs, or with --deny the model reads why not), or a spent budget (budget-<n>: extended, or the run ends)',
   flags: { deny: text('"why"', 'deny it, with the reason the model reads') },
   positionals: { kind: 'exactly', names: ['an operation id', 'a tool call id'], shown: '<operation> <toolCallId>' },
   build: ({ flags, args }): ApproveCommand => ({
@@ -282,9 +285,9 @@ const OPERATION = [
   command({
     path: ['report'],
     summary:
-      "a coding task's morning report; for an operation, what it cost: tokens by class, cache-hit rate, peak context, and what caching, output spill, context editing and compaction saved",
+      "a coding task's morning report; for an operation, what it cost: tokens by class, cache-hit rate, peak context, and what caching, output spill, context editing and compaction saved; for a session, its tokens and cost per lane and in all",
     flags: { json, steps: { help: "an operation's step table" } },
-    positionals: { kind: 'one', what: 'task or operation id', shown: '<id>' },
+    positionals: { kind: 'one', what: 'task, operation or session id', shown: '<id>' },
     build: ({ flags, args }): OperationCommand => ({
       kind: 'report',
       id: args[0],

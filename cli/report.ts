@@ -2,14 +2,17 @@
  * `agent report <id> [--json] [--steps]`: the report of a workflow the harness starts, chosen by its
  * workflow type: a coding task's morning report (while it runs: the report as it would read now),
  * an operation's token economy — what it cost and what each technique saved
- * (`client/token-report.ts`).
+ * (`client/token-report.ts`), a session's ledger — its operations' tokens and cost per lane and in
+ * all (`client/session-report.ts`; the id is the session id or its workflow id).
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { sessionReport, type SessionReport } from '../client/session-report';
 import { codingTaskResult } from '../client/task-result';
 import { operationTokenReport, type OperationTokenReport, type StepRow } from '../client/token-report';
 import { CODING_TASK_WORKFLOW_TYPE, taskStatusQuery } from '../common/coding-task';
-import type { TokenUsage } from '../common/model-types';
+import { totalTokens, type TokenUsage } from '../common/model-types';
 import { OPERATION_WORKFLOW_TYPE } from '../common/operation';
+import { SESSION_WORKFLOW_TYPE, sessionIdOfWorkflow, sessionWorkflowId } from '../common/session';
 import type { TechniqueSaving } from '../common/token-ledger';
 
 export interface ReportOptions {
@@ -40,21 +43,34 @@ const REPORTS: Record<string, ReportPrinter> = {
     console.log(options.json ? JSON.stringify(result, null, 2) : result.report);
     return 0;
   },
+  [SESSION_WORKFLOW_TYPE]: async (client, id, options) => {
+    const report = await sessionReport(client, sessionIdOfWorkflow(id) ?? id);
+    console.log(options.json ? JSON.stringify(report, null, 2) : renderSessionReport(report));
+    return 0;
+  },
 };
 
 export async function reportCommand(client: Client, id: string, options: ReportOptions): Promise<number> {
-  const description = await client.workflow
-    .getHandle(id)
-    .describe()
-    .catch((err: unknown) => {
-      if (err instanceof WorkflowNotFoundError) throw new Error(`no task or operation with id ${id}`);
-      throw err;
-    });
+  const describe = (workflowId: string) =>
+    client.workflow
+      .getHandle(workflowId)
+      .describe()
+      .then(
+        (description) => ({ workflowId, description }),
+        (err: unknown) => {
+          if (err instanceof WorkflowNotFoundError) return undefined;
+          throw err;
+        },
+      );
+  // A session is named by its session id; its workflow is `session-<id>`.
+  const found = (await describe(id)) ?? (await describe(sessionWorkflowId(id)));
+  if (!found) throw new Error(`no task, operation or session with id ${id}`);
+  const { workflowId, description } = found;
   const report = REPORTS[description.type];
   if (!report) {
     throw new Error(`${id} is a ${description.type} workflow: agent report knows ${Object.keys(REPORTS).join(', ')}`);
   }
-  return report(client, id, { ...options, running: description.status.name === 'RUNNING' });
+  return report(client, workflowId, { ...options, running: description.status.name === 'RUNNING' });
 }
 
 const int = (n: number): string => Math.round(n).toLocaleString('en-US');
@@ -84,6 +100,32 @@ function stepTable(rows: StepRow[]): string[] {
       return `  ${String(row.index).padStart(5)}  ${what.slice(0, 36).padEnd(36)} ${int(row.promptTokens).padStart(9)} ${int(u?.input ?? 0).padStart(9)} ${int(u?.cacheWrite ?? 0).padStart(8)} ${int(u?.cacheRead ?? 0).padStart(9)} ${int(u?.output ?? 0).padStart(7)} ${usd(row.costUsd).padStart(9)}`;
     }),
   ];
+}
+
+function totalsLine(totals: { operations: number; usage: TokenUsage; costUsd: number }): string {
+  const n = totals.operations;
+  return `${n} operation${n === 1 ? '' : 's'} · ${int(totalTokens(totals.usage))} tokens · ${usd(totals.costUsd)}`;
+}
+
+export function renderSessionReport(report: SessionReport): string {
+  const lines = [`session ${report.sessionId} — ${totalsLine(report.session)}`];
+  for (const lane of report.lanes) {
+    lines.push('', `lane ${lane.lane}: ${totalsLine(lane)}`);
+    for (const row of report.operations.filter((candidate) => candidate.lane === lane.lane)) {
+      lines.push(
+        `  ${row.operationId} ${row.state}${row.reason ? ` (${row.reason})` : ''} · ${row.turns} turns · ${int(totalTokens(row.usage))} tokens · ${usd(row.costUsd)}`,
+      );
+    }
+  }
+  lines.push('', `tokens: ${usageLine(report.session.usage)}`);
+  if (report.recorded) {
+    const agreement = report.consistent ? 'agrees with its operations' : 'differs from its operations!';
+    lines.push(`recorded by the session for its ended operations: ${totalsLine(report.recorded)} (${agreement})`);
+  }
+  lines.push(
+    'Subagents are counted in their parent operation; `agent report <operation>` shows one operation in detail.',
+  );
+  return lines.join('\n');
 }
 
 export function renderOperationReport(report: OperationTokenReport, options: Pick<ReportOptions, 'steps'>): string {

@@ -102,7 +102,14 @@ function promptOf(command: RunCommand, handsQueue: string): { prompt: PromptInpu
     ...(command.id ? { operationId: command.id } : {}),
     ...(repo ? { repo } : {}),
     ...(command.model ? { model: command.model } : {}),
-    ...(command.maxTurns ? { budget: { maxTurns: command.maxTurns } } : {}),
+    ...(command.maxTurns || command.askOverBudget
+      ? {
+          budget: {
+            ...(command.maxTurns ? { maxTurns: command.maxTurns } : {}),
+            ...(command.askOverBudget ? { onExceeded: 'ask' as const } : {}),
+          },
+        }
+      : {}),
     ...(approvals ? { approvals } : {}),
     ...(command.approvalTimeoutMs ? { approvalTimeoutMs: command.approvalTimeoutMs } : {}),
     ...(command.eagerSandbox ? { eagerSandbox: true } : {}),

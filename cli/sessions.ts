@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import { decideToolCall } from '../client/approvals';
 import { connectClient } from '../client/connection';
 import { readSession, setFact } from '../client/session';
+import { isBudgetApprovalId } from '../common/budget';
 import { totalTokens } from '../common/model-types';
 import { SESSION_WORKFLOW_TYPE, type SessionStatus } from '../common/session';
 import type { ApproveCommand, FactCommand, SessionCommand } from './command-types';
@@ -125,6 +126,14 @@ export function approveCommand(command: ApproveCommand): Promise<number> {
       approve,
       ...(command.deny ? { reason: command.deny } : {}),
     });
+    if (isBudgetApprovalId(decided.toolCallId)) {
+      console.log(
+        decided.decision === 'approved'
+          ? `approved ${decided.toolCallId}: the budget is extended and the run goes on`
+          : `denied ${decided.toolCallId}: the run ends on its spent budget${command.deny ? ` ("${command.deny}")` : ''}`,
+      );
+      return 0;
+    }
     console.log(
       decided.decision === 'approved'
         ? `approved ${decided.toolCallId}: it runs now`

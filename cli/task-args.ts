@@ -36,6 +36,7 @@ export interface TaskSpecArgs {
     maxTotalTokens?: number;
     maxCostUsd?: number;
     maxDurationMs?: number;
+    onExceeded?: 'ask';
   };
 }
 
@@ -77,6 +78,9 @@ export const TASK_FLAGS = {
   'max-tokens': count('tokens the run may use'),
   'max-cost': { value: 'USD', help: 'dollars the run may spend (`1.50`, `$1.50`)', schema: dollars },
   'max-duration': { value: '8h', help: 'wall time of the run', schema: positiveDuration },
+  'ask-over-budget': {
+    help: 'a spent token, cost or time budget waits for agent approve <task> budget-<n> to extend it instead of ending the run',
+  },
 } as const;
 
 /** The task the flags describe; throws a UsageError for flags that do not go together. */
@@ -101,6 +105,7 @@ export function taskSpecOf(flags: FlagValues<typeof TASK_FLAGS>): TaskSpecArgs {
     ...(flags['max-tokens'] !== undefined ? { maxTotalTokens: flags['max-tokens'] } : {}),
     ...(flags['max-cost'] !== undefined ? { maxCostUsd: flags['max-cost'] } : {}),
     ...(flags['max-duration'] !== undefined ? { maxDurationMs: flags['max-duration'] } : {}),
+    ...(flags['ask-over-budget'] ? { onExceeded: 'ask' as const } : {}),
   };
   return {
     repo,

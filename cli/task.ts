@@ -109,7 +109,11 @@ export function formatTaskProgress(status: CodingTaskStatus, elapsedMs: number):
     : status.current
       ? ' · initializer'
       : '';
-  return `${status.phase}${current} · ${status.passing}/${status.total} pass · ${status.commitsPushed} commits · ${formatTokens(totalTokens(status.usage))} tokens · $${status.costUsd.toFixed(4)} · ${formatElapsed(elapsedMs)}`;
+  const waiting = status.waitingApproval
+    ? ` · waiting for approval: ${status.waitingApproval.summary} (${status.waitingApproval.toolCallId})`
+    : '';
+  const stuck = status.stuck ? ` · ⚠ ${status.stuck.reason}` : '';
+  return `${status.phase}${current}${waiting}${stuck} · ${status.passing}/${status.total} pass · ${status.commitsPushed} commits · ${formatTokens(totalTokens(status.usage))} tokens · $${status.costUsd.toFixed(4)} · ${formatElapsed(elapsedMs)}`;
 }
 
 /** Polls the task's status until it closes (or Ctrl-C, when allowed), printing each change. */
@@ -176,7 +180,7 @@ export async function taskStatus(handle: WorkflowHandle, state: string, json: bo
     if (json) console.log(JSON.stringify({ ...status, report: undefined }, null, 2));
     else
       console.log(
-        `${handle.workflowId}: running — ${formatTaskProgress(status, Date.now() - Date.parse(status.startedAt))}\nWeb UI: ${url}`,
+        `${handle.workflowId}: ${status.state} — ${formatTaskProgress(status, Date.now() - Date.parse(status.startedAt))}\nWeb UI: ${url}`,
       );
     return 0;
   }

@@ -19,6 +19,7 @@
  */
 import { defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
+import type { SpentBudget } from './budget';
 
 export const APPROVAL_POLICIES = ['auto', 'ask', 'deny'] as const;
 export type ApprovalPolicy = (typeof APPROVAL_POLICIES)[number];
@@ -103,7 +104,10 @@ export function mergeApprovalRules(
 
 // ---- The operation's side: what waits, and the Update that decides it ----
 
-/** A tool call waiting for a person (`status.waitingApproval`, the Web UI's current details). */
+/**
+ * A tool call — or a spent budget (`common/budget.ts`) — waiting for a person (`status.waitingApproval`,
+ * the Web UI's current details). A budget's wait has the id `budget-<n>` and the tool `budget`.
+ */
 export interface WaitingApproval {
   toolCallId: string;
   tool: string;
@@ -114,6 +118,8 @@ export interface WaitingApproval {
   requestedAt: string;
   /** When the call is denied if nobody decides. */
   timeoutAt: string;
+  /** For a spent budget: which, how much was used of what limit, and what approving adds. */
+  budget?: SpentBudget & { extension: number };
 }
 
 export interface ApprovalDecisionInput {

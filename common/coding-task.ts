@@ -9,11 +9,14 @@
  */
 import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
+import { APPROVAL_TIMEOUT_DEFAULT_MS, APPROVAL_TIMEOUT_MAX_MS, type WaitingApproval } from './approvals';
+import { onExceededSchema } from './budget';
 import { egressPolicySchema } from './egress';
 import { environmentInputSchema, type PreparedEnvironment } from './environment';
 import type { FeatureListViolation } from './feature-list';
 import { mcpServersSchema } from './mcp';
 import type { TokenUsage } from './model-types';
+import { stuckLimitsSchema, type StuckState } from './stuck';
 import { describeZodError } from './validation';
 
 /** The workflow type name, for `temporal workflow start --type codingTask`. */
@@ -75,10 +78,15 @@ export const codingTaskBudgetSchema = z.strictObject({
   maxAttemptsPerFeature: z.int().positive().max(100).default(3),
   /** Tokens of the whole run (all operations); passed down as each operation's remaining budget. */
   maxTotalTokens: z.int().positive().optional(),
-  /** Estimated cost of the whole run in US dollars; checked between operations. */
+  /** Estimated cost of the whole run in US dollars; passed down as each operation's remaining budget. */
   maxCostUsd: z.number().positive().optional(),
   /** Wall-clock limit of the run; passed down as each operation's remaining deadline. */
   maxDurationMs: z.int().positive().optional(),
+  /**
+   * What a spent token, cost or deadline budget does, checked between operations: `end` the run
+   * (the default), or `ask` — wait for an approval that extends it by a quarter (`common/budget.ts`).
+   */
+  onExceeded: onExceededSchema,
 });
 
 export const codingTaskInputSchema = z
@@ -111,6 +119,10 @@ export const codingTaskInputSchema = z
      * devcontainer.json, else detection from its files (`pyproject.toml`, `go.mod`, …).
      */
     environment: environmentInputSchema.optional(),
+    /** How long a spent budget (`budget.onExceeded: "ask"`) waits for `agent approve` before the run ends. */
+    approvalTimeoutMs: z.int().min(1_000).max(APPROVAL_TIMEOUT_MAX_MS).default(APPROVAL_TIMEOUT_DEFAULT_MS),
+    /** When the task calls itself stuck on an activity it waits for (`common/stuck.ts`); every operation gets them too. */
+    stuck: stuckLimitsSchema.prefault({}),
   })
   .refine((input) => !(input.spec !== undefined && input.specPath !== undefined), {
     message: 'give one of spec or specPath, not both',
@@ -235,7 +247,8 @@ export interface CodingTaskResult extends TaskReportData {
 }
 
 export interface CodingTaskStatus {
-  state: TaskState;
+  /** `waiting-approval` while a spent budget waits for `agent approve` (`waitingApproval`). */
+  state: TaskState | 'waiting-approval';
   phase: 'preparing' | 'environment' | 'initializing' | 'feature' | 'verifying' | 'pushing' | 'finishing' | 'done';
   branch: string;
   /** The feature being worked on, its attempt, and the operation doing it. */
@@ -252,6 +265,10 @@ export interface CodingTaskStatus {
   report: string;
   /** The workspace's environment in one line, once prepared. */
   environment?: string;
+  /** The spent budget waiting for `agent approve <task id> budget-<n>`. */
+  waitingApproval?: WaitingApproval;
+  /** Set while an activity the task waits on is stuck (cleared when the cause goes away). */
+  stuck?: StuckState;
 }
 
 export const taskStatusQuery = defineQuery<CodingTaskStatus>('taskStatus');

@@ -6,6 +6,7 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
+import { onExceededSchema } from './budget';
 import { contextPolicySchema } from './context';
 import { egressPolicySchema, type EgressSummary } from './egress';
 import { environmentInputSchema, type PreparedEnvironment } from './environment';
@@ -103,6 +104,11 @@ export const operationBudgetSchema = z.strictObject({
   maxDurationMs: z.int().positive().optional(),
   /** Cost in US dollars (`common/pricing.ts`, failed attempts and compactions included) before it fails with `budget: cost`. */
   maxCostUsd: z.number({ error: 'must be a number of US dollars' }).positive('must be positive').optional(),
+  /**
+   * What a spent budget does: `end` the operation (the default), or `ask` — pause it with a waiting
+   * approval that extends the budget by a quarter when approved (`common/budget.ts`).
+   */
+  onExceeded: onExceededSchema,
 });
 
 export const operationInputSchema = z.strictObject({

@@ -180,6 +180,8 @@ export interface OperationIndexEntry {
   reason?: string;
   turns?: number;
   usage?: TokenUsage;
+  /** What it cost (US dollars, its model's prices), once ended. */
+  costUsd?: number;
   /** For subagent operations: the operation whose `task` call started it. */
   parentOperationId?: string;
 }
@@ -199,6 +201,22 @@ export interface LaneSummary {
   forkedFrom?: { lane: string; operationId: string; toolCallId: string };
 }
 
+/** Tokens and cost of a set of operations (a lane's, or the whole session's). */
+export interface LedgerTotals {
+  operations: number;
+  usage: TokenUsage;
+  costUsd: number;
+}
+
+/**
+ * The session's ledger: what its lanes' operations used, counted as each ends (a subagent's tokens
+ * are its parent operation's). Carried across continue-as-new; the index of operations keeps only
+ * the latest ones, this keeps every one.
+ */
+export interface SessionLedger extends LedgerTotals {
+  lanes: Record<string, LedgerTotals>;
+}
+
 export interface SessionStatus {
   sessionId: string;
   startedAt: string;
@@ -209,6 +227,8 @@ export interface SessionStatus {
   operations: OperationIndexEntry[];
   facts: Record<string, FactRecord>;
   sandbox: { state: 'unused' | 'up' | 'removing' | 'removed' | 'kept'; holder?: string; waiting: string[] };
+  /** What the operations that ended used, per lane and in all (absent before the first ended). */
+  ledger?: SessionLedger;
 }
 
 export const promptUpdate = defineUpdate<PromptAccepted, [PromptInput]>('prompt');

@@ -123,7 +123,7 @@ module.exports = (text) => text;
   },
 };
 
-const FEATURE_LIST = Object.entries(TEXTKIT_FEATURES).map(([id, f]) => ({
+export const FEATURE_LIST = Object.entries(TEXTKIT_FEATURES).map(([id, f]) => ({
   id,
   category: 'command',
   description: f.description,
@@ -132,7 +132,7 @@ const FEATURE_LIST = Object.entries(TEXTKIT_FEATURES).map(([id, f]) => ({
   passes: false,
 }));
 
-const INIT_SCRIPT = `#!/usr/bin/env bash
+export const INIT_SCRIPT = `#!/usr/bin/env bash
 # Sets up and checks textkit: there are no dependencies to install; the tests are the smoke check.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -138,7 +138,7 @@ describe('agent argument parsing', () => {
     [['task', 'start', '--repo', 'r', '--max-cost', 'lots'], '--max-cost must be a positive amount of dollars'],
     [['task', 'start', '--repo', 'r', '--max-duration', 'soon'], '--max-duration must be a duration like 90s, 30m, 8h'],
     [['task', 'start', '--repo', 'r', 'extra'], 'unexpected argument "extra"'],
-    [['report'], 'agent report: missing task or operation id'],
+    [['report'], 'agent report: missing task, operation or session id'],
     [['schedule'], 'expected create, ls, pause, unpause, trigger or delete, got nothing'],
     [['schedule', 'create', 'n', '--', '--repo', 'r'], '--cron is required'],
     [['schedule', 'create', 'n', '--cron', 'every night', '--', '--repo', 'r'], '--cron must have 5 to 7 fields'],

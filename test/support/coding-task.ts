@@ -16,7 +16,12 @@ import Docker from 'dockerode';
 import { CODING_TASK_WORKFLOW_TYPE, type CodingTaskInput } from '../../common/coding-task';
 import { sessionIdFor } from '../../common/sandbox-names';
 import { PROJECT_ROOT } from '../../platform/paths';
-import { codingTaskScenario, type CodingTaskScenarioOptions } from '../../scripted-model/scenarios/coding-task';
+import {
+  codingTaskScenario,
+  FEATURE_LIST,
+  INIT_SCRIPT,
+  type CodingTaskScenarioOptions,
+} from '../../scripted-model/scenarios/coding-task';
 import type { ModelScript } from '../../scripted-model/script';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
 import { installRuntime } from '../../workers/runtime';
@@ -58,6 +63,15 @@ export function makeRemote(dir: string, name: string, source: string, subject: s
   const bare = path.join(dir, `${name}.git`);
   git(dir, 'clone', '-q', '--bare', work, bare);
   return { bare, url: `file://${bare}`, root: git(bare, 'rev-parse', 'main') };
+}
+
+/** textkit with the initializer's feature list and init.sh already committed on `main` (no initializer runs). */
+export function makeInitializedTextkitRemote(dir: string): TestRemote {
+  const source = path.join(dir, 'textkit-initialized-source');
+  fs.cpSync(path.join(PROJECT_ROOT, 'examples', 'textkit'), source, { recursive: true });
+  fs.writeFileSync(path.join(source, 'feature_list.json'), `${JSON.stringify(FEATURE_LIST, null, 2)}\n`);
+  fs.writeFileSync(path.join(source, 'init.sh'), INIT_SCRIPT, { mode: 0o755 });
+  return makeRemote(dir, 'textkit-initialized', source, 'textkit with its feature list');
 }
 
 export function taskSessionId(taskId: string): string {

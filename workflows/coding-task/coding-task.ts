@@ -27,22 +27,24 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { CODING_TASK_FAILURES, type CodingTaskResult } from '../../common/coding-task';
-import { totalTokens } from '../../common/model-types';
 import { abortUpdate } from '../../common/operation';
 import { renderTaskReport } from '../../common/task-report';
+import { acceptTaskApprovals, spentTaskBudget, taskEndUnlessExtended } from './budget';
 import { prepareTask } from './prepare';
 import { attemptFeature } from './feature';
 import { claimTaskHost, hostGit, taskSandbox, taskWorkspace } from './repo';
 import { startTaskRun, TaskEnd, type TaskCarry, type TaskRun } from './state';
+import { claimWatch } from './stuck';
 import { answerTaskStatus, publishTaskAttributes, reportData, showTaskDetails } from './visibility';
 
 export type { TaskCarry } from './state';
 
 export async function codingTask(rawInput: unknown, carry?: TaskCarry): Promise<CodingTaskResult> {
-  const task = startTaskRun(rawInput, carry);
+  const task = startTaskRun(rawInput, carry, claimWatch);
   const scope = new CancellationScope();
   answerTaskStatus(task);
   acceptAbort(task, () => scope.cancel());
+  acceptTaskApprovals(task);
   publishTaskAttributes(task, 'state');
   showTaskDetails(task);
   try {
@@ -63,6 +65,12 @@ async function runTask(task: TaskRun, rawInput: unknown): Promise<TaskEnd> {
   for (;;) {
     const end = reasonToStop(task);
     if (end) return end;
+    const spent = spentTaskBudget(task);
+    if (spent) {
+      const notExtended = await taskEndUnlessExtended(task, spent);
+      if (notExtended) return notExtended;
+      continue;
+    }
     if (workflowInfo().continueAsNewSuggested) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof codingTask>(rawInput, carry);
@@ -73,7 +81,10 @@ async function runTask(task: TaskRun, rawInput: unknown): Promise<TaskEnd> {
   }
 }
 
-/** Why the run stops before the next attempt: all pass, only skipped left, or a budget is spent. */
+/**
+ * Why the run stops before the next attempt: all pass, only skipped left, or the features planned
+ * for this run are done (the spent budgets, which may ask, are `budget.ts`'s).
+ */
 function reasonToStop(task: TaskRun): TaskEnd | undefined {
   const { carry, settings } = task;
   const { budget } = settings;
@@ -82,12 +93,6 @@ function reasonToStop(task: TaskRun): TaskEnd | undefined {
     return new TaskEnd('completed', 'nothing left but skipped features');
   if (budget.featuresPerRun !== undefined && carry.finished.length >= budget.featuresPerRun)
     return new TaskEnd('completed', `budget: features per run (${budget.featuresPerRun})`);
-  if (budget.maxTotalTokens !== undefined && totalTokens(carry.usage) >= budget.maxTotalTokens)
-    return new TaskEnd('completed', `budget: tokens (${totalTokens(carry.usage)} of ${budget.maxTotalTokens})`);
-  if (budget.maxCostUsd !== undefined && carry.costUsd >= budget.maxCostUsd)
-    return new TaskEnd('completed', `budget: cost ($${carry.costUsd.toFixed(4)} of $${budget.maxCostUsd})`);
-  if (budget.maxDurationMs !== undefined && Date.now() - carry.startedAtMs >= budget.maxDurationMs)
-    return new TaskEnd('completed', `budget: deadline (${budget.maxDurationMs} ms)`);
   return undefined;
 }
 

@@ -6,7 +6,6 @@
  * `maxAttemptsPerFeature` times is skipped: its last attempt's work is shelved under a ref and the
  * workspace goes back to the last accepted commit.
  */
-import { proxyActivities } from '@temporalio/workflow';
 import type { Feature } from '../../common/feature-list';
 import type { RepoActivities, VerificationCheck, VerifyResult } from '../../common/repo';
 import { featureGoal } from '../../common/task-prompts';
@@ -14,6 +13,7 @@ import { verifyActivityOptions } from '../shared/policies';
 import { commitAndPush, guardWorkspace, taskHandsQueue, taskWorkspace } from './repo';
 import { runTaskOperation } from './task-operation';
 import { progressOf, TaskEnd, type TaskRun } from './state';
+import { taskActivities } from './stuck';
 import { showTaskDetails } from './visibility';
 
 const GIT_LOG_COMMITS = 20;
@@ -81,7 +81,7 @@ async function verifyFeature(task: TaskRun, feature: Feature, key: string): Prom
   ];
   task.phase = 'verifying';
   showTaskDetails(task);
-  const { verifyWorkspace } = proxyActivities<RepoActivities>({
+  const { verifyWorkspace } = taskActivities<RepoActivities>(task, {
     ...verifyActivityOptions(settings.verifyTimeoutMs, checks.length),
     taskQueue: taskHandsQueue(task),
     summary: `verify ${feature.id}`,

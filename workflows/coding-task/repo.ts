@@ -3,7 +3,6 @@
  * the two steps every accepted operation ends with — the integrity guard after the operation, and
  * the commit and push once the harness accepted its work.
  */
-import { proxyActivities } from '@temporalio/workflow';
 import type { IntegrityNote, TaskCommit } from '../../common/coding-task';
 import { describeViolation } from '../../common/feature-list';
 import type { EnvironmentActivities } from '../../common/environment';
@@ -16,6 +15,7 @@ import {
   TASK_WORKSPACE_ACTIVITY_OPTIONS,
 } from '../shared/policies';
 import { TaskEnd, type TaskRun } from './state';
+import { taskActivities } from './stuck';
 
 /**
  * The queue of the hands host holding the task's workspace (claimed by `claimTaskHost` at the start
@@ -31,16 +31,16 @@ export async function claimTaskHost(task: TaskRun): Promise<void> {
 }
 
 export function hostGit(task: TaskRun) {
-  return proxyActivities<RepoActivities>({ ...HOST_GIT_ACTIVITY_OPTIONS, taskQueue: taskHandsQueue(task) });
+  return taskActivities<RepoActivities>(task, { ...HOST_GIT_ACTIVITY_OPTIONS, taskQueue: taskHandsQueue(task) });
 }
 
 export function taskWorkspace(task: TaskRun) {
-  return proxyActivities<RepoActivities>({ ...TASK_WORKSPACE_ACTIVITY_OPTIONS, taskQueue: taskHandsQueue(task) });
+  return taskActivities<RepoActivities>(task, { ...TASK_WORKSPACE_ACTIVITY_OPTIONS, taskQueue: taskHandsQueue(task) });
 }
 
 /** The environment activities on the task's hands host (`summary`: what the Web UI shows). */
 export function taskEnvironment(task: TaskRun, summary: string) {
-  return proxyActivities<EnvironmentActivities>({
+  return taskActivities<EnvironmentActivities>(task, {
     ...ENVIRONMENT_ACTIVITY_OPTIONS,
     taskQueue: taskHandsQueue(task),
     summary,
@@ -48,7 +48,7 @@ export function taskEnvironment(task: TaskRun, summary: string) {
 }
 
 export function taskSandbox(task: TaskRun) {
-  return proxyActivities<HandsActivities>({ ...SANDBOX_ACTIVITY_OPTIONS, taskQueue: taskHandsQueue(task) });
+  return taskActivities<HandsActivities>(task, { ...SANDBOX_ACTIVITY_OPTIONS, taskQueue: taskHandsQueue(task) });
 }
 
 /**

@@ -4,6 +4,8 @@
  * and pushed commits, per-feature progress and the ledger — small data, never a transcript.
  */
 import { ApplicationFailure, patched, workflowInfo } from '@temporalio/workflow';
+import type { ApprovalDecisionInput, WaitingApproval } from '../../common/approvals';
+import type { BudgetAsks } from '../../common/budget';
 import {
   CODING_TASK_FAILURES,
   defaultTaskBranch,
@@ -19,11 +21,14 @@ import type { Feature } from '../../common/feature-list';
 import type { HandsHost } from '../../common/hands-route';
 import { ZERO_USAGE, type TokenUsage } from '../../common/model-types';
 import { sessionIdFor } from '../../common/sandbox-names';
+import type { StuckState } from '../../common/stuck';
 import { DEFAULT_HANDS_QUEUE } from '../../common/task-queues';
-import { HandsRoute } from '../shared/hands-route';
+import { HandsRoute, type HandsRouteOptions } from '../shared/hands-route';
 
 /** The `patched()` id of routing a task's repository activities to the hands host its workspace is on. */
 export const TASK_HANDS_ROUTING_PATCH = 'task-hands-routing';
+/** The `patched()` id of the task's own stuck detection (its hands activities watched, with explicit ids). */
+export const TASK_STUCK_PATCH = 'task-stuck-detection';
 
 export interface FeatureProgress {
   /** Operations started for the feature this run. */
@@ -63,6 +68,8 @@ export interface TaskCarry {
   handsHost?: HandsHost;
   /** The workspace's environment (absent in runs recorded before environments). */
   environment?: PreparedEnvironment;
+  /** Budget approvals asked so far and what the approved ones added (absent until the first). */
+  budgetAsks?: BudgetAsks;
 }
 
 export type TaskEndState = 'completed' | 'failed' | 'aborted';
@@ -87,10 +94,26 @@ export interface TaskRun {
   current?: CodingTaskStatus['current'];
   abortReason?: string;
   ended?: TaskEnd;
+  /** The run watches its own hands activities for being stuck (`stuck.ts`; runs that took the patch). */
+  readonly stuckWatch: boolean;
+  /** Set while an activity the task waits on is stuck. */
+  stuck?: StuckState;
+  /** Activities started under the stuck watch so far (their ids are numbered). */
+  watchedActivities: number;
+  /** A spent budget waiting for a person (`budget.ts`), and the decision once it came. */
+  waitingApproval?: WaitingApproval;
+  approvalDecision?: ApprovalDecisionInput;
 }
 
-/** Validates the input (failing the workflow with `InvalidCodingTaskInput`) and sets up the run's state. */
-export function startTaskRun(rawInput: unknown, carry: TaskCarry | undefined): TaskRun {
+/**
+ * Validates the input (failing the workflow with `InvalidCodingTaskInput`) and sets up the run's
+ * state; `watchClaim` runs the hands host's claim under the run's stuck watch.
+ */
+export function startTaskRun(
+  rawInput: unknown,
+  carry: TaskCarry | undefined,
+  watchClaim: (task: TaskRun) => NonNullable<HandsRouteOptions['watch']>,
+): TaskRun {
   const parsed = parseCodingTaskInput(rawInput);
   if (!parsed.ok) {
     throw ApplicationFailure.nonRetryable(
@@ -104,7 +127,9 @@ export function startTaskRun(rawInput: unknown, carry: TaskCarry | undefined): T
   state.runs += 1;
   const sessionId = sessionIdFor(`task-${taskId}`);
   const handsQueue = settings.handsTaskQueue ?? DEFAULT_HANDS_QUEUE;
-  return {
+  const routing = patched(TASK_HANDS_ROUTING_PATCH);
+  const stuckWatch = patched(TASK_STUCK_PATCH);
+  const task: TaskRun = {
     settings,
     taskId,
     sessionId,
@@ -119,11 +144,15 @@ export function startTaskRun(rawInput: unknown, carry: TaskCarry | undefined): T
           state.handsHost = host;
         },
       },
-      routing: patched(TASK_HANDS_ROUTING_PATCH),
+      routing,
+      ...(stuckWatch ? { watch: (activityId, queue, run) => watchClaim(task)(activityId, queue, run) } : {}),
     }),
     carry: state,
     phase: 'preparing',
+    stuckWatch,
+    watchedActivities: 0,
   };
+  return task;
 }
 
 function newCarry(): TaskCarry {

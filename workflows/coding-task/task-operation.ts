@@ -18,6 +18,7 @@ import { addUsage, totalTokens, ZERO_USAGE } from '../../common/model-types';
 import { contextWindowOf } from '../../common/models';
 import { newTokenLedger, tokenEconomy } from '../../common/token-ledger';
 import { OPERATION_WORKFLOW_TYPE, type OperationInput, type OperationResult } from '../../common/operation';
+import { taskBudgetLimits } from './budget';
 import type { TaskRun } from './state';
 import { publishTaskAttributes, showTaskDetails } from './visibility';
 
@@ -61,12 +62,14 @@ export async function runTaskOperation(task: TaskRun, op: TaskOperation): Promis
   return { entry, modelUnavailable: result.state === 'failed' && result.reason.startsWith('model step failed') };
 }
 
+/** The operation's input: the task's settings, and the budgets the run has left (the task asks, not its operations). */
 function operationInput(task: TaskRun, goal: string): OperationInput {
   const { settings, carry } = task;
   const { budget } = settings;
-  const tokensLeft = budget.maxTotalTokens !== undefined ? budget.maxTotalTokens - totalTokens(carry.usage) : undefined;
-  const timeLeft =
-    budget.maxDurationMs !== undefined ? carry.startedAtMs + budget.maxDurationMs - Date.now() : undefined;
+  const limits = taskBudgetLimits(task);
+  const tokensLeft = limits.tokens !== undefined ? limits.tokens - totalTokens(carry.usage) : undefined;
+  const costLeft = limits.cost !== undefined ? limits.cost - carry.costUsd : undefined;
+  const timeLeft = limits.deadline !== undefined ? carry.startedAtMs + limits.deadline - Date.now() : undefined;
   return {
     goal,
     sessionId: task.sessionId,
@@ -76,9 +79,11 @@ function operationInput(task: TaskRun, goal: string): OperationInput {
     egress: settings.egress,
     ...(settings.model ? { model: settings.model } : {}),
     ...(settings.mcpServers ? { mcpServers: settings.mcpServers } : {}),
+    stuck: settings.stuck,
     budget: {
       maxTurns: budget.maxTurnsPerFeature,
       ...(tokensLeft !== undefined ? { maxTotalTokens: Math.max(1, tokensLeft) } : {}),
+      ...(costLeft !== undefined ? { maxCostUsd: Math.max(0.000001, costLeft) } : {}),
       ...(timeLeft !== undefined ? { maxDurationMs: Math.max(1, Math.round(timeLeft)) } : {}),
     },
   };

@@ -8,7 +8,7 @@ import { setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporal
 import { taskStatusQuery, type CodingTaskStatus, type TaskReportData } from '../../common/coding-task';
 import { totalTokens } from '../../common/model-types';
 import { volumeNameOf } from '../../common/sandbox-names';
-import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
+import { SEARCH_ATTRIBUTES, type AgentStatus } from '../../common/search-attributes';
 import { renderTaskReport } from '../../common/task-report';
 import type { TaskRun } from './state';
 
@@ -59,7 +59,7 @@ export function taskStatus(task: TaskRun): CodingTaskStatus {
   const { carry } = task;
   const data = reportData(task);
   return {
-    state: task.ended?.state ?? 'running',
+    state: task.ended?.state ?? (task.waitingApproval ? 'waiting-approval' : 'running'),
     phase: task.phase,
     branch: task.branch,
     ...(task.current ? { current: task.current } : {}),
@@ -73,7 +73,16 @@ export function taskStatus(task: TaskRun): CodingTaskStatus {
     startedAt: new Date(carry.startedAtMs).toISOString(),
     report: renderTaskReport(data),
     ...(carry.environment ? { environment: describeEnvironment(carry.environment) } : {}),
+    ...(task.waitingApproval ? { waitingApproval: task.waitingApproval } : {}),
+    ...(task.stuck && !task.ended ? { stuck: task.stuck } : {}),
   };
+}
+
+/** `AgentStatus`: the terminal state, `waiting-approval`, `stuck` while a running task is stuck, or `running`. */
+function agentStatus(task: TaskRun): AgentStatus {
+  if (task.ended) return task.ended.state;
+  if (task.waitingApproval) return 'waiting-approval';
+  return task.stuck ? 'stuck' : 'running';
 }
 
 export function answerTaskStatus(task: TaskRun): void {
@@ -85,7 +94,7 @@ export function publishTaskAttributes(task: TaskRun, what: 'state' | 'counters')
   upsertSearchAttributes([
     ...(what === 'state'
       ? [
-          { key: SEARCH_ATTRIBUTES.status, value: task.ended?.state ?? 'running' },
+          { key: SEARCH_ATTRIBUTES.status, value: agentStatus(task) },
           { key: SEARCH_ATTRIBUTES.kind, value: 'coding-task' },
           { key: SEARCH_ATTRIBUTES.repo, value: carry.prepared?.remote ?? describeRepo(task) },
         ]
@@ -103,9 +112,20 @@ export function showTaskDetails(task: TaskRun): void {
     : status.current
       ? ` · ${status.current.operationId}`
       : '';
+  const approval = status.waitingApproval;
   setCurrentDetails(
     [
-      `**${status.state}**${task.ended ? ` — ${task.ended.reason}` : ''} · ${status.phase}${current}`,
+      `**${agentStatus(task)}**${task.ended ? ` — ${task.ended.reason}` : ''} · ${status.phase}${current}`,
+      ...(approval
+        ? [
+            `**waiting for approval:** \`${approval.summary}\`; ends at ${approval.timeoutAt} unless decided — \`agent approve ${task.taskId} ${approval.toolCallId}\` or \`--deny "why"\``,
+          ]
+        : []),
+      ...(status.stuck
+        ? [
+            `⚠ **${status.stuck.reason}** (since ${status.stuck.since})${status.stuck.lastFailure ? ` — last failure: \`${status.stuck.lastFailure.slice(0, 300)}\`` : ''}`,
+          ]
+        : []),
       `branch \`${task.branch}\` · ${status.passing}/${status.total} features pass (${status.passedThisRun} this run, ${status.skipped} skipped) · ${status.commitsPushed} commits pushed`,
       `tokens: ${totalTokens(status.usage)} · $${status.costUsd.toFixed(4)}`,
       ...(task.carry.environment ? [`environment: ${describeEnvironment(task.carry.environment)}`] : []),

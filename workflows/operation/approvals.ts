@@ -6,6 +6,7 @@
  * across worker and server restarts, since the wait is a Temporal timer and condition — for the
  * `approve` Update (`agent approve <operationId> <toolCallId> [--deny "why"]`) or the timeout
  * (`approvalTimeoutMs`), which denies. A denial is the tool result the model sees; the call is not run.
+ * A spent budget with `onExceeded: "ask"` waits the same way (`budget.ts`), under the id `budget-<n>`.
  */
 import { ApplicationFailure, condition, isCancellation, setHandler, upsertMemo } from '@temporalio/workflow';
 import {
@@ -48,50 +49,20 @@ export async function awaitApproval(
   call: ToolUseBlock,
   prepared: { summary: string; approval: ApprovalDecision },
 ): Promise<ToolResultBlockParam | undefined> {
-  const timeoutMs = op.settings.approvalTimeoutMs;
-  const now = Date.now();
-  const waiting: WaitingApproval = {
+  op.showTool({ name: call.name, summary: prepared.summary });
+  const { decision, by } = await waitForDecision(op, {
     toolCallId: call.id,
     tool: call.name,
     summary: prepared.summary,
     ...(prepared.approval.rule ? { rule: prepared.approval.rule } : {}),
-    requestedAt: new Date(now).toISOString(),
-    timeoutAt: new Date(now + timeoutMs).toISOString(),
-  };
-  op.awaitApproval(waiting);
-  op.showTool({ name: call.name, summary: prepared.summary });
-  upsertMemo({ approval: { ...waiting, state: 'waiting' } });
-  publishSearchAttributes(op, 'state');
-  showDetails(op);
-  op.live.publish(op.carry.turn, {
-    kind: 'approval.requested',
-    toolCallId: call.id,
-    summary: prepared.summary,
-    timeoutAt: waiting.timeoutAt,
   });
-  crashPoints.reached('workflow: approval requested');
-  let decided: boolean;
-  try {
-    decided = await condition(() => op.approvalDecision !== undefined, timeoutMs, {
-      summary: `approval timeout: ${call.id}`,
-    });
-  } catch (err) {
-    if (!isCancellation(err)) throw err;
-    op.noteCancelled();
-    endApprovalWait(op, { toolCallId: call.id, approve: false, reason: 'the operation was aborted' }, 'abort');
+  if (by === 'abort') {
     return toolResult(
       call.id,
       `not run: the operation was aborted (${op.abortReason}) while this call waited for approval`,
       true,
     );
   }
-  const decision = op.approvalDecision ?? {
-    toolCallId: call.id,
-    approve: false,
-    reason: `nobody decided within ${formatDuration(timeoutMs)}`,
-  };
-  const by = decided ? 'person' : 'timeout';
-  endApprovalWait(op, decision, by);
   if (decision.approve) return undefined;
   op.showTool({ name: call.name, summary: prepared.summary, isError: true });
   return toolResult(
@@ -100,6 +71,63 @@ export async function awaitApproval(
       'The call was not run. Do not send it again as it is; change your approach or explain what you need.',
     true,
   );
+}
+
+/** How a wait for a person ended: the decision, and who made it (an abort denies). */
+export interface ApprovalOutcome {
+  decision: ApprovalDecisionInput;
+  by: 'person' | 'timeout' | 'abort';
+}
+
+/**
+ * Suspends the operation until a person decides `request` (a tool call, or a spent budget whose id
+ * is `budget-<n>`), the approval timeout denies it, or an abort ends the wait: the state is
+ * `waiting-approval`, the request is in the memo, the search attributes, the details and the live
+ * events, and the decision is recorded the same way.
+ */
+export async function waitForDecision(
+  op: OperationRun,
+  request: Omit<WaitingApproval, 'requestedAt' | 'timeoutAt'>,
+): Promise<ApprovalOutcome> {
+  const timeoutMs = op.settings.approvalTimeoutMs;
+  const now = Date.now();
+  const waiting: WaitingApproval = {
+    ...request,
+    requestedAt: new Date(now).toISOString(),
+    timeoutAt: new Date(now + timeoutMs).toISOString(),
+  };
+  const id = waiting.toolCallId;
+  op.awaitApproval(waiting);
+  upsertMemo({ approval: { ...waiting, state: 'waiting' } });
+  publishSearchAttributes(op, 'state');
+  showDetails(op);
+  op.live.publish(op.carry.turn, {
+    kind: 'approval.requested',
+    toolCallId: id,
+    summary: waiting.summary,
+    timeoutAt: waiting.timeoutAt,
+  });
+  crashPoints.reached('workflow: approval requested');
+  let decided: boolean;
+  try {
+    decided = await condition(() => op.approvalDecision !== undefined, timeoutMs, {
+      summary: `approval timeout: ${id}`,
+    });
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    op.noteCancelled();
+    const decision = { toolCallId: id, approve: false, reason: 'the operation was aborted' };
+    endApprovalWait(op, decision, 'abort');
+    return { decision, by: 'abort' };
+  }
+  const decision = op.approvalDecision ?? {
+    toolCallId: id,
+    approve: false,
+    reason: `nobody decided within ${formatDuration(timeoutMs)}`,
+  };
+  const by = decided ? 'person' : 'timeout';
+  endApprovalWait(op, decision, by);
+  return { decision, by };
 }
 
 function endApprovalWait(op: OperationRun, decision: ApprovalDecisionInput, by: 'person' | 'timeout' | 'abort'): void {

@@ -22,7 +22,7 @@ import { COMPACTION_SUMMARY, type CompactionReason } from '../../common/context'
 import type { BrainActivities, ModelStepResult } from '../../common/model-step';
 import { CONTEXT_TOO_LARGE_FAILURE_TYPES, usageOfFailedCall, ZERO_USAGE } from '../../common/model-types';
 import { compactUpdate, switchModelUpdate } from '../../common/operation';
-import { timeLeftMs, withDeadline } from './budget';
+import { afterBudgetAsks, timeLeftMs, withDeadline } from './budget';
 import {
   canCompact,
   contextFingerprint,
@@ -105,7 +105,7 @@ function compactionNeeded(op: OperationRun): CompactionReason | undefined {
 export async function compact(op: OperationRun, reason: CompactionReason, reduced: boolean): Promise<boolean> {
   const { carry, settings } = op;
   const number = carry.context.compactions + 1;
-  const activityId = `compaction-${number}`;
+  const activityId = `compaction-${number}${afterBudgetAsks(op)}`;
   const { compactContext } = proxyActivities<BrainActivities>({
     ...COMPACTION_ACTIVITY_OPTIONS,
     ...heartbeatOverride(op),

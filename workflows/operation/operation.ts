@@ -36,7 +36,7 @@ import { parseOperationInput, type OperationResult, type OperationSettings } fro
 import { costUsd } from '../../common/pricing';
 import { volumeNameOf } from '../../common/sandbox-names';
 import { acceptApprovals } from './approvals';
-import { deadlineEnd, spentBudget } from './budget';
+import { deadlineSpent, endUnlessExtended, spentBudget } from './budget';
 import { acceptContextUpdates, keepContextInWindow, modelTurnWithinWindow } from './compaction';
 import { laneContextOf, modelOf, operationTokens } from './context-window';
 import { publishReply } from './model-turn';
@@ -108,18 +108,31 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
     op.enterSteering();
     if (carry.tail.length === 0 && !carry.context.resumePause) return new OperationEnd('completed', 'end_turn');
     const overBudget = spentBudget(op);
-    if (overBudget) return overBudget;
+    if (overBudget) {
+      const end = await endUnlessExtended(op, overBudget);
+      if (end) return end;
+      continue;
+    }
     if (workflowInfo().continueAsNewSuggested) {
       op.live.detach();
       await condition(allHandlersFinished);
       await continueAsNew<typeof operation>(rawInput, op.carryOver());
     }
-    if (!(await keepContextInWindow(op))) return deadlineEnd(op);
+    // A step the deadline cut short is run again once a person extends the deadline.
+    if (!(await keepContextInWindow(op))) {
+      const end = await endUnlessExtended(op, deadlineSpent(op));
+      if (end) return end;
+      continue;
+    }
 
     op.startTurn();
     showDetails(op);
     const reply = await modelTurnWithinWindow(op);
-    if (reply === undefined) return deadlineEnd(op);
+    if (reply === undefined) {
+      const end = await endUnlessExtended(op, deadlineSpent(op));
+      if (end) return end;
+      continue;
+    }
     op.recordReply(reply);
     publishReply(op, reply);
     if (countersDue(op)) publishSearchAttributes(op, 'counters');

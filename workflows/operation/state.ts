@@ -17,6 +17,7 @@
 import { workflowInfo } from '@temporalio/workflow';
 import type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
 import type { ApprovalDecisionInput, WaitingApproval } from '../../common/approvals';
+import type { BudgetAsks } from '../../common/budget';
 import type { CompactContextResult, CompactionReason, ContextClear } from '../../common/context';
 import type { TailBlock } from '../../common/context-fingerprint';
 import { addEgress, EMPTY_EGRESS, type EgressSummary } from '../../common/egress';
@@ -92,6 +93,8 @@ export interface OperationCarry {
   environment?: PreparedEnvironment;
   /** The environment's update commands ran in this workspace. */
   workspaceSetUp?: boolean;
+  /** Budget approvals asked so far and what the approved ones added (`budget.ts`; absent until the first). */
+  budgetAsks?: BudgetAsks;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';
@@ -437,6 +440,20 @@ export class OperationRun {
     );
     this.now.waitingApproval = undefined;
     this.now.approvalDecision = undefined;
+  }
+
+  // Budgets that ask (`budget.ts`).
+
+  /** A spent budget asks a person: its number among the run's asks (its approval id is `budget-<n>`). */
+  askForBudget(): number {
+    const asks = (this.state.budgetAsks ??= { asked: 0, added: {} });
+    asks.asked += 1;
+    return asks.asked;
+  }
+
+  /** A person approved a budget's extension: what approvals have added to the limits now. */
+  extendBudget(asks: BudgetAsks): void {
+    this.state.budgetAsks = asks;
   }
 
   // The sandbox and where it is (`sandbox.ts`, `sandbox-lease.ts`).

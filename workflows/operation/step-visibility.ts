@@ -5,6 +5,7 @@
  * in the current details and in the result's `details`.
  */
 import { type ActivityOptions, workflowInfo } from '@temporalio/workflow';
+import { afterBudgetAsks } from './budget';
 import type { OperationRun } from './state';
 import { stuckDetectionOn, watchActivity } from './stuck';
 
@@ -17,7 +18,7 @@ export interface StepWatch {
 export function modelStepWatch(op: OperationRun): StepWatch | undefined {
   if (!stuckDetectionOn()) return undefined;
   const turn = op.carry.turn + 1;
-  const activityId = `model-turn-${turn}`;
+  const activityId = `model-turn-${turn}${afterBudgetAsks(op)}`;
   const summary = op.lastTurnOutcome ? `turn ${turn} · ${op.lastTurnOutcome}` : `turn ${turn}`;
   return {
     options: { activityId, summary },

@@ -104,7 +104,7 @@ export function detailsMarkdown(op: OperationRun): string {
   const approval = st.waitingApproval;
   return [
     `### ${goal}`,
-    `**${agentStatus(op)}**${st.reason ? ` — ${st.reason}` : ''} · phase ${st.phase} · turn ${st.turn}/${op.settings.budget.maxTurns} · ${st.steps} steps`,
+    `**${agentStatus(op)}**${st.reason ? ` — ${st.reason}` : ''} · phase ${st.phase} · turn ${st.turn}/${op.settings.budget.maxTurns + (op.carry.budgetAsks?.added.turns ?? 0)} · ${st.steps} steps`,
     approval
       ? `**waiting for approval:** \`${approval.summary}\` (${approval.toolCallId}${approval.rule ? `, rule \`${approval.rule}\`` : ''}); denied at ${approval.timeoutAt} unless decided — \`agent approve ${op.operationId} ${approval.toolCallId}\` or \`--deny "why"\``
       : '',

@@ -27,6 +27,7 @@ import {
 } from '../../common/session';
 import { childFailureMessage, resultOfFailedOperation } from '../shared/child-operation';
 import { crashPoints } from '../shared/crash-point-sink';
+import { recordOperationCost } from './ledger';
 import { addIndexEntry, indexEntry, laneOf, nowIso, type LaneState, type QueuedPrompt, type SessionRun } from './state';
 import { releaseLeasesOf } from './sandbox';
 import { showSessionDetails } from './visibility';
@@ -171,8 +172,9 @@ function operationEnded(
   const entry = indexEntry(s, operationId);
   if (entry) {
     Object.assign(entry, { state, reason, endedAt: nowIso() });
-    if (result) Object.assign(entry, { turns: result.turns, usage: result.usage });
+    if (result) Object.assign(entry, { turns: result.turns, usage: result.usage, costUsd: result.costUsd });
   }
+  recordOperationCost(s, lane.name, result);
   if (lane.open === operationId) lane.open = undefined;
   lane.aborting = false;
   lane.last = { operationId, state, reason };

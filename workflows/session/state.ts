@@ -13,6 +13,7 @@ import {
   type FactRecord,
   type OperationIndexEntry,
   type PromptSettings,
+  type SessionLedger,
   type SessionSettings,
   type SessionStatus,
 } from '../../common/session';
@@ -58,6 +59,8 @@ export interface SessionCarry {
   runs: number;
   /** The hands host holding the session's workspace, as its lanes' operations reported it (hands routing). */
   handsHost?: HandsHost;
+  /** What the operations that ended used, per lane and in all (absent in runs before the first ended). */
+  ledger?: SessionLedger;
 }
 
 /** An operation the session runs now (not carried: the session continues as new only while idle). */

@@ -3,6 +3,7 @@
  * Web UI's current details, and its search attributes (`AgentKind` = session).
  */
 import { setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { totalTokens } from '../../common/model-types';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
 import { sessionStatusQuery, type SessionStatus } from '../../common/session';
 import type { SessionRun } from './state';
@@ -31,6 +32,7 @@ export function sessionStatus(s: SessionRun): SessionStatus {
       ...(s.lease.holder ? { holder: s.lease.holder } : {}),
       waiting: [...s.lease.waiting],
     },
+    ...(s.carry.ledger ? { ledger: s.carry.ledger } : {}),
   };
 }
 
@@ -57,6 +59,7 @@ export function publishSessionAttributes(s: SessionRun): void {
 export function showSessionDetails(s: SessionRun): void {
   const lanes = Object.values(s.carry.lanes).filter((lane) => !lane.forkedFrom || lane.open);
   const facts = Object.keys(s.carry.facts).length;
+  const { ledger } = s.carry;
   setCurrentDetails(
     [
       `**session ${s.sessionId}** · ${s.carry.operations.length} operations · ${facts} facts · sandbox ${s.sandbox}` +
@@ -67,8 +70,19 @@ export function showSessionDetails(s: SessionRun): void {
         (lane) =>
           `- lane \`${lane.name}\`: ${lane.open ? `running \`${lane.open}\`${lane.aborting ? ' (aborting)' : ''}` : 'idle'}` +
           (lane.queue.length ? ` · ${lane.queue.length} queued` : '') +
-          (lane.last && !lane.open ? ` · last \`${lane.last.operationId}\` ${lane.last.state}` : ''),
+          (lane.last && !lane.open ? ` · last \`${lane.last.operationId}\` ${lane.last.state}` : '') +
+          laneCost(s, lane.name),
       ),
+      ...(ledger
+        ? [
+            `tokens: ${totalTokens(ledger.usage)} (input ${ledger.usage.input}, cache write ${ledger.usage.cacheWrite}, cache read ${ledger.usage.cacheRead}, output ${ledger.usage.output}) · $${ledger.costUsd.toFixed(4)} over ${ledger.operations} ended operations — \`agent report ${s.sessionId}\``,
+          ]
+        : []),
     ].join('\n'),
   );
+}
+
+function laneCost(s: SessionRun, lane: string): string {
+  const totals = s.carry.ledger?.lanes[lane];
+  return totals ? ` · ${totalTokens(totals.usage)} tokens · $${totals.costUsd.toFixed(4)}` : '';
 }

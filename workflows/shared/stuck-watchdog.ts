@@ -1,0 +1,168 @@
+/**
+ * The stuck watchdog of a workflow run (limits and verdicts: `common/stuck.ts`), shared by the
+ * operation (`../operation/stuck.ts`) and the coding task (`../coding-task/stuck.ts`).
+ *
+ * An activity run under the watchdog that has not finished within `notStartedMs` is looked at: the
+ * brain's `probePendingActivity` asks the server about it (state, attempt, last failure, pollers of
+ * its queue). The verdict — no worker polls the queue, not started although workers poll it,
+ * retrying past the limits — becomes the run's `stuck` state, looked at again every `recheckMs` and
+ * cleared as soon as the cause goes away (a worker starts polling, the retry succeeds, the activity
+ * finishes). The watched activity itself is untouched: same id, same options, never scheduled twice.
+ */
+import { CancellationScope, condition, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import type { OpsActivities, PendingActivityProbe, StuckLimits, StuckState } from '../../common/stuck';
+import { PROBE_ACTIVITY_OPTIONS } from './policies';
+
+/** The run a watchdog watches for: its limits, and its stuck state (read, and set with what changed shown). */
+export interface StuckSubject {
+  readonly limits: StuckLimits;
+  readonly stuck: Readonly<StuckState> | undefined;
+  /** Sets or clears the stuck state and shows the change (search attribute, current details). */
+  setStuck(stuck: StuckState | undefined): void;
+}
+
+export interface WatchTarget {
+  /** The watched activity's id (it must be set explicitly to be found). */
+  activityId: string;
+  taskQueue: string;
+  /** What the run waits on, in words (`tool bash: npm test`, `model turn 3`). */
+  waitingOn: string;
+  /** The hands host the queue belongs to, when it is a host's own queue. */
+  host?: string;
+}
+
+/** Most time between two looks at an activity (the wait doubles up to this while nothing changes). */
+const CALM_RECHECK_CAP_MS = 10 * 60_000;
+
+/** An activity the run waits on, and since when. */
+export interface Watched {
+  target: WatchTarget;
+  since: number;
+  /** When to look at it next (the first look is `notStartedMs` after it was scheduled). */
+  nextLookAt: number;
+  /** The wait before the look after next (doubles while the verdict stays the same). */
+  wait: number;
+}
+
+/**
+ * The run's one watchdog: it sleeps while nothing is pending (no timer), and otherwise until the
+ * earliest look is due. Its timer is never cancelled when an activity finishes early — it simply
+ * looks at whatever is pending when it wakes — so a healthy run pays one timer per `notStartedMs`
+ * of work, not one per activity.
+ */
+export class Watchdog {
+  private readonly watched = new Set<Watched>();
+  private started = false;
+
+  constructor(private readonly subject: StuckSubject) {}
+
+  /**
+   * Runs `run` (which schedules the activity `target.activityId`) under the watchdog. The caller
+   * clears a stuck state on `target` once this returns (after its own bookkeeping).
+   */
+  async watch<T>(target: WatchTarget, run: () => Promise<T>): Promise<T> {
+    const entry = this.add(target);
+    try {
+      return await run();
+    } finally {
+      this.watched.delete(entry);
+    }
+  }
+
+  private add(target: WatchTarget): Watched {
+    const now = Date.now();
+    const entry: Watched = { target, since: now, nextLookAt: now + this.subject.limits.notStartedMs, wait: 0 };
+    this.watched.add(entry);
+    if (!this.started) {
+      this.started = true;
+      // Runs for the rest of the run; the workflow may end or continue as new with its timer pending.
+      void CancellationScope.nonCancellable(() => this.run()).catch(() => undefined);
+    }
+    return entry;
+  }
+
+  private async run(): Promise<never> {
+    for (;;) {
+      await condition(() => this.watched.size > 0);
+      const due = Math.min(...[...this.watched].map((entry) => entry.nextLookAt));
+      if (due > Date.now()) {
+        await sleep(due - Date.now());
+        continue;
+      }
+      for (const entry of [...this.watched]) {
+        if (entry.nextLookAt <= Date.now()) await this.look(entry);
+      }
+    }
+  }
+
+  private async look(entry: Watched): Promise<void> {
+    const { subject } = this;
+    const { target } = entry;
+    const { limits } = subject;
+    const recheckMs = limits.recheckMs ?? Math.min(limits.notStartedMs, 60_000);
+    const { probePendingActivity } = proxyActivities<OpsActivities>({
+      ...PROBE_ACTIVITY_OPTIONS,
+      summary: `stuck check: ${target.waitingOn}`,
+    });
+    const info = workflowInfo();
+    const probe = await probePendingActivity({
+      workflowId: info.workflowId,
+      runId: info.runId,
+      activityId: target.activityId,
+      taskQueue: target.taskQueue,
+    });
+    if (!this.watched.has(entry)) return;
+    const reason = stuckReason(probe, target, limits, Date.now() - entry.since);
+    if (reason) {
+      const same = subject.stuck?.reason === reason.reason;
+      subject.setStuck({
+        ...reason,
+        waitingOn: target.waitingOn,
+        since: same ? subject.stuck!.since : new Date().toISOString(),
+      });
+      // Looked at again soon after a change, then less and less often: a run stuck for days keeps
+      // its history small. Recovery does not wait for a look: the activity finishing clears it.
+      entry.wait = same ? Math.min(Math.max(entry.wait, recheckMs) * 2, CALM_RECHECK_CAP_MS) : recheckMs;
+    } else {
+      subject.setStuck(undefined);
+      entry.wait = Math.min(Math.max(entry.wait, recheckMs) * 2, CALM_RECHECK_CAP_MS);
+    }
+    entry.nextLookAt = Date.now() + entry.wait;
+  }
+}
+
+/** The verdict on one probe: why the run is stuck on the activity, or undefined when it is not. */
+export function stuckReason(
+  probe: PendingActivityProbe,
+  target: WatchTarget,
+  limits: StuckLimits,
+  elapsedMs: number,
+): Pick<StuckState, 'reason' | 'lastFailure'> | undefined {
+  if (probe.state === 'absent' || probe.state === 'cancel-requested') return undefined;
+  const failure = probe.lastFailure ? { lastFailure: probe.lastFailure } : {};
+  if (probe.state === 'paused') return { reason: `stuck: ${target.waitingOn} is paused`, ...failure };
+  if (probe.state === 'scheduled' && probe.attempt === 1) {
+    // A free poller takes a scheduled task at once: one still waiting after the limit has none.
+    return { reason: `stuck: no worker polls ${target.taskQueue}${pollerNote(probe)}${lostHost(target)}`, ...failure };
+  }
+  if (probe.attempt > limits.retryAttempts || (probe.attempt > 1 && elapsedMs >= limits.retryMs)) {
+    return {
+      reason: `stuck: ${target.waitingOn} retrying (attempt ${probe.attempt})${probe.lastFailure ? `: ${probe.lastFailure}` : ''}`,
+      ...failure,
+    };
+  }
+  if (probe.state === 'scheduled' && probe.pollers === 0) {
+    return { reason: `stuck: no worker polls ${target.taskQueue}${lostHost(target)}`, ...failure };
+  }
+  return undefined;
+}
+
+function pollerNote(probe: PendingActivityProbe): string {
+  if (probe.pollers === 0 || probe.lastPollAgoMs === undefined) return '';
+  // No time in the words: the reason changes (and is published) only when the verdict does.
+  return ` (${probe.pollers} worker${probe.pollers === 1 ? '' : 's'} polled it before: all busy, or gone)`;
+}
+
+function lostHost(target: WatchTarget): string {
+  return target.host ? ` — hands host ${target.host} lost? (runbook: replaceHandsHost)` : '';
+}
