@@ -11,6 +11,7 @@ import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
 import { egressPolicySchema } from './egress';
 import { environmentInputSchema, type PreparedEnvironment } from './environment';
+import { hooksSchema } from './hooks';
 import type { FeatureListViolation } from './feature-list';
 import { mcpServersSchema } from './mcp';
 import type { TokenUsage } from './model-types';
@@ -111,6 +112,12 @@ export const codingTaskInputSchema = z
      * devcontainer.json, else detection from its files (`pyproject.toml`, `go.mod`, …).
      */
     environment: environmentInputSchema.optional(),
+    /**
+     * Hooks every operation of the task runs (`common/hooks.ts`), before the repository's own where
+     * the hands worker allows those. A `Stop` hook running the verification keeps the agent at a
+     * feature until it passes (docs/hooks.md).
+     */
+    hooks: hooksSchema.optional(),
   })
   .refine((input) => !(input.spec !== undefined && input.specPath !== undefined), {
     message: 'give one of spec or specPath, not both',

@@ -25,6 +25,7 @@ import {
   type SeedWorkspaceInput,
 } from '../../common/hands';
 import { currentActivity, Heartbeat } from '../heartbeat';
+import { repositoryHooksOf } from '../hooks/repository-hooks';
 import { sessionOf, type HandsContext } from './deps';
 import { handsFailure, toActivityFailure } from './failures';
 import { isGitConfigFile, scrubGitConfig } from './git-credentials';
@@ -53,7 +54,12 @@ export async function checkSeedSourceActivity(
   input: CheckSeedSourceInput,
 ): Promise<SeedSourceCheck> {
   const checked = checkSeedSource(input.source, hands.allowedRoots);
-  return { resolved: checked.kind === 'local' ? checked.path : redactUserinfo(checked.url) };
+  // hooks: the repository's own, read from the source (never the workspace), where the worker allows them.
+  const hooks = hands.repositoryHooks ? await repositoryHooksOf(checked) : undefined;
+  return {
+    resolved: checked.kind === 'local' ? checked.path : redactUserinfo(checked.url),
+    ...(hooks ? { repositoryHooks: hooks } : {}),
+  };
 }
 
 export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInput): Promise<SeedResult> {

@@ -17,6 +17,7 @@ import {
 import type { PreparedEnvironment } from '../../common/environment';
 import type { Feature } from '../../common/feature-list';
 import type { HandsHost } from '../../common/hands-route';
+import type { HooksInput } from '../../common/hooks';
 import { ZERO_USAGE, type TokenUsage } from '../../common/model-types';
 import { sessionIdFor } from '../../common/sandbox-names';
 import { DEFAULT_HANDS_QUEUE } from '../../common/task-queues';
@@ -63,6 +64,8 @@ export interface TaskCarry {
   handsHost?: HandsHost;
   /** The workspace's environment (absent in runs recorded before environments). */
   environment?: PreparedEnvironment;
+  /** The repository's own hooks, read at preparation where the hands worker allows them (`common/hooks.ts`). */
+  repositoryHooks?: HooksInput;
 }
 
 export type TaskEndState = 'completed' | 'failed' | 'aborted';

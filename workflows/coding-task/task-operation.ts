@@ -14,6 +14,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LedgerEntry } from '../../common/coding-task';
+import { mergeHooks, type HooksInput } from '../../common/hooks';
 import { addUsage, totalTokens, ZERO_USAGE } from '../../common/model-types';
 import { contextWindowOf } from '../../common/models';
 import { newTokenLedger, tokenEconomy } from '../../common/token-ledger';
@@ -67,6 +68,7 @@ function operationInput(task: TaskRun, goal: string): OperationInput {
   const tokensLeft = budget.maxTotalTokens !== undefined ? budget.maxTotalTokens - totalTokens(carry.usage) : undefined;
   const timeLeft =
     budget.maxDurationMs !== undefined ? carry.startedAtMs + budget.maxDurationMs - Date.now() : undefined;
+  const hooks = mergeHooks<HooksInput>(settings.hooks, carry.repositoryHooks);
   return {
     goal,
     sessionId: task.sessionId,
@@ -76,6 +78,7 @@ function operationInput(task: TaskRun, goal: string): OperationInput {
     egress: settings.egress,
     ...(settings.model ? { model: settings.model } : {}),
     ...(settings.mcpServers ? { mcpServers: settings.mcpServers } : {}),
+    ...(hooks ? { hooks } : {}),
     budget: {
       maxTurns: budget.maxTurnsPerFeature,
       ...(tokensLeft !== undefined ? { maxTotalTokens: Math.max(1, tokensLeft) } : {}),

@@ -49,6 +49,7 @@ import { actOnCutToolCalls, actOnStopReason, STOP_REASONS_PATCH } from './stop-r
 import { runToolBatch } from './tool-calls';
 import { checkForLoop } from './loop-detector';
 import { listMcpTools } from './mcp-tools';
+import { beforeCompaction, refusalToStop, runStartHooks } from './hooks';
 import { stuckDetectionOn } from './stuck';
 import {
   answerStatusQuery,
@@ -91,6 +92,9 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
   // MCP tools are listed once, before the first turn; without `mcpServers` nothing is scheduled.
   const mcpFailed = await listMcpTools(op);
   if (mcpFailed) return mcpFailed;
+  // hooks: SessionStart and UserPromptSubmit, once; without hooks nothing is scheduled.
+  const refused = await runStartHooks(op, sandbox);
+  if (refused) return refused;
   for (;;) {
     op.enterSteering();
     if (carry.tail.length === 0 && !carry.context.resumePause) return new OperationEnd('completed', 'end_turn');
@@ -101,7 +105,7 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
       await condition(allHandlersFinished);
       await continueAsNew<typeof operation>(rawInput, op.carryOver());
     }
-    if (!(await keepContextInWindow(op))) return deadlineEnd(op);
+    if (!(await keepContextInWindow(op, beforeCompaction(op, sandbox)))) return deadlineEnd(op);
 
     op.startTurn();
     showDetails(op);
@@ -145,7 +149,17 @@ async function actOnReply(
     if (op.environmentFailure) return new OperationEnd('failed', op.environmentFailure);
     return stuckDetectionOn() ? loopEnd(op, calls) : undefined;
   }
-  return goOn(op, actOnStopReason(op, reply));
+  const after = actOnStopReason(op, reply);
+  if (after instanceof OperationEnd && after.state === 'completed') {
+    // hooks: a Stop hook may refuse the end; the model then goes on with its reason.
+    const refusal = await refusalToStop(op, sandbox);
+    if (op.abortReason !== undefined) return new OperationEnd('aborted', `aborted: ${op.abortReason}`);
+    if (refusal !== undefined) {
+      op.refuseStop(refusal);
+      return undefined;
+    }
+  }
+  return goOn(op, after);
 }
 
 /** Applies the stop reasons' continuation of a reply, if any; returns the end, if any. */

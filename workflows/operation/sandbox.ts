@@ -28,6 +28,7 @@ import {
   SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
 } from '../shared/policies';
 import { sandboxLease, type SandboxLease } from './sandbox-lease';
+import { acceptRepositoryHooks } from './repository-hooks';
 import { stuckDetectionOn, watchActivity } from './stuck';
 import { showDetails } from './visibility';
 
@@ -238,7 +239,7 @@ async function checkSeedSource(sandbox: SandboxParts): Promise<OperationEnd | un
   const what = 'check the repository to seed';
   try {
     // Under the session's lease: the host that checks the path is the one that seeds it.
-    await lease.use(() =>
+    const checked = await lease.use(() =>
       onHost(sandbox, 'check-seed-source', what, (queue) =>
         proxyActivities<HandsActivities>({
           ...SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
@@ -247,7 +248,8 @@ async function checkSeedSource(sandbox: SandboxParts): Promise<OperationEnd | un
         }).checkSeedSource({ source }),
       ),
     );
-    return undefined;
+    // hooks: the repository's own, when the hands worker allows them (no new command either way).
+    return acceptRepositoryHooks(op, checked.repositoryHooks);
   } catch (err) {
     if (isCancellation(err)) return new OperationEnd('aborted', `aborted: ${op.abortReason ?? 'workflow cancelled'}`);
     const cause = err instanceof ActivityFailure ? err.cause : err;
