@@ -14,7 +14,17 @@ import type { ScriptFunction, ScriptedTurn } from '../../scripted-model/script';
 import { isCompactionBody, isCompactionRequest } from '../support/context-scripts';
 import { removeRepositories } from '../support/repositories';
 import { startOperationHarness, waitFor, type OperationHarness } from '../support/operation-harness';
-import { answered, bodyOf, hook, hookDecisions, hookRepository, hookRuns, messageText } from './fixtures';
+import { startSessionHarnessOn } from '../support/session-harness';
+import {
+  answered,
+  bodyOf,
+  echoResults as echoResultsTurn,
+  hook,
+  hookDecisions,
+  hookRepository,
+  hookRuns,
+  messageText,
+} from './fixtures';
 
 describe('conversation hooks (SessionStart, UserPromptSubmit, Stop, PreCompact)', () => {
   let h: OperationHarness;
@@ -191,5 +201,45 @@ describe('conversation hooks (SessionStart, UserPromptSubmit, Stop, PreCompact)'
     );
     const decided = await hookDecisions(h.temporal.client, handle);
     expect(decided.map((e) => [e.data.event, e.data.decision])).toEqual([['PreCompact', 'continue']]);
+  });
+
+  it("a session's default hooks run before a prompt's own, and the lane's next operation starts as `resume`", async () => {
+    const s = startSessionHarnessOn(h);
+    const sessionId = s.newSession('hooks-session');
+    h.model.setScript([
+      { toolCalls: [{ id: 'toolu_sess_1', name: 'bash', input: { command: 'echo one' } }] },
+      echoResultsTurn,
+      { text: 'two' },
+    ]);
+    const starts = {
+      SessionStart: [
+        { matcher: 'startup', hooks: [hook('plain', 'a new lane')] },
+        { matcher: 'resume', hooks: [hook('plain', 'the lane goes on')] },
+      ],
+    };
+    const one = await s.submit(
+      sessionId,
+      {
+        prompt: 'first prompt',
+        hooks: { ...starts, PreToolUse: [{ matcher: 'bash', hooks: [hook('context', 'from the prompt')] }] },
+      },
+      {
+        repo: { kind: 'local', path: repo },
+        defaults: { hooks: { PreToolUse: [{ matcher: 'bash', hooks: [hook('context', 'from the session')] }] } },
+      },
+    );
+    const first = await s.result(one.operationId);
+    expect(first.state).toBe('completed');
+    const [seen] = JSON.parse(first.finalText) as Array<{ content: string }>;
+    expect(seen!.content).toContain('[PreToolUse hook] from the session\n[PreToolUse hook] from the prompt');
+    expect(firstUserMessage()).not.toContain('the lane goes on');
+
+    const two = await s.submit(sessionId, { prompt: 'second prompt', hooks: starts });
+    expect((await s.result(two.operationId)).state).toBe('completed');
+    const [last] = answered(h.model.requests).slice(-1);
+    const text = messageText(bodyOf(last!).messages.at(-1)!);
+    expect(text).toContain('[SessionStart hook] the lane goes on');
+    expect(text).not.toContain('a new lane');
+    await s.close();
   });
 });

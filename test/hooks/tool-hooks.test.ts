@@ -79,6 +79,10 @@ describe('tool hooks (PreToolUse, PostToolUse)', () => {
       ['toolu_f', 'deny'],
       ['toolu_push', 'allow'],
     ]);
+    // The Web UI's details show the last decision (kept in the result once the run closed).
+    expect(result.details).toContain(
+      "last hook: `hook PreToolUse: python3 hooks/hook.py no-force-push ''` (toolu_push) → allow",
+    );
     expect(decided[1]!.data).toMatchObject({
       event: 'PreToolUse',
       tool: 'bash',

@@ -87,6 +87,15 @@ describe('a hook with effects and a worker killed with SIGKILL', () => {
     expect(workspaceFile(handle.workflowId, 'hook-runs.log')).toBe('run\n');
     expect(workspaceFile(handle.workflowId, 'call-runs.log')).toBe('call\n');
     expect(await hookRuns(handle)).toEqual(['hook-pre-toolu_effect-0']);
+    // The decision came from a retried attempt: the killed worker's attempt never reported.
+    const history = await handle.fetchHistory();
+    const scheduled = history.events?.find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityId === 'hook-pre-toolu_effect-0',
+    );
+    const started = history.events?.find(
+      (e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled?.eventId),
+    );
+    expect(started?.activityTaskStartedEventAttributes?.attempt).toBeGreaterThanOrEqual(2);
     const decided = await hookDecisions(temporal.client, handle);
     expect(decided.map((e) => e.data.decision)).toEqual(['allow']);
   }

@@ -306,11 +306,18 @@ function textOf(result: ToolResultBlockParam): string {
   return (result.content ?? []).map((part) => (part.type === 'text' ? part.text : `[${part.type}]`)).join('\n');
 }
 
+/** What `refusalToStop` returns when the operation was aborted while its Stop hooks ran. */
+export const ABORTED = Symbol('aborted');
+
 /**
  * `Stop`: the model ends its turn. The reason the first refusing hook gives (the model then goes on
- * with it), or undefined to end. Once `maxStopBlocks` refusals were made, Stop hooks no longer run.
+ * with it), undefined to end, or `ABORTED` when an abort came while the hooks ran. Once
+ * `maxStopBlocks` refusals were made, Stop hooks no longer run (and nothing is scheduled).
  */
-export async function refusalToStop(op: OperationRun, sandbox: OperationSandbox): Promise<string | undefined> {
+export async function refusalToStop(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+): Promise<string | typeof ABORTED | undefined> {
   const refusals = op.carry.stopBlocks ?? 0;
   if (refusals >= op.settings.maxStopBlocks || !hooksOn(op, 'Stop')) return undefined;
   const input: HookEventInput = {
@@ -321,7 +328,7 @@ export async function refusalToStop(op: OperationRun, sandbox: OperationSandbox)
   };
   const point: HookPoint = { event: 'Stop', kind: 'stop', key: `${operationKey(op)}.${op.carry.turn}` };
   const decisions = await runHooks(op, sandbox, point, {}, input, blocked);
-  if (decisions === 'cancelled') return undefined;
+  if (decisions === 'cancelled' || op.abortReason !== undefined) return ABORTED;
   return decisions.find(blocked)?.reason;
 }
 

@@ -49,7 +49,7 @@ import { actOnCutToolCalls, actOnStopReason, STOP_REASONS_PATCH } from './stop-r
 import { runToolBatch } from './tool-calls';
 import { checkForLoop } from './loop-detector';
 import { listMcpTools } from './mcp-tools';
-import { beforeCompaction, refusalToStop, runStartHooks } from './hooks';
+import { ABORTED, beforeCompaction, refusalToStop, runStartHooks } from './hooks';
 import { stuckDetectionOn } from './stuck';
 import {
   answerStatusQuery,
@@ -153,7 +153,7 @@ async function actOnReply(
   if (after instanceof OperationEnd && after.state === 'completed') {
     // hooks: a Stop hook may refuse the end; the model then goes on with its reason.
     const refusal = await refusalToStop(op, sandbox);
-    if (op.abortReason !== undefined) return new OperationEnd('aborted', `aborted: ${op.abortReason}`);
+    if (refusal === ABORTED) return new OperationEnd('aborted', `aborted: ${op.abortReason ?? 'workflow cancelled'}`);
     if (refusal !== undefined) {
       op.refuseStop(refusal);
       return undefined;
