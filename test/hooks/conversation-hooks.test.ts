@@ -104,6 +104,22 @@ describe('conversation hooks (SessionStart, UserPromptSubmit, Stop, PreCompact)'
     expect((await hookDecisions(h.temporal.client, handle)).map((e) => e.data.decision)).toEqual(['block']);
   });
 
+  it('a failing SessionStart hook with onError deny fails the operation before any model request', async () => {
+    h.model.setScript([]);
+    const before = answered(h.model.requests).length;
+    const handle = await h.start({
+      goal: 'start without the ticket',
+      repo: { kind: 'local', path: repo },
+      hooks: { SessionStart: [{ hooks: [hook('fail', '', { onError: 'deny' })] }] },
+    });
+    const result = await operationResult(handle);
+    expect(result.state).toBe('failed');
+    expect(result.reason).toContain('a SessionStart hook failed: exit 1: the hook broke');
+    expect(answered(h.model.requests)).toHaveLength(before);
+    const [decided] = await hookDecisions(h.temporal.client, handle);
+    expect(decided!.data).toMatchObject({ event: 'SessionStart', decision: 'block', onError: 'deny', exitCode: 1 });
+  });
+
   it('a Stop hook sends the agent back once with its reason, then lets it end when its check passes', async () => {
     h.model.setScript([
       { text: 'all done' },
@@ -141,7 +157,8 @@ describe('conversation hooks (SessionStart, UserPromptSubmit, Stop, PreCompact)'
       goal: 'end',
       repo: { kind: 'local', path: repo },
       maxStopBlocks: 2,
-      hooks: { Stop: [{ hooks: [hook('block', 'never good enough')] }] },
+      // The JSON form of a refusal (`decision: "block"`), where the test above used exit 2.
+      hooks: { Stop: [{ hooks: [hook('block-json', 'never good enough')] }] },
     });
     const result = await operationResult(handle);
     expect(result.state).toBe('completed');
