@@ -9,7 +9,9 @@
 import { operationResult } from '../../client/operation-result';
 import { decideToolCall } from '../../client/approvals';
 import { statusQuery } from '../../common/operation';
+import { conversations } from '../support/conversations';
 import { removeRepositories } from '../support/repositories';
+import { startSessionHarnessOn } from '../support/session-harness';
 import { startOperationHarness, waitFor, type OperationHarness } from '../support/operation-harness';
 import {
   answered,
@@ -315,5 +317,48 @@ describe('tool hooks (PreToolUse, PostToolUse)', () => {
     expect(workspaceFile(result.sessionId, 'src/ok.js')).toBe('const ok = true;\n');
     // The input pattern picks the call: the other write runs no hook.
     expect(await hookRuns(handle)).toEqual(['hook-pre-toolu_mig-0']);
+  });
+
+  it("a subagent keeps its parent's tool hooks, not its conversation's", async () => {
+    const s = startSessionHarnessOn(h);
+    const sessionId = s.newSession('hooks-subagent');
+    h.model.setScript(
+      conversations({
+        'parent: hand the push to a subagent': [
+          {
+            toolCalls: [
+              { id: 'toolu_hook_task', name: 'task', input: { description: 'push', prompt: 'child: force the push' } },
+            ],
+          },
+          echoResults,
+        ],
+        'child: force the push': [
+          {
+            toolCalls: [{ id: 'toolu_child_force', name: 'bash', input: { command: 'git push --force origin main' } }],
+          },
+          { respond: (request) => ({ text: `child saw: ${request.toolResults[0]?.content}` }) },
+        ],
+      }),
+    );
+    const accepted = await s.submit(
+      sessionId,
+      {
+        prompt: 'parent: hand the push to a subagent',
+        hooks: {
+          PreToolUse: [{ matcher: 'bash', hooks: [hook('no-force-push')] }],
+          SessionStart: [{ hooks: [hook('plain', 'for the parent only')] }],
+        },
+      },
+      { repo: { kind: 'local', path: repo } },
+    );
+    const parent = await s.result(accepted.operationId);
+    expect(parent.state).toBe('completed');
+    const [task] = seenResults(parent.finalText);
+    expect(task!.content).toContain('child saw: denied by a PreToolUse hook: force pushes are not allowed here');
+    const childFirst = answered(h.model.requests).find((r) =>
+      messageText(bodyOf(r).messages[0]!).includes('child: force the push'),
+    );
+    expect(messageText(bodyOf(childFirst!).messages[0]!)).not.toContain('for the parent only');
+    await s.close();
   });
 });
