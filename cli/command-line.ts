@@ -9,11 +9,13 @@
  * top-level command's flag problems read `--max-turns must be …`; a subcommand's say which command
  * they belong to, `agent task start: --max-cost must be …` (`schedule create` has two sets of flags).
  */
+import * as fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { parseDuration } from '../common/duration';
 import { parseEgressFlag, type EgressPolicy } from '../common/egress';
 import { environmentInputSchema, type EnvironmentInput } from '../common/environment';
+import { hooksSchema, type HooksInput } from '../common/hooks';
 import { describeZodError } from '../common/validation';
 import { UsageError } from './usage-error';
 
@@ -331,6 +333,23 @@ export const environmentValue: FlagSchema<EnvironmentInput> = () =>
     const parsed = environmentInputSchema.safeParse(raw);
     if (!parsed.success) throw new Error(describeZodError(parsed.error, raw));
     return parsed.data;
+  });
+
+/** `--hooks '<json>'` or `--hooks <file.json>` (docs/hooks.md), validated like the input's `hooks` field. */
+export const hooksValue: FlagSchema<HooksInput> = (flag) =>
+  fromText((text) => {
+    const inline = text.trim().startsWith('{');
+    let raw: unknown;
+    try {
+      raw = JSON.parse(inline ? text : fs.readFileSync(text, 'utf8'));
+    } catch (err) {
+      throw new Error(
+        `${flag}: ${inline ? 'not valid JSON' : `cannot read ${text} as JSON`} (${(err as Error).message})`,
+      );
+    }
+    const parsed = hooksSchema.safeParse(raw);
+    if (!parsed.success) throw new Error(`${flag}: ${describeZodError(parsed.error, raw)}`);
+    return raw as HooksInput;
   });
 
 /** A comma-separated list of at least one item. */

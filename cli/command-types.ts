@@ -5,6 +5,7 @@
  */
 import type { EgressPolicy } from '../common/egress';
 import type { EnvironmentInput } from '../common/environment';
+import type { HooksInput } from '../common/hooks';
 import type { TaskSpecArgs } from './task-args';
 
 export type RunCommand = {
@@ -34,6 +35,8 @@ export type RunCommand = {
   egress?: EgressPolicy;
   /** `--environment default|'<json>'` (`common/environment.ts`), for a new session. */
   environment?: EnvironmentInput;
+  /** `--hooks '<json>'|<file>` (`common/hooks.ts`): the prompt's hooks. */
+  hooks?: HooksInput;
 };
 
 export type TaskStartCommand = {

@@ -9,6 +9,7 @@ import {
   duration,
   egressValue,
   environmentValue,
+  hooksValue,
   jsonObjectText,
   parseFlags,
   positiveInt,
@@ -100,6 +101,7 @@ const RUN = command({
       help: "what the sandbox runs in (a new session; default: the repository's devcontainer.json, else detected)",
       schema: environmentValue,
     },
+    hooks: { value: "'{json}'|<file>", help: 'hooks on named events (docs/hooks.md)', schema: hooksValue },
   },
   positionals: { kind: 'one', what: 'goal', shown: '"<prompt>"' },
   build: ({ flags, args }): RunCommand => ({
@@ -122,6 +124,7 @@ const RUN = command({
     ...(flags['approval-timeout'] !== undefined ? { approvalTimeoutMs: flags['approval-timeout'] } : {}),
     ...(flags.egress !== undefined ? { egress: flags.egress } : {}),
     ...(flags.environment !== undefined ? { environment: flags.environment } : {}),
+    ...(flags.hooks !== undefined ? { hooks: flags.hooks } : {}),
   }),
   run: async (c) => (await import('./run')).run(c),
 });

@@ -128,6 +128,8 @@ function describe(event: SessionEvent): string {
       return `${d.toolCallId} ${d.summary} (denied at ${d.timeoutAt} unless decided)`;
     case 'approval.decided':
       return `${d.toolCallId} ${d.decision} by ${d.by}${d.reason ? `: ${d.reason}` : ''}`;
+    case 'hook.decided':
+      return `${d.event} ${d.decision}${d.toolCallId ? ` ${d.toolCallId}` : ''} · ${d.hook}${d.reason ? `: ${short(String(d.reason))}` : ''}${d.error ? ` (failed: ${short(String(d.error))})` : ''}`;
     case 'fact.set':
       return `${d.key} = ${short(String(d.value))}`;
     case 'lane.forked':

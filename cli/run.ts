@@ -114,6 +114,7 @@ function promptOf(command: RunCommand, handsQueue: string): { prompt: PromptInpu
     ...(command.approvalTimeoutMs ? { approvalTimeoutMs: command.approvalTimeoutMs } : {}),
     ...(command.eagerSandbox ? { eagerSandbox: true } : {}),
     ...(command.egress ? { egress: command.egress } : {}),
+    ...(command.hooks ? { hooks: command.hooks } : {}),
   };
   const checked = parsePrompt(prompt);
   if (!checked.ok) throw new Error(`invalid prompt: ${flagNames(checked.error)}`);

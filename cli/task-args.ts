@@ -4,10 +4,12 @@
  */
 import type { EgressPolicy } from '../common/egress';
 import type { EnvironmentInput } from '../common/environment';
+import type { HooksInput } from '../common/hooks';
 import {
   dollars,
   egressValue,
   environmentValue,
+  hooksValue,
   positiveDuration,
   positiveInt,
   textValue,
@@ -29,6 +31,8 @@ export interface TaskSpecArgs {
   egress?: EgressPolicy;
   /** `--environment` (default: the repository's devcontainer.json, else detection). */
   environment?: EnvironmentInput;
+  /** `--hooks '<json>'|<file>` (docs/hooks.md). */
+  hooks?: HooksInput;
   budget: {
     featuresPerRun?: number;
     maxTurnsPerFeature?: number;
@@ -71,6 +75,11 @@ export const TASK_FLAGS = {
     value: "default|'{json}'",
     help: "what the sandbox runs in (default: the repository's devcontainer.json, else detected; docs/environments.md)",
     schema: environmentValue,
+  },
+  hooks: {
+    value: "'{json}'|<file>",
+    help: 'hooks every operation of the task runs (docs/hooks.md), e.g. a Stop hook that runs the checks',
+    schema: hooksValue,
   },
   'features-per-run': count('features this run may complete'),
   'max-turns-per-feature': count('model turns per feature attempt (default 50)'),
@@ -117,6 +126,7 @@ export function taskSpecOf(flags: FlagValues<typeof TASK_FLAGS>): TaskSpecArgs {
     ...(flags.model !== undefined ? { model: flags.model } : {}),
     ...(flags.egress !== undefined ? { egress: flags.egress } : {}),
     ...(flags.environment !== undefined ? { environment: flags.environment } : {}),
+    ...(flags.hooks !== undefined ? { hooks: flags.hooks } : {}),
     budget,
   };
 }

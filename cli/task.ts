@@ -48,6 +48,7 @@ export function taskInput(task: TaskSpecArgs, handsQueue: string): CodingTaskInp
     ...(task.model ? { model: task.model } : {}),
     ...(task.egress ? { egress: task.egress } : {}),
     ...(task.environment !== undefined ? { environment: task.environment } : {}),
+    ...(task.hooks ? { hooks: task.hooks } : {}),
     ...(Object.keys(task.budget).length ? { budget: task.budget } : {}),
     handsTaskQueue: handsQueue,
   };

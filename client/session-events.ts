@@ -14,6 +14,7 @@ import type { OperationInput, OperationResult } from '../common/operation';
 import { sessionIdFor } from '../common/sandbox-names';
 import { sessionWorkflowId, type PromptAccepted, type PromptInput } from '../common/session';
 import type { RunToolInput, ToolOutcome } from '../common/hands';
+import { hookDecisionOf, hookSummary, RUN_HOOK_ACTIVITY, type HookRunResult, type RunHookInput } from '../common/hooks';
 import { toolSummary } from '../common/tools';
 import { eventTimeMs, HistoryReader, payload, type HistoryEvent } from './histories';
 
@@ -287,6 +288,10 @@ function mapActivityEvent(
       tokens: totalTokens(result.usage),
       usage: result.usage,
     });
+  } else if (activity.type === RUN_HOOK_ACTIVITY && !event.activityTaskCanceledEventAttributes) {
+    const failure = failed && 'failure' in failed ? (failed.failure?.message ?? undefined) : undefined;
+    const result = done ? payload<HookRunResult>(done.result) : undefined;
+    emit('hook.decided', event, hookDecidedData(activity.input as RunHookInput, result, failure));
   } else if (activity.type === 'runTool') {
     const call = activity.input as RunToolInput;
     const outcome = done ? payload<ToolOutcome>(done.result) : undefined;
@@ -299,6 +304,37 @@ function mapActivityEvent(
       excerpt: excerpt(outcome?.content ?? failure ?? 'the tool activity did not complete'),
     });
   }
+}
+
+/**
+ * A hook run's decision, from its activity's input and result: what the operation applied (a run
+ * that failed, or an activity that finally failed, decides by the hook's `onError`).
+ */
+function hookDecidedData(
+  run: RunHookInput,
+  result: HookRunResult | undefined,
+  failure: string | undefined,
+): Record<string, unknown> {
+  const verdict = result?.verdict ?? {
+    kind: 'error' as const,
+    error: `hook infrastructure error: ${failure ?? 'the hook activity did not complete'}`,
+  };
+  const decision = hookDecisionOf(run.event, verdict, run.hook.onError);
+  return {
+    event: run.event,
+    hookRunId: run.hookRunId,
+    hook: hookSummary(run.event, run.hook),
+    ...(run.toolCallId ? { toolCallId: run.toolCallId, tool: run.toolName } : {}),
+    decision: decision.decision,
+    ...(decision.reason !== undefined ? { reason: excerpt(decision.reason) } : {}),
+    ...(decision.context !== undefined ? { context: excerpt(decision.context) } : {}),
+    ...(decision.updatedInput ? { updatedInput: decision.updatedInput } : {}),
+    ...(decision.error !== undefined ? { error: excerpt(decision.error), onError: run.hook.onError } : {}),
+    ...(decision.systemMessage !== undefined ? { systemMessage: excerpt(decision.systemMessage) } : {}),
+    ...(result?.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+    ...(result?.synthetic ? { synthetic: true } : {}),
+    ...(result ? { ranOn: result.ranOn } : {}),
+  };
 }
 
 /** `task` calls: the subagent operation they start and how it ended. */

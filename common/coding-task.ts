@@ -13,6 +13,7 @@ import { APPROVAL_TIMEOUT_DEFAULT_MS, APPROVAL_TIMEOUT_MAX_MS, type WaitingAppro
 import { onExceededSchema } from './budget';
 import { egressPolicySchema } from './egress';
 import { environmentInputSchema, type PreparedEnvironment } from './environment';
+import { hooksSchema } from './hooks';
 import type { FeatureListViolation } from './feature-list';
 import { mcpServersSchema } from './mcp';
 import type { TokenUsage } from './model-types';
@@ -123,6 +124,12 @@ export const codingTaskInputSchema = z
     approvalTimeoutMs: z.int().min(1_000).max(APPROVAL_TIMEOUT_MAX_MS).default(APPROVAL_TIMEOUT_DEFAULT_MS),
     /** When the task calls itself stuck on an activity it waits for (`common/stuck.ts`); every operation gets them too. */
     stuck: stuckLimitsSchema.prefault({}),
+    /**
+     * Hooks every operation of the task runs (`common/hooks.ts`), before the repository's own where
+     * the hands worker allows those. A `Stop` hook running the verification keeps the agent at a
+     * feature until it passes (docs/hooks.md).
+     */
+    hooks: hooksSchema.optional(),
   })
   .refine((input) => !(input.spec !== undefined && input.specPath !== undefined), {
     message: 'give one of spec or specPath, not both',

@@ -23,6 +23,8 @@ export const EVENT_TYPES = [
   'abort.accepted',
   'approval.requested',
   'approval.decided',
+  /** A hook ran and decided (`common/hooks.ts`): its event, the hook, its decision and why. */
+  'hook.decided',
   'fact.set',
   /** A `task` call forked a subagent lane. */
   'lane.forked',

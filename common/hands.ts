@@ -14,6 +14,7 @@
  */
 
 import type { EgressPolicy, EgressSummary } from './egress';
+import type { HooksInput } from './hooks';
 
 /** A repository to copy into the workspace before the first tool call. */
 export type SeedSource = { kind: 'local'; path: string } | { kind: 'git'; url: string; ref?: string };
@@ -78,6 +79,8 @@ export interface CheckSeedSourceInput {
 export interface SeedSourceCheck {
   /** What will be read: the real path of a local directory, or the git URL (without credentials). */
   resolved: string;
+  /** The repository's `.agent/hooks.json`, when it has one and the hands worker allows repository hooks. */
+  repositoryHooks?: HooksInput;
 }
 
 export interface SessionRef {

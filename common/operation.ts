@@ -17,6 +17,7 @@ import {
   type WaitingApproval,
 } from './approvals';
 import { handsHostSchema, type HandsHost } from './hands-route';
+import { hooksSchema, STOP_BLOCKS_DEFAULT } from './hooks';
 import { mcpServersSchema } from './mcp';
 import {
   laneContinuationSchema,
@@ -59,7 +60,7 @@ function withinBytes(max: number): [(text: string) => boolean, { error: (issue: 
 /**
  * The repository to seed the workspace from. A local path must be absolute; the hands worker checks
  * again that it exists, is a directory and lies inside its allowed roots (`AGENT_ALLOWED_ROOTS`)
- * before the first tool call. Nothing here may start with `-` (it would reach `git` as an option).
+ * before the first model call. Nothing here may start with `-` (it would reach `git` as an option).
  */
 export const repoSource = z.discriminatedUnion(
   'kind',
@@ -168,6 +169,13 @@ export const operationInputSchema = z.strictObject({
    * `auto | ask | deny`, e.g. `{"bash:/git push/": "ask"}`. Default: every call `auto`.
    */
   approvals: approvalRulesSchema(MODEL_TOOL_NAMES).optional(),
+  /**
+   * Hooks on named events (`common/hooks.ts`, docs/hooks.md): `{"PreToolUse": [{"matcher": "bash",
+   * "hooks": [{"type": "command", "command": "…", "timeout": 30}]}], "Stop": […]}`. Default: none.
+   */
+  hooks: hooksSchema.optional(),
+  /** How many times Stop hooks may refuse the end of the operation; after that it ends as the model asked. */
+  maxStopBlocks: z.int().min(0).max(100).default(STOP_BLOCKS_DEFAULT),
   /** How long an `ask` call waits for `agent approve` before it is denied. */
   approvalTimeoutMs: z.int().min(1_000).max(APPROVAL_TIMEOUT_MAX_MS).default(APPROVAL_TIMEOUT_DEFAULT_MS),
   /** Limits on the `task` tool (subagents): nesting depth and calls per operation. */

@@ -15,6 +15,7 @@
  */
 import type { Feature, FeatureListViolation } from './feature-list';
 import type { TaskRepo } from './coding-task';
+import type { HooksInput } from './hooks';
 
 export interface PrepareRepositoryInput {
   taskId: string;
@@ -39,6 +40,8 @@ export interface PrepareRepositoryResult {
   spec?: { text: string; truncated: boolean };
   /** The host's clone (bare), the record of the branch's accepted commits. */
   hostRepository: string;
+  /** The repository's `.agent/hooks.json` at `startCommit`, when it has one and the hands worker allows repository hooks. */
+  repositoryHooks?: HooksInput;
 }
 
 export interface SeedBranchInput {

@@ -50,6 +50,9 @@ export const operationDefaultsSchema = z.strictObject({
   maxTokensPerTurn: op.maxTokensPerTurn.unwrap().optional(),
   budget: op.budget.unwrap().optional(),
   approvals: op.approvals,
+  /** The session's hooks run before a prompt's own (both run). */
+  hooks: op.hooks,
+  maxStopBlocks: op.maxStopBlocks.unwrap().optional(),
   approvalTimeoutMs: op.approvalTimeoutMs.unwrap().optional(),
   toolTimeoutMs: op.toolTimeoutMs.unwrap().optional(),
   egress: op.egress.unwrap().optional(),

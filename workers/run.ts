@@ -75,6 +75,7 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
         settings: hands.sandboxes,
         tasksDir: hands.repo.tasksDir,
         gitAuthor: hands.repo.author,
+        hooks: hands.hooks,
         secrets: hands.secrets,
         hostEnv: hands.hostEnv,
       })),

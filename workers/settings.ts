@@ -10,6 +10,7 @@ import type { LogLevel } from '@temporalio/worker';
 import { CRASH_POINTS_PART, type CrashPointSettings } from '../activities/crash-points';
 import { EGRESS_PART } from '../activities/egress/egress-host';
 import { handsPart, readHandsSettings, type HandsSettings } from '../activities/hands/settings';
+import { HOOKS_PART, readHookHostSettings, type HookHostSettings } from '../activities/hooks/settings';
 import { MCP_PART, readMcpSettings, type McpHostSettings } from '../activities/mcp/settings';
 import { MODEL_PART, type ModelSettings } from '../activities/model/settings';
 import { repoPart, type RepoSettings } from '../activities/repo/settings';
@@ -114,6 +115,7 @@ const handsParts = () => ({
   host: HANDS_HOST_PART,
   sandboxes: handsSettingsPart(),
   repo: repoSettingsPart(),
+  hooks: HOOKS_PART,
   egress: EGRESS_PART,
   image: SANDBOX_IMAGE_PART,
   // Go's own variables, for the sandbox tools a hands worker builds when it starts without them.
@@ -136,6 +138,8 @@ export interface HandsRuntime {
   host: HandsHost;
   sandboxes: HandsSettings;
   repo: RepoSettings;
+  /** Repository hooks allowed, and the host hooks this worker defines. */
+  hooks: HookHostSettings;
   /** The sandbox image tag. */
   image: string;
   secrets: SecretStore;
@@ -180,10 +184,10 @@ export function workerSettings(role: WorkerRole, env: Environment = process.env)
     settings.brain = { tuning, model, mcp, secrets, ...(code.bundle ? { workflowBundle: code.bundle } : {}) };
   }
   if (hands) {
-    const { host, sandboxes, repo, image, secrets } = hands.value;
+    const { host, sandboxes, repo, hooks, image, secrets } = hands.value;
     // One store for the process: the brain's MCP servers and the hands' egress share it.
     const store = settings.brain?.secrets ?? secrets;
-    settings.hands = { host, sandboxes, repo, image: sandboxImageTag(image), secrets: store, hostEnv: env };
+    settings.hands = { host, sandboxes, repo, hooks, image: sandboxImageTag(image), secrets: store, hostEnv: env };
   }
   return settings;
 }
@@ -224,6 +228,10 @@ export function secretStoreFromEnv(): SecretStore {
 /** The hands settings of this process's environment (workspace images under the data directory). */
 export function handsSettingsFromEnv(): HandsSettings {
   return readHandsSettings(process.env, { imageDir: path.join(DATA_DIR, 'workspaces') });
+}
+
+export function hookSettingsFromEnv(): HookHostSettings {
+  return readHookHostSettings(process.env);
 }
 
 export function repoSettingsFromEnv(): RepoSettings {

@@ -23,6 +23,8 @@ import { createHandsActivities } from '../activities/hands/activities';
 import { createSandboxes } from '../activities/hands/sandboxes';
 import type { HandsSettings } from '../activities/hands/settings';
 import { createHealthActivities } from '../activities/health';
+import { createHooksActivities } from '../activities/hooks/activities';
+import type { HookHostSettings } from '../activities/hooks/settings';
 import { createMcpActivities } from '../activities/mcp/activities';
 import type { McpHostSettings } from '../activities/mcp/settings';
 import type { SecretStore } from '../activities/secrets/store';
@@ -47,6 +49,7 @@ import {
   brainTuningFromEnv,
   crashPointsFromEnv,
   handsSettingsFromEnv,
+  hookSettingsFromEnv,
   hostEnvironment,
   mcpSettingsFromEnv,
   repoSettingsFromEnv,
@@ -103,6 +106,11 @@ export interface HandsWorkerOptions extends CommonWorkerOptions {
   secrets?: SecretStore;
   /** The worker's environment, for the programs it runs on the host (default: this process's). */
   hostEnv?: Environment;
+  /**
+   * Repository hooks allowed and the host hooks defined here (default: `AGENT_REPOSITORY_HOOKS`,
+   * `AGENT_HOST_HOOKS`; see `activities/hooks/settings.ts`).
+   */
+  hooks?: HookHostSettings;
 }
 
 const GRACE = '2 minutes';
@@ -196,9 +204,11 @@ export function handsActivities(
     | 'gitAuthor'
     | 'secrets'
     | 'hostEnv'
+    | 'hooks'
   >,
 ) {
   const settings = options.settings ?? handsSettingsFromEnv();
+  const hooks = options.hooks ?? hookSettingsFromEnv();
   const hostEnv = options.hostEnv ?? hostEnvironment();
   const egress = processEgressHost(() => ({ secrets: options.secrets ?? secretStoreFromEnv(), env: hostEnv }));
   egress.warm();
@@ -224,13 +234,27 @@ export function handsActivities(
   });
   const repo = repoSettingsFromEnv();
   return {
-    ...createHandsActivities({ sandboxes, host, allowedRoots: settings.allowedRoots, egress, secrets: egress.secrets }),
+    ...createHandsActivities({
+      sandboxes,
+      host,
+      allowedRoots: settings.allowedRoots,
+      egress,
+      secrets: egress.secrets,
+      repositoryHooks: hooks.repositoryHooks,
+    }),
     ...createRepoActivities({
       sandboxes,
       tasksDir: options.tasksDir ?? repo.tasksDir,
       author: options.gitAuthor ?? repo.author,
       allowedRoots: settings.allowedRoots,
       env: hostEnv,
+      repositoryHooks: hooks.repositoryHooks,
+    }),
+    ...createHooksActivities({
+      sandboxes,
+      settings: hooks,
+      hostRunDir: path.join(DATA_DIR, 'hooks'),
+      hostPath: hostEnv.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     }),
     prepareEnvironment,
     setUpWorkspace,

@@ -41,6 +41,8 @@ export interface HandsActivitiesDeps {
   egress?: EgressHost;
   /** The host's secret store: tool outputs are masked with it before they are recorded. */
   secrets?: SecretStore;
+  /** A repository's `.agent/hooks.json` is read with the seed check (`AGENT_REPOSITORY_HOOKS`; default off). */
+  repositoryHooks?: boolean;
 }
 
 /** The deps with their defaults resolved, as the activity functions take them. */
@@ -53,6 +55,7 @@ export interface HandsContext {
   host: HandsHostIdentity;
   egress?: EgressHost;
   secrets?: SecretStore;
+  repositoryHooks: boolean;
 }
 
 export function handsContext(deps: HandsActivitiesDeps): HandsContext {
@@ -69,6 +72,7 @@ export function handsContext(deps: HandsActivitiesDeps): HandsContext {
     },
     ...(deps.egress ? { egress: deps.egress } : {}),
     ...(deps.secrets ? { secrets: deps.secrets } : {}),
+    repositoryHooks: deps.repositoryHooks ?? false,
   };
 }
 

@@ -7,9 +7,8 @@
  * baseline commit so the operation's changes can be diffed. A record in the journal store (out of the
  * agent's reach) makes a second call return the first call's result without copying again.
  *
- * `checkSeedSource` is the same check as an activity of its own: the operation runs it alongside its
- * first model call (which never waits for the hands host), so a bad path fails the operation before
- * any tool runs and at most one model call is paid for.
+ * `checkSeedSource` is the same check as an activity of its own: the operation runs it before its
+ * first model call, so a bad path fails the operation before any model call is paid for.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -26,6 +25,7 @@ import {
   type SeedWorkspaceInput,
 } from '../../common/hands';
 import { currentActivity, Heartbeat } from '../heartbeat';
+import { repositoryHooksOf } from '../hooks/repository-hooks';
 import { sessionOf, type HandsContext } from './deps';
 import { handsFailure, toActivityFailure } from './failures';
 import { isGitConfigFile, scrubGitConfig } from './git-credentials';
@@ -54,7 +54,12 @@ export async function checkSeedSourceActivity(
   input: CheckSeedSourceInput,
 ): Promise<SeedSourceCheck> {
   const checked = checkSeedSource(input.source, hands.allowedRoots);
-  return { resolved: checked.kind === 'local' ? checked.path : redactUserinfo(checked.url) };
+  // hooks: the repository's own, read from the source (never the workspace), where the worker allows them.
+  const hooks = hands.repositoryHooks ? await repositoryHooksOf(checked) : undefined;
+  return {
+    resolved: checked.kind === 'local' ? checked.path : redactUserinfo(checked.url),
+    ...(hooks ? { repositoryHooks: hooks } : {}),
+  };
 }
 
 export async function seedWorkspace(hands: HandsContext, input: SeedWorkspaceInput): Promise<SeedResult> {

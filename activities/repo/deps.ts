@@ -23,6 +23,8 @@ export interface RepoActivitiesDeps {
   /** Author and committer of the harness's commits (default `coding agent <agent@harness.invalid>`; a worker passes `AGENT_GIT_AUTHOR`). */
   author?: GitAuthor;
   heartbeatIntervalMs?: number;
+  /** A repository's `.agent/hooks.json` at the run's start commit is read (`AGENT_REPOSITORY_HOOKS`; default off). */
+  repositoryHooks?: boolean;
 }
 
 export interface RepoContext {
@@ -32,6 +34,7 @@ export interface RepoContext {
   env: NodeJS.ProcessEnv;
   author: GitAuthor;
   heartbeatEveryMs: number;
+  repositoryHooks: boolean;
 }
 
 export function repoContext(deps: RepoActivitiesDeps): RepoContext {
@@ -42,6 +45,7 @@ export function repoContext(deps: RepoActivitiesDeps): RepoContext {
     env: deps.env,
     author: deps.author ?? DEFAULT_GIT_AUTHOR,
     heartbeatEveryMs: deps.heartbeatIntervalMs ?? 2_000,
+    repositoryHooks: deps.repositoryHooks ?? false,
   };
 }
 

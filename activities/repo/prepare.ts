@@ -13,6 +13,7 @@ import { REPO_FAILURE_TYPES, type PrepareRepositoryInput, type PrepareRepository
 import { hostRepositoryOf, type RepoContext } from './deps';
 import { repoFailure, toRepoFailure } from './failures';
 import { describeRemote, git, gitOrFail, remoteOf } from './host-git';
+import { repositoryHooksAt } from '../hooks/repository-hooks';
 
 const SPEC_MAX_BYTES = 200_000;
 
@@ -44,6 +45,8 @@ export async function prepareRepository(
       const truncated = Buffer.byteLength(text) > SPEC_MAX_BYTES;
       spec = { text: truncated ? Buffer.from(text).subarray(0, SPEC_MAX_BYTES).toString('utf8') : text, truncated };
     }
+    // hooks: the repository's own, at the commit the run starts from, where the worker allows them.
+    const repositoryHooks = ctx.repositoryHooks ? await repositoryHooksAt(dir, startCommit) : undefined;
     return {
       remote: shown,
       branch: input.branch,
@@ -51,6 +54,7 @@ export async function prepareRepository(
       startCommit,
       ...(featureListText !== undefined ? { featureListText } : {}),
       ...(spec ? { spec } : {}),
+      ...(repositoryHooks ? { repositoryHooks } : {}),
       hostRepository: dir,
     };
   } catch (err) {

@@ -15,7 +15,12 @@ import {
   type ScriptedModelServerOptions,
 } from '../../scripted-model/server';
 import type { ModelScript } from '../../scripted-model/script';
-import { createBrainWorker, createHandsWorker, type BrainWorkerOptions } from '../../workers/workers';
+import {
+  createBrainWorker,
+  createHandsWorker,
+  type BrainWorkerOptions,
+  type HandsWorkerOptions,
+} from '../../workers/workers';
 import { testPlatform } from './env';
 import { connectTestTemporal, TestTemporal } from './temporal';
 import { removeSandboxes } from './hands';
@@ -55,6 +60,8 @@ export interface OperationHarnessOptions {
   temporalAddress?: string;
   /** The brain worker's MCP settings, secret store and worker settings (default: from the environment). */
   brain?: Pick<BrainWorkerOptions, 'mcp' | 'secrets' | 'settings'>;
+  /** The hands worker's hook settings (default: from the environment). */
+  hands?: Pick<HandsWorkerOptions, 'hooks'>;
 }
 
 export async function startOperationHarness(
@@ -86,6 +93,7 @@ export async function startOperationHarness(
       taskQueue: handsQueue,
       docker,
       image: sandboxImage,
+      ...options.hands,
     }),
   ];
   const running = workers.map((worker) => worker.run());

@@ -34,6 +34,7 @@ export async function prepareTask(task: TaskRun): Promise<TaskEnd | undefined> {
     branchExisted: prepared.branchExisted,
     hostRepository: prepared.hostRepository,
   };
+  if (prepared.repositoryHooks) carry.repositoryHooks = prepared.repositoryHooks;
   carry.accepted = prepared.startCommit;
   carry.pushed = prepared.branchExisted ? prepared.startCommit : null;
   carry.sandboxUsed = true;

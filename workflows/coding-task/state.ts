@@ -19,6 +19,7 @@ import {
 import type { PreparedEnvironment } from '../../common/environment';
 import type { Feature } from '../../common/feature-list';
 import type { HandsHost } from '../../common/hands-route';
+import type { HooksInput } from '../../common/hooks';
 import { ZERO_USAGE, type TokenUsage } from '../../common/model-types';
 import { sessionIdFor } from '../../common/sandbox-names';
 import type { StuckState } from '../../common/stuck';
@@ -70,6 +71,8 @@ export interface TaskCarry {
   environment?: PreparedEnvironment;
   /** Budget approvals asked so far and what the approved ones added (absent until the first). */
   budgetAsks?: BudgetAsks;
+  /** The repository's own hooks, read at preparation where the hands worker allows them (`common/hooks.ts`). */
+  repositoryHooks?: HooksInput;
 }
 
 export type TaskEndState = 'completed' | 'failed' | 'aborted';

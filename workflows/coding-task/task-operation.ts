@@ -14,6 +14,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LedgerEntry } from '../../common/coding-task';
+import { mergeHooks, type HooksInput } from '../../common/hooks';
 import { addUsage, totalTokens, ZERO_USAGE } from '../../common/model-types';
 import { contextWindowOf } from '../../common/models';
 import { newTokenLedger, tokenEconomy } from '../../common/token-ledger';
@@ -70,6 +71,7 @@ function operationInput(task: TaskRun, goal: string): OperationInput {
   const tokensLeft = limits.tokens !== undefined ? limits.tokens - totalTokens(carry.usage) : undefined;
   const costLeft = limits.cost !== undefined ? limits.cost - carry.costUsd : undefined;
   const timeLeft = limits.deadline !== undefined ? carry.startedAtMs + limits.deadline - Date.now() : undefined;
+  const hooks = mergeHooks<HooksInput>(settings.hooks, carry.repositoryHooks);
   return {
     goal,
     sessionId: task.sessionId,
@@ -80,6 +82,7 @@ function operationInput(task: TaskRun, goal: string): OperationInput {
     ...(settings.model ? { model: settings.model } : {}),
     ...(settings.mcpServers ? { mcpServers: settings.mcpServers } : {}),
     stuck: settings.stuck,
+    ...(hooks ? { hooks } : {}),
     budget: {
       maxTurns: budget.maxTurnsPerFeature,
       ...(tokensLeft !== undefined ? { maxTotalTokens: Math.max(1, tokensLeft) } : {}),

@@ -79,12 +79,19 @@ export function acceptContextUpdates(op: OperationRun): void {
 /**
  * The checkpoint's context step: a compaction when one is asked for or needed (then no clear
  * batch), else the clear batch for the next model step (`op.nextClear`). Returns false when the
- * deadline passed during a compaction.
+ * deadline passed during a compaction. `beforeCompaction` runs first (the PreCompact hooks).
  */
-export async function keepContextInWindow(op: OperationRun): Promise<boolean> {
+export async function keepContextInWindow(
+  op: OperationRun,
+  beforeCompaction?: (reason: CompactionReason) => Promise<void>,
+): Promise<boolean> {
   op.setClearBatch(undefined);
   const reason = compactionNeeded(op);
-  if (reason && canCompact(op) && patched(COMPACTION_PATCH)) return compact(op, reason, false);
+  if (reason && canCompact(op) && patched(COMPACTION_PATCH)) {
+    // hooks: PreCompact (`hooks.ts`); nothing is scheduled without hooks.
+    await beforeCompaction?.(reason);
+    return compact(op, reason, false);
+  }
   // Asked for with nothing to compact yet (too few turns): dropped.
   op.dropCompactionRequest();
   op.setClearBatch(planClearBatch(op)?.clear);

@@ -42,13 +42,14 @@ import { laneContextOf, modelOf, operationTokens } from './context-window';
 import { publishReply } from './model-turn';
 import { toolCallsOf } from './reply';
 import { OperationEnd, OperationRun, steeringNote, type OperationCarry, type ReplyContinuation } from './state';
-import { provisionSandbox, SEED_CHECK_ALONGSIDE_PATCH, type OperationSandbox } from './sandbox';
+import { provisionSandbox, type OperationSandbox } from './sandbox';
 import { listenToSession, reportAbortToSession } from './session-link';
 import { acceptSteeringAndAbort } from './steering';
 import { actOnCutToolCalls, actOnStopReason, STOP_REASONS_PATCH } from './stop-reasons';
 import { runToolBatch } from './tool-calls';
 import { checkForLoop } from './loop-detector';
 import { listMcpTools } from './mcp-tools';
+import { ABORTED, beforeCompaction, refusalToStop, runStartHooks } from './hooks';
 import { stuckDetectionOn } from './stuck';
 import {
   answerStatusQuery,
@@ -75,26 +76,13 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   publishSearchAttributes(op, 'state');
   showDetails(op);
   const sandbox = provisionSandbox(op);
-  let refused: OperationEnd | undefined;
-  if (patched(SEED_CHECK_ALONGSIDE_PATCH)) {
-    sandbox.checkSeedSourceAlongside((end) => {
-      refused = end;
-      loopScope.cancel();
-    });
-  } else {
-    refused = await sandbox.checkSeedSource();
-    if (!refused) sandbox.startEagerly();
-  }
+  const refused = await sandbox.checkSeedSource();
+  if (!refused) sandbox.startEagerly();
 
   try {
-    if (refused) op.end(refused);
-    else {
-      const end = await loopScope.run(() => agentLoop(op, sandbox, rawInput));
-      // An answer without a tool call still ends as the check says when the source was refused.
-      op.end((await sandbox.seedChecked()) ?? end);
-    }
+    op.end(refused ?? (await loopScope.run(() => agentLoop(op, sandbox, rawInput))));
   } catch (err) {
-    op.end(refused ?? endOfFailedLoop(op, err));
+    op.end(endOfFailedLoop(op, err));
   }
   return finish(op, sandbox);
 }
@@ -104,6 +92,9 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
   // MCP tools are listed once, before the first turn; without `mcpServers` nothing is scheduled.
   const mcpFailed = await listMcpTools(op);
   if (mcpFailed) return mcpFailed;
+  // hooks: SessionStart and UserPromptSubmit, once; without hooks nothing is scheduled.
+  const refused = await runStartHooks(op, sandbox);
+  if (refused) return refused;
   for (;;) {
     op.enterSteering();
     if (carry.tail.length === 0 && !carry.context.resumePause) return new OperationEnd('completed', 'end_turn');
@@ -119,7 +110,7 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
       await continueAsNew<typeof operation>(rawInput, op.carryOver());
     }
     // A step the deadline cut short is run again once a person extends the deadline.
-    if (!(await keepContextInWindow(op))) {
+    if (!(await keepContextInWindow(op, beforeCompaction(op, sandbox)))) {
       const end = await endUnlessExtended(op, deadlineSpent(op));
       if (end) return end;
       continue;
@@ -171,7 +162,17 @@ async function actOnReply(
     if (op.environmentFailure) return new OperationEnd('failed', op.environmentFailure);
     return stuckDetectionOn() ? loopEnd(op, calls) : undefined;
   }
-  return goOn(op, actOnStopReason(op, reply));
+  const after = actOnStopReason(op, reply);
+  if (after instanceof OperationEnd && after.state === 'completed') {
+    // hooks: a Stop hook may refuse the end; the model then goes on with its reason.
+    const refusal = await refusalToStop(op, sandbox);
+    if (refusal === ABORTED) return new OperationEnd('aborted', `aborted: ${op.abortReason ?? 'workflow cancelled'}`);
+    if (refusal !== undefined) {
+      op.refuseStop(refusal);
+      return undefined;
+    }
+  }
+  return goOn(op, after);
 }
 
 /** Applies the stop reasons' continuation of a reply, if any; returns the end, if any. */

@@ -1,6 +1,6 @@
 /**
  * The operation's side of the sandbox lifecycle: the check of the repository to seed (on the hands
- * host, alongside the first model call and before any tool call), provisioning (lazy by default — the first tool call seeds the
+ * host, before the first model call), provisioning (lazy by default — the first tool call seeds the
  * workspace, which creates the container — or eager, alongside the first model call), routing to the
  * hands host that holds the workspace (`../shared/hands-route.ts`), and teardown (the container goes, the
  * workspace volume stays). An operation run by a session uses the sandbox under the session's lease
@@ -28,6 +28,7 @@ import {
   SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
 } from '../shared/policies';
 import { sandboxLease, type SandboxLease } from './sandbox-lease';
+import { acceptRepositoryHooks } from './repository-hooks';
 import { stuckDetectionOn, watchActivity } from './stuck';
 import { showDetails } from './visibility';
 
@@ -36,28 +37,15 @@ export const HANDS_ROUTING_PATCH = 'hands-routing';
 export const WORKSPACE_ENVIRONMENT_PATCH = 'workspace-environment';
 /** Operations recorded before this change did not check their repository before the first model call. */
 export const SEED_SOURCE_CHECK_PATCH = 'check-seed-source-before-first-model-call';
-/**
- * Operations recorded before this change waited for that check before their first model call; now
- * it runs alongside the call, and the first tool call waits for it instead.
- */
-export const SEED_CHECK_ALONGSIDE_PATCH = 'check-seed-source-alongside-first-model-call';
 
 export interface OperationSandbox {
   /**
    * Asks the hands host whether the operation's repository may be read (exists, is a directory, lies
-   * inside the worker's allowed roots; a git URL of an allowed form) before the first model call
-   * (operations recorded before `SEED_CHECK_ALONGSIDE_PATCH`). Returns how the operation ends when it may not: `failed` with
+   * inside the worker's allowed roots; a git URL of an allowed form) before the first model call is
+   * paid for. Returns how the operation ends when it may not: `failed` with
    * `InvalidSeedSource: <path and allowed roots>`. Checks once, on an operation's first run.
    */
   checkSeedSource(): Promise<OperationEnd | undefined>;
-  /**
-   * The same check, alongside the first model call: the first model request never waits for the
-   * hands host. The first tool call waits for the check instead (a refused source runs no tool), and
-   * `onRefused` is told how the operation ends; an eager sandbox starts once the check passed.
-   * `seedChecked()` is the check's outcome (undefined when none ran).
-   */
-  checkSeedSourceAlongside(onRefused: (end: OperationEnd) => void): void;
-  seedChecked(): Promise<OperationEnd | undefined>;
   /** Starts the workspace now when the operation asked for an eager sandbox (`eagerSandbox`). */
   startEagerly(): void;
   /**
@@ -77,30 +65,18 @@ export function provisionSandbox(op: OperationRun): OperationSandbox {
   acceptHostReplacement(route);
   const sandbox: SandboxParts = { op, watched, route, lease: sandboxLease(op) };
   let eager: Promise<void> | undefined;
-  let checked: Promise<OperationEnd | undefined> | undefined;
-  const startEagerlyOnce = () => {
-    // Lazy by default: the first model request never waits for a container.
-    if (!op.settings.eagerSandbox || op.carry.sandboxUsed || eager) return;
-    eager = sandbox.lease.use(() => startEagerly(sandbox));
-    // An eager failure surfaces at the first tool call, which awaits the same promise.
-    eager.catch(() => undefined);
-  };
   return {
     route,
     checkSeedSource: () => checkSeedSource(sandbox),
-    checkSeedSourceAlongside(onRefused) {
-      checked = checkSeedSource(sandbox).then((refused) => {
-        if (refused) onRefused(refused);
-        else startEagerlyOnce();
-        return refused;
-      });
+    startEagerly() {
+      // Lazy by default: the first model request never waits for a container.
+      if (!op.settings.eagerSandbox || op.carry.sandboxUsed || eager) return;
+      eager = sandbox.lease.use(() => startEagerly(sandbox));
+      // An eager failure surfaces at the first tool call, which awaits the same promise.
+      eager.catch(() => undefined);
     },
-    seedChecked: () => checked ?? Promise.resolve(undefined),
-    startEagerly: startEagerlyOnce,
     use: (fn) =>
       sandbox.lease.use(async () => {
-        // A refused source ends the operation (`onRefused` cancels its loop): no tool runs.
-        if (checked && (await checked)) await CancellationScope.current().cancelRequested;
         await eager;
         await ensureWorkspace(sandbox);
         return fn();
@@ -263,7 +239,7 @@ async function checkSeedSource(sandbox: SandboxParts): Promise<OperationEnd | un
   const what = 'check the repository to seed';
   try {
     // Under the session's lease: the host that checks the path is the one that seeds it.
-    await lease.use(() =>
+    const checked = await lease.use(() =>
       onHost(sandbox, 'check-seed-source', what, (queue) =>
         proxyActivities<HandsActivities>({
           ...SEED_SOURCE_CHECK_ACTIVITY_OPTIONS,
@@ -272,7 +248,8 @@ async function checkSeedSource(sandbox: SandboxParts): Promise<OperationEnd | un
         }).checkSeedSource({ source }),
       ),
     );
-    return undefined;
+    // hooks: the repository's own, when the hands worker allows them (no new command either way).
+    return acceptRepositoryHooks(op, checked.repositoryHooks);
   } catch (err) {
     if (isCancellation(err)) return new OperationEnd('aborted', `aborted: ${op.abortReason ?? 'workflow cancelled'}`);
     const cause = err instanceof ActivityFailure ? err.cause : err;

@@ -24,6 +24,7 @@ import { addEgress, EMPTY_EGRESS, type EgressSummary } from '../../common/egress
 import type { PreparedEnvironment } from '../../common/environment';
 import type { ToolOutcome } from '../../common/hands';
 import type { HandsHost } from '../../common/hands-route';
+import type { HookDecision, HookEventName, HookSettings } from '../../common/hooks';
 import { factNote } from '../../common/lanes';
 import type { McpCatalogue } from '../../common/mcp';
 import type { ModelStepResult } from '../../common/model-step';
@@ -95,6 +96,10 @@ export interface OperationCarry {
   workspaceSetUp?: boolean;
   /** Budget approvals asked so far and what the approved ones added (`budget.ts`; absent until the first). */
   budgetAsks?: BudgetAsks;
+  /** The repository's own hooks (`hooks.ts`), read with the seed check where the hands worker allows them. */
+  repositoryHooks?: HookSettings;
+  /** How many times Stop hooks refused the end so far (`maxStopBlocks` caps it). */
+  stopBlocks?: number;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';
@@ -145,6 +150,17 @@ const DECIDED_KEPT = 100;
 /** How queued steering reads in the context. */
 export const steeringNote = (text: string): string => `[steering from the user] ${text}`;
 
+/** The latest hook decision, as the Web UI's details show it. */
+export interface LastHook {
+  event: HookEventName;
+  summary: string;
+  decision: HookDecision;
+  toolCallId?: string;
+}
+
+/** How a Stop hook's refusal reads in the context. */
+export const stopRefusalNote = (reason: string): string => `[a Stop hook refused the end of your turn] ${reason}`;
+
 /** What lives for one run only (rebuilt on each). */
 interface RunOnly {
   phase: OperationStatus['phase'];
@@ -159,6 +175,7 @@ interface RunOnly {
   approvalDecision?: ApprovalDecisionInput;
   /** Why the workspace's environment could not be prepared (the operation then ends failed). */
   environmentFailure?: string;
+  lastHook?: LastHook;
 }
 
 export class OperationRun {
@@ -235,6 +252,10 @@ export class OperationRun {
   /** Outcomes of the current tool batch by tool call id (their spill sizes feed the ledger). */
   get toolOutcomes(): ReadonlyMap<string, ToolOutcome> {
     return this.outcomes;
+  }
+  /** The latest hook decision (`hooks.ts`). */
+  get lastHook(): Readonly<LastHook> | undefined {
+    return this.now.lastHook;
   }
   /** Tool call ids of this run's replies (so an approval for a call that is not waiting is told apart from an unknown one). */
   get seenToolCalls(): ReadonlySet<string> {
@@ -509,6 +530,35 @@ export class OperationRun {
 
   recordMcpTools(catalogue: McpCatalogue): void {
     this.state.mcp = catalogue;
+  }
+
+  // Hooks (`hooks.ts`).
+
+  /** The repository's own hooks, as the seed check read them. */
+  recordRepositoryHooks(hooks: HookSettings): void {
+    this.state.repositoryHooks = hooks;
+  }
+
+  /** A hook decided (shown in the details). */
+  recordHookDecision(last: LastHook): void {
+    this.now.lastHook = last;
+  }
+
+  /** Text from SessionStart hooks: in the first message, before the goal (only before the first turn). */
+  addContextBeforeGoal(texts: readonly string[]): void {
+    const { tail } = this.state;
+    tail.splice(Math.max(0, tail.length - 1), 0, ...texts.map((text): TailBlock => ({ type: 'text', text })));
+  }
+
+  /** Text from hooks (UserPromptSubmit, PreCompact) at the end of the next message. */
+  addContext(texts: readonly string[]): void {
+    for (const text of texts) this.state.tail.push({ type: 'text', text });
+  }
+
+  /** A Stop hook refused the end: the model continues with the reason as the next message. */
+  refuseStop(reason: string): void {
+    this.state.stopBlocks = (this.state.stopBlocks ?? 0) + 1;
+    this.state.tail = [{ type: 'text', text: stopRefusalNote(reason) }];
   }
 
   // Waiting and stuck (`stuck.ts`).

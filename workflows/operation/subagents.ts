@@ -3,11 +3,12 @@
  * an operation there as a child workflow (id `<operationId>.<toolCallId>`), whose final text is the
  * call's result. The subagent starts from a fresh context: a short handoff (where the task comes
  * from) and the prompt — never the parent's transcript. It shares the session's workspace (under the
- * session's sandbox lease when there is a session), inherits the parent's model, approval policy and
- * limits, and its tokens are added to the parent's ledger. Depth and count are limited
+ * session's sandbox lease when there is a session), inherits the parent's model, approval policy,
+ * tool hooks (PreToolUse, PostToolUse) and limits, and its tokens are added to the parent's ledger. Depth and count are limited
  * (`subagents.maxDepth`, `subagents.maxPerOperation`).
  */
 import { executeChild, getExternalWorkflowHandle, isCancellation } from '@temporalio/workflow';
+import { toolHooksOf } from '../../common/hooks';
 import { forkEndedSignal, laneForkedSignal, subagentLaneOf, subagentOperationIdOf } from '../../common/lanes';
 import { totalTokens, type ToolResultBlockParam, type ToolUseBlock } from '../../common/model-types';
 import { OPERATION_WORKFLOW_TYPE, type OperationInput, type OperationResult } from '../../common/operation';
@@ -94,6 +95,8 @@ function limitRefusal(op: OperationRun): string | undefined {
 
 function subagentInput(op: OperationRun, call: ToolUseBlock, task: TaskInput, lane: string): OperationInput {
   const { settings, carry } = op;
+  // hooks: a subagent keeps the rules on tool calls; the conversation's own (start, stop) are the parent's.
+  const hooks = toolHooksOf(settings.hooks);
   const { maxTotalTokens } = settings.budget;
   const remainingMs = timeLeftMs(op);
   return {
@@ -137,6 +140,7 @@ function subagentInput(op: OperationRun, call: ToolUseBlock, task: TaskInput, la
     ...(settings.environment !== undefined ? { environment: settings.environment } : {}),
     ...(settings.model ? { model: settings.model } : {}),
     ...(settings.approvals ? { approvals: settings.approvals } : {}),
+    ...(hooks ? { hooks } : {}),
     ...(settings.heartbeatTimeoutMs ? { heartbeatTimeoutMs: settings.heartbeatTimeoutMs } : {}),
     ...(settings.session ? { session: settings.session } : {}),
     // The same MCP servers (the subagent lists them itself: its own operation).

@@ -33,6 +33,7 @@ import type { OperationSandbox } from './sandbox';
 import { stuckDetectionOn, watchActivity } from './stuck';
 import { runSubagent } from './subagents';
 import { isMcpToolName, runMcpToolCall } from './mcp-tools';
+import { postToolUse, preToolUse, toolHooksApply, toolHooksFor, withNotes, type ToolGate } from './hooks';
 import { toolResult } from './tool-result';
 import { showDetails } from './visibility';
 
@@ -50,7 +51,8 @@ export async function runToolBatch(
   calls: ToolUseBlock[],
 ): Promise<TailBlock[]> {
   if (calls.length > 1 && calls.every((call) => replayPolicyOf(call.name) === 'safe' && !needsApproval(op, call))) {
-    if (patched(PARALLEL_SAFE_BATCH_PATCH)) return runSafeBatch(op, sandbox, calls);
+    // hooks: a hook may ask a person, and hooks run one at a time: a batch with tool hooks runs in order.
+    if (!toolHooksApply(op, calls) && patched(PARALLEL_SAFE_BATCH_PATCH)) return runSafeBatch(op, sandbox, calls);
   }
   const results: TailBlock[] = [];
   for (const call of calls) results.push(await runOne(op, sandbox, call));
@@ -114,12 +116,23 @@ async function prepareAndRun(
   sandbox: OperationSandbox,
   call: ToolUseBlock,
 ): Promise<ToolResultBlockParam> {
+  // hooks: a tool that PreToolUse or PostToolUse hooks name takes the hooked path (`hooks.ts`).
+  if (toolHooksFor(op, call.name)) return prepareAndRunHooked(op, sandbox, call);
   // MCP tools (`mcp__<server>__<tool>`) are validated, approved and run by `mcp-tools.ts`.
   if (isMcpToolName(call.name)) return runMcpToolCall(op, call);
   const prepared = prepareToolCall(op, call);
   if (!prepared.ok) return prepared.result;
   const refusal = prepared.approval.policy === 'ask' ? await awaitApproval(op, call, prepared) : undefined;
   if (refusal) return refusal;
+  return runPrepared(op, sandbox, call, prepared);
+}
+
+function runPrepared(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  call: ToolUseBlock,
+  prepared: Extract<PreparedCall, { ok: true }>,
+): Promise<ToolResultBlockParam> {
   op.live.publish(op.carry.turn, {
     kind: 'tool.started',
     toolCallId: call.id,
@@ -129,6 +142,63 @@ async function prepareAndRun(
   return prepared.kind === 'task'
     ? runSubagent(op, call, prepared.input)
     : executeToolCall(op, sandbox, call, prepared);
+}
+
+/**
+ * A call with tool hooks: validated, then its PreToolUse hooks (deny, ask, a replaced input checked
+ * again like the model's), the approval policy (a hook's `ask` waits for a person too), the call,
+ * and its PostToolUse hooks, whose word joins the result.
+ */
+async function prepareAndRunHooked(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  call: ToolUseBlock,
+): Promise<ToolResultBlockParam> {
+  if (isMcpToolName(call.name)) return runHookedMcpCall(op, sandbox, call);
+  let prepared = prepareToolCall(op, call);
+  if (!prepared.ok) return prepared.result;
+  const gate = await preToolUse(op, sandbox, call, prepared.input, toolMainArgument(call.name, prepared.input));
+  if (gate.refusal) return gate.refusal;
+  if (gate.input !== undefined) {
+    prepared = prepareToolCall(op, { ...call, input: gate.input });
+    if (!prepared.ok) return replacedInputRefused(prepared.result);
+  }
+  const ask = prepared.approval.policy === 'ask' ? prepared.approval : gate.ask ? hookAsks(gate) : undefined;
+  const refusal = ask ? await awaitApproval(op, call, { summary: prepared.summary, approval: ask }) : undefined;
+  if (refusal) return refusal;
+  const result = withNotes(await runPrepared(op, sandbox, call, prepared), gate.notes);
+  if (op.abortReason !== undefined) return result;
+  return postToolUse(op, sandbox, call, prepared.input, toolMainArgument(call.name, prepared.input), result);
+}
+
+/** An MCP call with tool hooks: its hooks see the model's arguments; `mcp-tools.ts` checks and runs it. */
+async function runHookedMcpCall(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  call: ToolUseBlock,
+): Promise<ToolResultBlockParam> {
+  const mainArgument = JSON.stringify(call.input ?? {});
+  const gate = await preToolUse(op, sandbox, call, call.input, mainArgument);
+  if (gate.refusal) return gate.refusal;
+  const input = gate.input ?? call.input;
+  if (gate.ask) {
+    const refusal = await awaitApproval(op, call, { summary: call.name, approval: hookAsks(gate) });
+    if (refusal) return refusal;
+  }
+  const result = withNotes(await runMcpToolCall(op, { ...call, input }), gate.notes);
+  if (op.abortReason !== undefined) return result;
+  return postToolUse(op, sandbox, call, input, JSON.stringify(input ?? {}), result);
+}
+
+const hookAsks = (gate: ToolGate): ApprovalDecision => ({ policy: 'ask', rule: `PreToolUse hook: ${gate.ask}` });
+
+function replacedInputRefused(result: ToolResultBlockParam): ToolResultBlockParam {
+  const said = typeof result.content === 'string' ? result.content : 'invalid arguments';
+  return toolResult(
+    result.tool_use_id,
+    `not run: a PreToolUse hook replaced this call's input with one that is not valid: ${said}`,
+    true,
+  );
 }
 
 function excerptOf(result: ToolResultBlockParam): string {

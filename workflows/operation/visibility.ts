@@ -114,6 +114,7 @@ export function detailsMarkdown(op: OperationRun): string {
     st.waitingFor ? `waiting for: ${st.waitingFor}` : '',
     op.lastTurnOutcome ? `last turn: ${op.lastTurnOutcome}` : '',
     st.lastTool ? `last tool: \`${st.lastTool.summary}\`${st.lastTool.isError ? ' (error)' : ''}` : '',
+    op.lastHook ? lastHookLine(op.lastHook) : '',
     `tokens: ${totalTokens(usage)} (input ${usage.input}, cache write ${usage.cacheWrite}, cache read ${usage.cacheRead}, output ${usage.output}) · $${st.costUsd.toFixed(4)}`,
     `context: ${st.context.pct}% of ${st.context.windowTokens} tokens · ${st.context.compactions} compactions · ${st.context.editBatches} clear batches · cache hit ${(100 * st.tokens.cacheHitRate).toFixed(1)}%`,
     op.carry.handsHost ? `hands host: ${op.carry.handsHost.host} (queue ${op.carry.handsHost.taskQueue})` : '',
@@ -124,6 +125,14 @@ export function detailsMarkdown(op: OperationRun): string {
   ]
     .filter(Boolean)
     .join('\n\n');
+}
+
+/** `last hook: \`hook PreToolUse: ./check.sh\` (toolu_…) → deny: no force pushes`. */
+function lastHookLine(hook: NonNullable<OperationRun['lastHook']>): string {
+  const { decision } = hook;
+  const why = decision.reason ?? decision.error ?? decision.systemMessage;
+  const failed = decision.error !== undefined ? ' (the hook failed)' : '';
+  return `last hook: \`${hook.summary}\`${hook.toolCallId ? ` (${hook.toolCallId})` : ''} → ${decision.decision}${failed}${why ? `: ${oneLine(why)}` : ''}`;
 }
 
 function oneLine(text: string): string {

@@ -15,6 +15,7 @@
  */
 import { ApplicationFailure, ParentClosePolicy, setHandler, startChild, condition } from '@temporalio/workflow';
 import { mergeApprovalRules } from '../../common/approvals';
+import { mergeHooks } from '../../common/hooks';
 import { factNote, type LaneContext } from '../../common/lanes';
 import { OPERATION_WORKFLOW_TYPE, type OperationInput, type OperationResult } from '../../common/operation';
 import {
@@ -270,6 +271,8 @@ function operationInput(
     context: pick('context'),
     stuck: pick('stuck'),
     approvals,
+    hooks: mergeHooks(defaults.hooks, prompt.hooks),
+    maxStopBlocks: pick('maxStopBlocks'),
     repo: s.settings.repo,
     environment: s.settings.environment,
     handsTaskQueue: s.settings.handsTaskQueue,

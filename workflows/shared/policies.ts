@@ -19,6 +19,7 @@
  * | health echo           | 30 s               | –         | 3        | SDK default        |
  * | MCP tool listing      | servers' startup ×2 + 30 s | 3 s | 3       | 1 s ×2 … 10 s      |
  * | MCP tool call         | call + startup + 30 s | 3 s    | 3 (never), 5 (safe) | 0.5 s ×2 … 10 s |
+ * | hook run              | hook's timeout + 1 min | 3 s   | 4        | 0.25 s ×3 … 30 s   |
  *
  * An operation's `heartbeatTimeoutMs` overrides the heartbeat of its model, tool and sandbox calls.
  *
@@ -39,6 +40,7 @@ import { ActivityCancellationType, type ActivityOptions } from '@temporalio/work
 import { MODEL_NON_RETRYABLE_FAILURE_TYPES } from '../../common/model-types';
 import { HANDS_NON_RETRYABLE_FAILURE_TYPES } from '../../common/hands';
 import { REPO_NON_RETRYABLE_FAILURE_TYPES } from '../../common/repo';
+import { HOOK_TIMEOUT_DEFAULT_S, HOOK_TIMEOUT_MAX_S, type Hook } from '../../common/hooks';
 import { toolRunTimeoutMs, type ToolName } from '../../common/tools';
 
 /**
@@ -186,7 +188,7 @@ export const PROBE_ACTIVITY_OPTIONS: ActivityOptions = {
 
 /**
  * The hands host's check of the operation's repository (exists, is a directory, inside the allowed
- * roots), alongside the first model call and before any tool call: file-system lookups on the host, no container. A refusal
+ * roots), before the first model call: file-system lookups on the host, no container. A refusal
  * (`InvalidSeedSource`) is final; an unreachable hands worker gets a few quick retries.
  */
 export const SEED_SOURCE_CHECK_ACTIVITY_OPTIONS: ActivityOptions = {
@@ -296,6 +298,33 @@ export function mcpCallActivityOptions(
       backoffCoefficient: 2,
       maximumInterval: '10 seconds',
       maximumAttempts: replayPolicy === 'safe' ? 5 : 3,
+    },
+  };
+}
+
+/**
+ * One hook run (`runHook` on the hands queue of the session's host): a command in the sandbox, or a
+ * host hook of the hands worker's.
+ * - startToClose: the hook's `timeout` (default 60 s; a host hook's is its definition's, so the
+ *   largest, 600 s) plus one minute for the container and the journal.
+ * - heartbeat 3 s, as for a tool call: a dead hands worker is noticed within 3 s.
+ * - retries: 0.25 s → ×3 → 30 s, at most 4 attempts, for infrastructure failures only (a hook that
+ *   fails, times out or says no is a result, and its `onError` decides). Both replay policies get
+ *   the same budget: a retried attempt reads the hook run's journal first, so a `never` hook is
+ *   never run twice and one whose earlier attempt finished gives that attempt's result.
+ * - cancellation waits for the activity to confirm it killed the hook's process.
+ */
+export function hookActivityOptions(hook: Hook): ActivityOptions {
+  const timeoutS = hook.type === 'command' ? (hook.timeout ?? HOOK_TIMEOUT_DEFAULT_S) : HOOK_TIMEOUT_MAX_S;
+  return {
+    startToCloseTimeout: Math.round(timeoutS * 1000) + 60_000,
+    heartbeatTimeout: '3 seconds',
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: '250 milliseconds',
+      backoffCoefficient: 3,
+      maximumInterval: '30 seconds',
+      maximumAttempts: 4,
     },
   };
 }
