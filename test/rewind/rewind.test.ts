@@ -8,8 +8,10 @@
  * refusals, which name the flag at fault.
  */
 import { execFileSync } from 'node:child_process';
+import type { WorkflowFailedError } from '@temporalio/client';
 import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import type { OperationResult } from '../../common/operation';
+import { REWIND_FAILURE_TYPES, REWIND_WORKFLOW_TYPE } from '../../common/rewind';
 import { sessionWorkflowId } from '../../common/session';
 import { volumeNameOf } from '../../common/sandbox-names';
 import { canonicalJson } from '../../scripted-model/prompt';
@@ -286,6 +288,27 @@ describe('rewind as a fork (real Temporal, Docker and scripted model)', () => {
     const unknownList = await agent('checkpoints', 'no-such-operation');
     expect(unknownList.code).not.toBe(0);
     expect(unknownList.stderr).toContain('<operation> no-such-operation: no operation no-such-operation');
+    // Started without the CLI, the rewind workflow and the operation name the field at fault.
+    const { client } = s.h.temporal;
+    const rewindFailure = await client.workflow
+      .execute(REWIND_WORKFLOW_TYPE, {
+        workflowId: `rewind-bad-${accepted.operationId}`,
+        taskQueue: s.h.brainQueue,
+        args: [{ operationId: accepted.operationId, toTurn: 'two' }],
+      })
+      .catch((err: unknown) => err);
+    expect((rewindFailure as WorkflowFailedError).cause).toMatchObject({
+      type: REWIND_FAILURE_TYPES.invalidInput,
+      message: expect.stringContaining('toTurn: expected a number, got a string'),
+    });
+    const operationFailure = await s.h
+      .start({ goal: 'x', checkpoints: { exclude: ['# not a pattern'] } })
+      .then((handle) => handle.result())
+      .catch((err: unknown) => err);
+    expect((operationFailure as WorkflowFailedError).cause).toMatchObject({
+      type: 'InvalidOperationInput',
+      message: expect.stringContaining('checkpoints.exclude.0: must not start with "#"'),
+    });
     // Nothing was made for a refused rewind: no session workflow.
     await expect(
       s.h.temporal.client.workflow.getHandle(sessionWorkflowId(refusedSession)).describe(),
