@@ -9,7 +9,7 @@ import { connectClient, workflowUrl } from '../client/connection';
 import { requirePollers } from '../client/pollers';
 import { operationCheckpoints, runRewind } from '../client/rewind';
 import { Refused } from '../client/session';
-import { isSkipped } from '../common/checkpoints';
+import { CHECKPOINT_FAILURE_TYPES, isSkipped } from '../common/checkpoints';
 import type { CheckpointRecord } from '../common/rewind-plan';
 import { parseRewindInput, REWIND_FAILURE_TYPES, type RewindInput } from '../common/rewind';
 import { isSessionId, SESSION_ID_RULE } from '../common/sandbox-names';
@@ -76,7 +76,10 @@ function rewindInputOf(command: Extract<RewindCommand, { kind: 'rewind' }>): Rew
 function atFault(command: RewindCommand, refusal: Refused): string {
   if (refusal.type === REWIND_FAILURE_TYPES.unknownOperation) return `<operation> ${command.operationId}: `;
   const aboutTurn: string[] = [REWIND_FAILURE_TYPES.noSuchTurn, REWIND_FAILURE_TYPES.noCheckpoint];
-  if (command.kind === 'rewind' && aboutTurn.includes(refusal.type)) return `--to-turn ${command.toTurn}: `;
+  if (command.kind !== 'rewind') return '';
+  if (aboutTurn.includes(refusal.type)) return `--to-turn ${command.toTurn}: `;
+  if (refusal.type === CHECKPOINT_FAILURE_TYPES.workspaceExists && command.session)
+    return `--session ${command.session}: `;
   return '';
 }
 

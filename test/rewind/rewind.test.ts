@@ -257,6 +257,15 @@ describe('rewind as a fork (real Temporal, Docker and scripted model)', () => {
     expect(manifestIn(toolResultText(codeOnlyRequests[1]!))).toBe(atTurn);
     expect(volumeManifest(codeOnly.sessionId)).toContain('./new.txt ');
 
+    // A rewind into a session that exists is refused, naming the flag: one an earlier rewind made, or any other.
+    for (const taken of [forked.sessionId, sessionId]) {
+      const refused = await agent('rewind', accepted.operationId, '--to-turn', '2', '--session', taken);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toMatch(
+        new RegExp(`--session ${taken}: session ${taken} (was made by an earlier rewind|has a workspace already)`),
+      );
+    }
+
     // The original lane and workspace are as they were; the forks wrote into their own.
     expect(volumeManifest(sessionId)).toBe(originalAtEnd);
     expect(volumeManifest(forked.sessionId)).toContain('./new.txt ');

@@ -36,7 +36,7 @@ import { REWIND_PLAN_ACTIVITY_OPTIONS, RESTORE_CHECKPOINT_ACTIVITY_OPTIONS } fro
 
 export async function rewind(rawInput: unknown): Promise<RewindResult> {
   const input = validInput(rawInput);
-  const { workflowId, taskQueue } = workflowInfo();
+  const { workflowId, taskQueue, firstExecutionRunId } = workflowInfo();
   const sessionId = input.sessionId ?? sessionIdOfRewind(workflowId) ?? sessionIdFor(workflowId);
   const { planRewind } = proxyActivities<RewindActivities>({ ...REWIND_PLAN_ACTIVITY_OPTIONS, taskQueue });
   const plan = await failingAs(() =>
@@ -52,7 +52,8 @@ export async function rewind(rawInput: unknown): Promise<RewindResult> {
       fromSessionId: plan.from.sessionId,
       commit: plan.checkpoint.commit,
       sessionId,
-      operationId: workflowId,
+      // Who makes the workspace: this rewind's attempts find it theirs; any other rewind into it is refused.
+      operationId: `${workflowId}@${firstExecutionRunId}`,
     }),
   );
   const lane = input.lane ?? (plan.from.lane.startsWith(SUBAGENT_LANE_PREFIX) ? DEFAULT_LANE : plan.from.lane);
