@@ -1,8 +1,9 @@
 /**
  * Checkpoints of the workspace (`common/checkpoints.ts`): after a turn whose tool batch had a call
- * that can change files (any tool that is not `safe`: the edit tools, `bash`, a subagent's `task`),
- * the operation records the workspace on its hands host — as a `checkpointWorkspace` activity under
- * the session's sandbox lease, so no other lane's tool call runs meanwhile. Before its first such
+ * that can change files (a call with valid arguments to a tool that is not `safe`: the edit tools,
+ * `bash`, a subagent's `task`), the operation records the workspace on its hands host — as a
+ * `checkpointWorkspace` activity under the session's sandbox lease, so no other lane's tool call runs
+ * meanwhile. Before its first such
  * batch it records the workspace as it found it (`base`, as the turn before), so every turn of the
  * operation has a checkpoint at or before it. The activity's result is the record: `agent
  * checkpoints` reads it from the history, `agent rewind` restores it.
@@ -14,7 +15,7 @@
 import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { CheckpointActivities, CheckpointKind } from '../../common/checkpoints';
 import type { ToolUseBlock } from '../../common/model-types';
-import { replayPolicyOf } from '../../common/tools';
+import { replayPolicyOf, validateModelToolCall } from '../../common/tools';
 import { CHECKPOINT_ACTIVITY_OPTIONS } from '../shared/policies';
 import { isMcpToolName } from './mcp-tools';
 import type { OperationSandbox } from './sandbox';
@@ -47,7 +48,13 @@ export async function checkpointAfterBatch(
 function due(op: OperationRun, calls: readonly ToolUseBlock[]): boolean {
   if (!op.settings.checkpoints.enabled || op.carry.checkpoints?.skipped !== undefined) return false;
   if (op.abortReason !== undefined || op.environmentFailure) return false;
-  const changing = calls.some((call) => !isMcpToolName(call.name) && replayPolicyOf(call.name) !== 'safe');
+  // A call refused for its arguments never runs (`tool-calls.ts`): it changes nothing.
+  const changing = calls.some(
+    (call) =>
+      !isMcpToolName(call.name) &&
+      replayPolicyOf(call.name) !== 'safe' &&
+      validateModelToolCall(call.name, call.input).ok,
+  );
   return changing && patched(CHECKPOINTS_PATCH);
 }
 
