@@ -101,6 +101,21 @@ export type OperationCommand =
   | { kind: 'report'; id: string; json: boolean; steps: boolean }
   | { kind: 'compact'; id: string; reason?: string };
 
+/** `agent checkpoints <operation>` and `agent rewind <operation> --to-turn N` (`rewind.ts`). */
+export type RewindCommand =
+  | { kind: 'checkpoints'; operationId: string; json: boolean }
+  | {
+      kind: 'rewind';
+      operationId: string;
+      toTurn: number;
+      lane?: string;
+      prompt?: string;
+      codeOnly: boolean;
+      /** The new session's id (default: a new one). */
+      session?: string;
+      json: boolean;
+    };
+
 export type AgentCommand =
   | { kind: 'help'; topic?: readonly string[] }
   | RunCommand
@@ -111,6 +126,7 @@ export type AgentCommand =
   | ApproveCommand
   | FactCommand
   | OperationCommand
+  | RewindCommand
   | { kind: 'worker'; role: 'brain' | 'hands' | 'dev' }
   | { kind: 'server'; action: 'start' | 'stop' | 'status' }
   | { kind: 'setup' }

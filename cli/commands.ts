@@ -34,6 +34,7 @@ import type {
   EventsCommand,
   FactCommand,
   OperationCommand,
+  RewindCommand,
   RunCommand,
   SandboxCommand,
   ScheduleCommand,
@@ -309,6 +310,63 @@ const OPERATION = [
   }),
 ];
 
+const rewinds = async () => import('./rewind');
+
+const REWIND = [
+  command({
+    path: ['checkpoints'],
+    summary: "an operation's checkpoints of its workspace: turn, time, files changed",
+    flags: { json },
+    positionals: operationId,
+    build: ({ flags, args }): RewindCommand => ({
+      kind: 'checkpoints',
+      operationId: args[0],
+      json: flags.json === true,
+    }),
+    run: async (c) => (await rewinds()).rewindCommand(c),
+  }),
+  command({
+    path: ['rewind'],
+    summary:
+      'go back to a turn of an operation as a new session: its conversation and its workspace as they were then (the original stays as it is)',
+    required: '--to-turn N',
+    details: [
+      "The new lane's first request is the original's conversation up to the turn, then --prompt; its workspace",
+      "is restored from the turn's checkpoint (see agent checkpoints). --code-only restores the files alone.",
+    ],
+    flags: {
+      'to-turn': {
+        value: 'N',
+        help: 'the turn to go back to (after its tools ran)',
+        schema: positiveInt(MAX_TURNS_LIMIT),
+      },
+      prompt: text('"…"', "the new lane's first prompt (without it, continue with agent run --session)"),
+      lane: text('<L>', "the new lane (default: the operation's lane)"),
+      'code-only': { help: 'restore the workspace alone; the new lane starts a fresh context' },
+      session: text('<S>', "the new session's id (default: a new one)"),
+      json: { help: 'one JSON line at the end ({"sessionId","lane","operationId"}); everything else on stderr' },
+    },
+    positionals: operationId,
+    build: ({ flags, args }): RewindCommand => {
+      if (flags['to-turn'] === undefined)
+        throw new UsageError(
+          '--to-turn N is required: the turn to go back to (agent checkpoints <operation> lists them)',
+        );
+      return {
+        kind: 'rewind',
+        operationId: args[0],
+        toTurn: flags['to-turn'],
+        ...(flags.lane !== undefined ? { lane: flags.lane } : {}),
+        ...(flags.prompt !== undefined ? { prompt: flags.prompt } : {}),
+        codeOnly: flags['code-only'] === true,
+        ...(flags.session !== undefined ? { session: flags.session } : {}),
+        json: flags.json === true,
+      };
+    },
+    run: async (c) => (await rewinds()).rewindCommand(c),
+  }),
+];
+
 const ROLES = ['brain', 'hands', 'dev'] as const;
 const SERVER_ACTIONS = ['start', 'stop', 'status'] as const;
 
@@ -548,6 +606,7 @@ export const COMMANDS: ReadonlyArray<TableEntry<AgentCommand>> = [
   APPROVE,
   ...FACT,
   ...OPERATION,
+  ...REWIND,
   ...TASKS,
   ...PROCESSES,
   ...SANDBOX,

@@ -70,7 +70,11 @@ export function describeSession(status: SessionStatus): string {
   for (const lane of status.lanes) {
     const state = lane.open ? `running ${lane.open}${lane.aborting ? ' (aborting)' : ''}` : 'idle';
     const last = lane.last && !lane.open ? ` · last ${lane.last.operationId} ${lane.last.state}` : '';
-    const fork = lane.forkedFrom ? ` · forked from ${lane.forkedFrom.lane} (${lane.forkedFrom.toolCallId})` : '';
+    const fork = lane.forkedFrom
+      ? ` · forked from ${lane.forkedFrom.lane} (${lane.forkedFrom.toolCallId})`
+      : lane.rewoundFrom
+        ? ` · rewound from ${lane.rewoundFrom.operationId} turn ${lane.rewoundFrom.turn}`
+        : '';
     lines.push(`  ${lane.name}: ${state}${lane.queued.length ? ` · ${lane.queued.length} queued` : ''}${last}${fork}`);
     for (const queued of lane.queued) lines.push(`    queued ${queued.operationId}: ${oneLine(queued.prompt)}`);
   }

@@ -7,6 +7,7 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { onExceededSchema } from './budget';
+import { checkpointSettingsSchema } from './checkpoints';
 import { contextPolicySchema } from './context';
 import { egressPolicySchema, type EgressSummary } from './egress';
 import { environmentInputSchema, type PreparedEnvironment } from './environment';
@@ -198,6 +199,11 @@ export const operationInputSchema = z.strictObject({
    * (`command`, `args`, `env`) or an HTTP server (`url`, `headers`), run by the brain worker.
    */
   mcpServers: mcpServersSchema.optional(),
+  /**
+   * Checkpoints of the workspace after each turn that could change it (`common/checkpoints.ts`):
+   * `{enabled?, exclude?}`; default on, without `node_modules/` and `.venv/`.
+   */
+  checkpoints: checkpointSettingsSchema.prefault({}),
 });
 
 export type OperationInput = z.input<typeof operationInputSchema>;

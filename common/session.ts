@@ -21,6 +21,7 @@ import { DEFAULT_LANE, laneNameSchema, SUBAGENT_LANE_PREFIX } from './lanes';
 import type { TokenUsage } from './model-types';
 import { operationInputSchema, repoSource, TEXT_INPUT_MAX_BYTES, type OperationEndState } from './operation';
 import { SESSION_ID_PATTERN, SESSION_ID_RULE } from './sandbox-names';
+import { sessionForkSchema, type RewoundFrom } from './session-fork';
 import { describeZodError, utf8Bytes } from './validation';
 
 export const SESSION_WORKFLOW_TYPE = 'session';
@@ -61,6 +62,7 @@ export const operationDefaultsSchema = z.strictObject({
   eagerSandbox: op.eagerSandbox.unwrap().optional(),
   context: op.context.unwrap().optional(),
   stuck: op.stuck.unwrap().optional(),
+  checkpoints: op.checkpoints.unwrap().optional(),
 });
 export type OperationDefaults = z.output<typeof operationDefaultsSchema>;
 
@@ -83,6 +85,8 @@ export const sessionInputSchema = z.strictObject({
     .default(0),
   /** Settings for every operation (a prompt may override them). */
   defaults: operationDefaultsSchema.default({}),
+  /** Set on a session made by a rewind: its restored workspace and the lane that continues (`session-fork.ts`). */
+  fork: sessionForkSchema.optional(),
 });
 export type SessionInput = z.input<typeof sessionInputSchema>;
 export type SessionSettings = z.output<typeof sessionInputSchema>;
@@ -202,6 +206,8 @@ export interface LaneSummary {
   /** The operation whose history holds the lane's last reply (the next operation continues from it). */
   contextFrom?: string;
   forkedFrom?: { lane: string; operationId: string; toolCallId: string };
+  /** For the lane of a session made by a rewind: the operation and turn it continues. */
+  rewoundFrom?: RewoundFrom;
 }
 
 /** Tokens and cost of a set of operations (a lane's, or the whole session's). */

@@ -20,6 +20,7 @@ import { freePort, startDevServer } from '../platform/dev-server';
 import { requireDocker } from '../platform/docker-engine';
 import { PROJECT_ROOT } from '../platform/paths';
 import { sandboxImageTag } from '../platform/sandbox-image';
+import { ensureSandboxTools } from '../platform/sandbox-tools';
 import { ensureTemporalCli } from '../platform/temporal-cli';
 import { runMain } from '../client/main';
 import { containerNameOf } from '../common/sandbox-names';
@@ -49,6 +50,7 @@ runMain(async (args) => {
     TEST_WORKFLOW_BUNDLE: bundlePath,
     TEST_SANDBOX_IMAGE: sandboxImageTag(),
     TEST_TEMPORAL_CLI: cli.path,
+    TEST_SANDBOX_TOOLS: ensureSandboxTools((line) => console.log(line)).path,
   });
   // The harness lives with the tests; it only needs the variables above.
   const { startOperationHarness, waitFor } = await import('../test/support/operation-harness');
@@ -282,6 +284,8 @@ runMain(async (args) => {
 
     const { recordSessionHistories, SESSION_FIXTURES } = await import('./record-session-histories');
     if (SESSION_FIXTURES.some(wanted)) await recordSessionHistories(h, record, wanted);
+    const { recordRewindHistories } = await import('./record-rewind-histories');
+    await recordRewindHistories(h, record, wanted);
   } finally {
     await h.close();
     await server.stop();

@@ -29,6 +29,7 @@ import { createMcpActivities } from '../activities/mcp/activities';
 import type { McpHostSettings } from '../activities/mcp/settings';
 import type { SecretStore } from '../activities/secrets/store';
 import { createOpsActivities } from '../activities/ops/probe';
+import { createRewindActivities } from '../activities/rewind/activities';
 import { hostQueueOf } from '../common/hands-route';
 import { createRepoActivities } from '../activities/repo/activities';
 import { createAnthropicClient } from '../activities/model/client';
@@ -188,6 +189,8 @@ export function brainActivities(
       secrets: options.secrets ?? secretStoreFromEnv(),
     }),
     ...createHealthActivities(),
+    // A rewind's plan reads the operation's history, as the context rebuild does.
+    ...createRewindActivities({ client: options.client }),
   };
 }
 

@@ -3,3 +3,4 @@ export { codingTask } from './coding-task/coding-task';
 export { healthCheck } from './shared/health';
 export { operation } from './operation/operation';
 export { session } from './session/session';
+export { rewind } from './rewind/rewind';

@@ -1,10 +1,13 @@
 /**
  * The hands as Temporal activities (contract: `common/hands.ts`), built by `createHandsActivities`
  * from the worker's `Sandboxes` (`sandboxes.ts`) — all Docker access goes through them. Each activity is a named function in
- * its own module: `run-tool.ts`, `seed.ts`, `workspace-diff.ts`; the lifecycle ones are here.
+ * its own module: `run-tool.ts`, `seed.ts`, `workspace-diff.ts`, `checkpoints/activities.ts`; the
+ * lifecycle ones are here.
  */
+import type { CheckpointActivities } from '../../common/checkpoints';
 import type { HandsActivities, SessionRef } from '../../common/hands';
 import type { HandsRoutingActivities } from '../../common/hands-route';
+import { checkpointWorkspace, restoreCheckpoint } from './checkpoints/activities';
 import { claimSandboxHost } from './claim-host';
 import { handsContext, sessionOf, type HandsActivitiesDeps, type HandsContext } from './deps';
 import { toActivityFailure } from './failures';
@@ -14,7 +17,9 @@ import { workspaceDiff } from './workspace-diff';
 
 export type { HandsActivitiesDeps } from './deps';
 
-export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivities & HandsRoutingActivities {
+export function createHandsActivities(
+  deps: HandsActivitiesDeps,
+): HandsActivities & HandsRoutingActivities & CheckpointActivities {
   const hands = handsContext(deps);
   return {
     checkSeedSource: (input) => checkSeedSourceActivity(hands, input),
@@ -24,6 +29,8 @@ export function createHandsActivities(deps: HandsActivitiesDeps): HandsActivitie
     destroySandbox: (input) => destroySandbox(hands, input),
     ensureSandbox: (input) => ensureSandbox(hands, input),
     claimSandboxHost: () => claimSandboxHost(hands.host),
+    checkpointWorkspace: (input) => checkpointWorkspace(hands, input),
+    restoreCheckpoint: (input) => restoreCheckpoint(hands, input),
   };
 }
 

@@ -1,13 +1,14 @@
 /**
  * The sandboxes of one hands worker, by job: their lifecycle (`sandbox-lifecycle.ts`), the commands
- * run in them (`sandbox-commands.ts`), the files copied into them (`sandbox-files.ts`) and their
- * inventory (`sandbox-inventory.ts`). All Docker access of the hands goes through these. Made once
- * per worker and shared by its hands and repo activities: the lifecycle and the commands share the
- * sandboxes' executors and the creations in flight.
+ * run in them (`sandbox-commands.ts`), the files copied into them (`sandbox-files.ts`), their
+ * inventory (`sandbox-inventory.ts`) and their checkpoints (`checkpoints/`). All Docker access of
+ * the hands goes through these. Made once per worker and shared by its hands and repo activities:
+ * the lifecycle and the commands share the sandboxes' executors and the creations in flight.
  */
 import type Docker from 'dockerode';
 // egress hook: the container's way out through the host's proxy (activities/egress/).
 import type { SandboxEgressWiring } from '../egress/egress-host';
+import { SandboxCheckpoints } from './checkpoints/sandbox-checkpoints';
 import { SandboxError } from './docker-calls';
 import { SandboxCommands } from './sandbox-commands';
 import { SandboxFiles } from './sandbox-files';
@@ -48,6 +49,8 @@ export interface Sandboxes {
   commands: SandboxCommands;
   files: SandboxFiles;
   inventory: SandboxInventory;
+  /** The sessions' checkpoints: recording the workspace, restoring one into a new session. */
+  checkpoints: SandboxCheckpoints;
 }
 
 export function createSandboxes(options: SandboxesOptions): Sandboxes {
@@ -71,5 +74,6 @@ export function createSandboxes(options: SandboxesOptions): Sandboxes {
       ...(labels ? { labels } : {}),
       quota: lifecycle.quota,
     }),
+    checkpoints: new SandboxCheckpoints({ docker, lifecycle, commands, ...(labels ? { labels } : {}) }),
   };
 }

@@ -37,6 +37,7 @@ import { costUsd } from '../../common/pricing';
 import { volumeNameOf } from '../../common/sandbox-names';
 import { acceptApprovals } from './approvals';
 import { deadlineSpent, endUnlessExtended, spentBudget } from './budget';
+import { checkpointAfterBatch, checkpointBeforeBatch } from './checkpoints';
 import { acceptContextUpdates, keepContextInWindow, modelTurnWithinWindow } from './compaction';
 import { laneContextOf, modelOf, operationTokens } from './context-window';
 import { publishReply } from './model-turn';
@@ -156,10 +157,12 @@ async function actOnReply(
   if (calls.length > 0) {
     op.startToolBatch(calls);
     showDetails(op);
+    await checkpointBeforeBatch(op, sandbox, calls);
     op.recordToolResults(await runToolBatch(op, sandbox, calls));
     if (op.abortReason !== undefined) return new OperationEnd('aborted', `aborted: ${op.abortReason}`);
     // A workspace whose environment cannot be made is not the model's to fix: its definition is.
     if (op.environmentFailure) return new OperationEnd('failed', op.environmentFailure);
+    await checkpointAfterBatch(op, sandbox, calls);
     return stuckDetectionOn() ? loopEnd(op, calls) : undefined;
   }
   const after = actOnStopReason(op, reply);

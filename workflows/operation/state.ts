@@ -18,6 +18,7 @@ import { workflowInfo } from '@temporalio/workflow';
 import type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
 import type { ApprovalDecisionInput, WaitingApproval } from '../../common/approvals';
 import type { BudgetAsks } from '../../common/budget';
+import { isSkipped, type CheckpointOutcome } from '../../common/checkpoints';
 import type { CompactContextResult, CompactionReason, ContextClear } from '../../common/context';
 import type { TailBlock } from '../../common/context-fingerprint';
 import { addEgress, EMPTY_EGRESS, type EgressSummary } from '../../common/egress';
@@ -100,6 +101,21 @@ export interface OperationCarry {
   repositoryHooks?: HookSettings;
   /** How many times Stop hooks refused the end so far (`maxStopBlocks` caps it). */
   stopBlocks?: number;
+  /** The checkpoints of the workspace so far (`checkpoints.ts`; absent before the first). */
+  checkpoints?: CheckpointsState;
+}
+
+/** What the operation knows of its checkpoints (each one's commit is in its activity's result). */
+export interface CheckpointsState {
+  /** Checkpoints recorded (a base one included). */
+  taken: number;
+  /** The latest one. */
+  last?: { turn: number; commit: string };
+  /** Why the sandbox cannot record any (its image has no git): none is tried again. */
+  skipped?: string;
+  /** Checkpoints that failed, and the latest reason. */
+  failed?: number;
+  lastFailure?: string;
 }
 
 export type EndState = 'completed' | 'failed' | 'aborted';
@@ -514,6 +530,26 @@ export class OperationRun {
     // The next host makes a new workspace: its environment is prepared (and set up) there again.
     this.state.environment = undefined;
     this.state.workspaceSetUp = undefined;
+  }
+
+  // Checkpoints (`checkpoints.ts`).
+
+  /** A checkpoint was recorded — or skipped, when the sandbox cannot record one (then none is tried again). */
+  recordCheckpoint(turn: number, outcome: CheckpointOutcome): void {
+    const checkpoints = (this.state.checkpoints ??= { taken: 0 });
+    if (isSkipped(outcome)) {
+      checkpoints.skipped = outcome.skipped;
+      return;
+    }
+    checkpoints.taken += 1;
+    checkpoints.last = { turn, commit: outcome.commit };
+  }
+
+  /** A checkpoint could not be recorded: counted, and the operation goes on without it. */
+  recordCheckpointFailure(reason: string): void {
+    const checkpoints = (this.state.checkpoints ??= { taken: 0 });
+    checkpoints.failed = (checkpoints.failed ?? 0) + 1;
+    checkpoints.lastFailure = reason;
   }
 
   // Subagents and MCP tools.

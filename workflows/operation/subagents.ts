@@ -9,6 +9,7 @@
  */
 import { executeChild, getExternalWorkflowHandle, isCancellation } from '@temporalio/workflow';
 import { toolHooksOf } from '../../common/hooks';
+import { DEFAULT_CHECKPOINT_EXCLUDE } from '../../common/checkpoints';
 import { forkEndedSignal, laneForkedSignal, subagentLaneOf, subagentOperationIdOf } from '../../common/lanes';
 import { totalTokens, type ToolResultBlockParam, type ToolUseBlock } from '../../common/model-types';
 import { OPERATION_WORKFLOW_TYPE, type OperationInput, type OperationResult } from '../../common/operation';
@@ -145,7 +146,13 @@ function subagentInput(op: OperationRun, call: ToolUseBlock, task: TaskInput, la
     ...(settings.session ? { session: settings.session } : {}),
     // The same MCP servers (the subagent lists them itself: its own operation).
     ...(settings.mcpServers ? { mcpServers: settings.mcpServers } : {}),
+    // The same checkpoints, when the operation chose other than the defaults.
+    ...(ownCheckpointSettings(settings) ? { checkpoints: settings.checkpoints } : {}),
   };
+}
+
+function ownCheckpointSettings({ checkpoints }: OperationRun['settings']): boolean {
+  return !checkpoints.enabled || JSON.stringify(checkpoints.exclude) !== JSON.stringify(DEFAULT_CHECKPOINT_EXCLUDE);
 }
 
 /** Tells the session (if the operation has one) about a forked lane; a session that is gone is ignored. */

@@ -72,7 +72,8 @@ function checkPrompt(s: SessionRun, raw: unknown): void {
   }
 }
 
-async function acceptPrompt(s: SessionRun, raw: unknown): Promise<PromptAccepted> {
+/** Accepts a checked prompt: its operation starts, or it is queued behind the lane's open one. */
+export async function acceptPrompt(s: SessionRun, raw: unknown): Promise<PromptAccepted> {
   const parsed = parsePrompt(raw);
   if (!parsed.ok) throw rejected(SESSION_FAILURE_TYPES.invalidPrompt, parsed.error);
   const prompt = parsed.value;
@@ -270,6 +271,7 @@ function operationInput(
     eagerSandbox: pick('eagerSandbox'),
     context: pick('context'),
     stuck: pick('stuck'),
+    checkpoints: pick('checkpoints'),
     approvals,
     hooks: mergeHooks(defaults.hooks, prompt.hooks),
     maxStopBlocks: pick('maxStopBlocks'),

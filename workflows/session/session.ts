@@ -12,6 +12,7 @@
  */
 import { allHandlersFinished, condition, continueAsNew, workflowInfo } from '@temporalio/workflow';
 import { acceptFacts } from './facts';
+import { startFork } from './fork';
 import { acceptPrompts } from './lanes';
 import { listenToOperations } from './operations';
 import { leaseSandbox, removeIdleSandbox, sandboxRemovalDue } from './sandbox';
@@ -29,6 +30,8 @@ export async function session(rawInput: unknown, carry?: SessionCarry): Promise<
   leaseSandbox(s);
   publishSessionAttributes(s);
   showSessionDetails(s);
+  // A session made by a rewind sets its lane up (and starts its first prompt) on its first run.
+  if (!carry && s.settings.fork) await startFork(s);
 
   for (;;) {
     await condition(() => sandboxRemovalDue(s) || continueAsNewDue(s));

@@ -6,6 +6,7 @@
 import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
 import type { HandsHost } from '../../common/hands-route';
 import type { LaneContext, LaneContinuation } from '../../common/lanes';
+import type { RewoundFrom } from '../../common/session-fork';
 import {
   parseSessionInput,
   SESSION_FAILURE_TYPES,
@@ -43,6 +44,8 @@ export interface LaneState {
   operations: number;
   last?: { operationId: string; state: string; reason?: string };
   forkedFrom?: { lane: string; operationId: string; toolCallId: string };
+  /** For the lane a rewind made: the operation and turn it continues (`fork.ts`). */
+  rewoundFrom?: RewoundFrom;
   /** For a forked lane: the top-level operation it belongs to (it cannot outlive it). */
   root?: string;
 }

@@ -24,6 +24,7 @@ export function sessionStatus(s: SessionRun): SessionStatus {
       ...(lane.last ? { last: lane.last } : {}),
       ...(lane.context ? { contextFrom: lane.context.operationId } : {}),
       ...(lane.forkedFrom ? { forkedFrom: lane.forkedFrom } : {}),
+      ...(lane.rewoundFrom ? { rewoundFrom: lane.rewoundFrom } : {}),
     })),
     operations: s.carry.operations,
     facts: s.carry.facts,

@@ -20,6 +20,9 @@
  * | MCP tool listing      | servers' startup ×2 + 30 s | 3 s | 3       | 1 s ×2 … 10 s      |
  * | MCP tool call         | call + startup + 30 s | 3 s    | 3 (never), 5 (safe) | 0.5 s ×2 … 10 s |
  * | hook run              | hook's timeout + 1 min | 3 s   | 4        | 0.25 s ×3 … 30 s   |
+ * | checkpoint            | 10 min             | 10 s      | 3        | 1 s ×2 … 30 s      |
+ * | restore a checkpoint  | 30 min             | 10 s      | 5        | 1 s ×2 … 30 s      |
+ * | plan a rewind         | 2 min              | –         | 5        | 1 s ×2 … 30 s      |
  *
  * An operation's `heartbeatTimeoutMs` overrides the heartbeat of its model, tool and sandbox calls.
  *
@@ -37,6 +40,7 @@
  * the list in every scheduled event of the history (about 200 bytes per step) for no effect.
  */
 import { ActivityCancellationType, type ActivityOptions } from '@temporalio/workflow';
+import { CHECKPOINT_FAILURE_TYPES } from '../../common/checkpoints';
 import { MODEL_NON_RETRYABLE_FAILURE_TYPES } from '../../common/model-types';
 import { HANDS_NON_RETRYABLE_FAILURE_TYPES } from '../../common/hands';
 import { REPO_NON_RETRYABLE_FAILURE_TYPES } from '../../common/repo';
@@ -328,3 +332,54 @@ export function hookActivityOptions(hook: Hook): ActivityOptions {
     },
   };
 }
+
+/**
+ * A checkpoint of the workspace after a turn that could change it (`checkpointWorkspace`, on the
+ * workspace's hands host): git hashes what changed since the last one — well under a second for a
+ * turn's edits, longer for the first checkpoint of a large repository. Heartbeats every second, so a
+ * dead worker is noticed within 10 s; a retry records the same files again (a checkpoint changes
+ * nothing in the workspace). One that finally fails is noted and the operation goes on without it.
+ */
+export const CHECKPOINT_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: [...HANDS_NON_RETRYABLE_FAILURE_TYPES],
+  },
+};
+
+/**
+ * Restoring a checkpoint into a new session's workspace (`restoreCheckpoint`, on the hands host that
+ * holds the checkpoint): writes every file of the workspace once. A retry after a crash starts the
+ * new workspace over, so it ends with the same files; an unknown checkpoint or a workspace that
+ * exists already is final.
+ */
+export const RESTORE_CHECKPOINT_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: [
+      ...HANDS_NON_RETRYABLE_FAILURE_TYPES,
+      CHECKPOINT_FAILURE_TYPES.unknownCheckpoint,
+      CHECKPOINT_FAILURE_TYPES.workspaceExists,
+    ],
+  },
+};
+
+/**
+ * Planning a rewind (`planRewind`, on the brain queue): reads the operation's history. What the
+ * history cannot give (no such turn, no checkpoint) is final; an unreachable server is retried.
+ */
+export const REWIND_PLAN_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 },
+  summary: 'plan the rewind',
+};

@@ -1,0 +1,60 @@
+# Records the workspace as a checkpoint: a commit in the checkpoint repository on the journal volume
+# (common/checkpoints.ts). This script runs as the journal's writer — root without the capabilities
+# to read files it does not own — so the workspace is read by the agent's half ($1,
+# checkpoint-read.sh, run as uid 1000), whose pack of new objects this half indexes into the
+# repository (git computes every object's id as it does), checks that the trees are whole, and
+# commits. The agent can add objects only through that pack; it never changes an object or a ref.
+# $1 the agent's half  $2 ref name (under refs/checkpoints/)  $3 commit message  $4… patterns left out
+# stdout: "@@checkpoint-skipped <why>", or "@@checkpoint <commit> <parent or -> <changed> <unreadable>"
+# and then the first changed paths, each ending with NUL.
+set -u
+umask 022
+repo=/var/lib/agent-journal/checkpoints.git
+read_half=$1 ref=$2 message=$3
+shift 3
+if ! command -v git > /dev/null 2>&1; then
+  printf '@@checkpoint-skipped git is not installed in the sandbox image\n'
+  exit 0
+fi
+export HOME=/nonexistent XDG_CONFIG_HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
+unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES
+if [ ! -f "$repo/HEAD" ]; then
+  tmp=$repo.new.$$
+  rm -rf "$tmp"
+  git init -q --bare "$tmp" || exit 90
+  git --git-dir="$tmp" config gc.auto 0
+  git --git-dir="$tmp" config core.logAllRefUpdates false
+  printf '* -text -eol -filter -ident -working-tree-encoding\n' > "$tmp/info/attributes"
+  mv -T "$tmp" "$repo" 2> /dev/null || rm -rf "$tmp"
+fi
+[ -f "$repo/HEAD" ] || exit 90
+export GIT_DIR=$repo
+work=$(mktemp -d "$repo/tmp-checkpoint.XXXXXX") || exit 90
+trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"
+printf '%s\n' "$@" > "$work/exclude"
+if ! setpriv --reuid=1000 --regid=1000 --clear-groups -- bash -c "$read_half" checkpoint-read "$repo" "$work/exclude" \
+  3> "$work/trees" > "$work/pack"; then
+  echo "reading the workspace failed" >&2
+  exit 93
+fi
+if [ -s "$work/pack" ] && ! git index-pack --stdin < "$work/pack" > /dev/null; then
+  echo "the workspace's objects could not be stored" >&2
+  exit 93
+fi
+read -r ws gt unreadable < "$work/trees"
+if ! git rev-list --objects "$ws" "$gt" > /dev/null 2>&1; then
+  echo "the workspace's trees are incomplete" >&2
+  exit 94
+fi
+root=$(printf '040000 tree %s\tgit\n040000 tree %s\tworkspace\n' "$gt" "$ws" | git mktree) || exit 95
+parent=$(git rev-parse -q --verify refs/checkpoints/head 2> /dev/null)
+commit=$(GIT_AUTHOR_NAME=agent-harness GIT_AUTHOR_EMAIL=harness@agent.invalid \
+  GIT_COMMITTER_NAME=agent-harness GIT_COMMITTER_EMAIL=harness@agent.invalid \
+  git commit-tree "$root" ${parent:+-p "$parent"} -m "$message") || exit 95
+git update-ref "refs/checkpoints/$ref" "$commit" && git update-ref refs/checkpoints/head "$commit" || exit 96
+from=${parent:+$parent:workspace}
+git diff-tree -r --no-renames --name-only -z "${from:-4b825dc642cb6eb9a060e54bf8d69288fbee4904}" "$ws" > "$work/changed"
+changed=$(tr -cd '\0' < "$work/changed" | wc -c)
+printf '@@checkpoint %s %s %s %s\n' "$commit" "${parent:--}" "$changed" "${unreadable:-0}"
+head -z -n 10 "$work/changed"

@@ -1,0 +1,205 @@
+/**
+ * Checkpoints and restores on the real Docker engine and sandbox image, activity by activity: a
+ * checkpoint records every file the agent made — with an edit tool or a shell command, private to the
+ * agent or ignored by the repository — without the excluded folders, the workspace repository's own
+ * `.git` included, byte for byte (no line-ending conversion); the next one records only what changed;
+ * the repository stays out of the agent's reach; a restore makes a new workspace with exactly those
+ * files, owned by the agent, and is idempotent; a sandbox image without git is skipped with the reason.
+ */
+import { createHash } from 'node:crypto';
+import { PassThrough } from 'node:stream';
+import { ApplicationFailure } from '@temporalio/common';
+import type Docker from 'dockerode';
+import { createHandsActivities } from '../../activities/hands/activities';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
+import {
+  CHECKPOINT_FAILURE_TYPES,
+  DEFAULT_CHECKPOINT_EXCLUDE,
+  isSkipped,
+  type CheckpointOutcome,
+  type RecordedCheckpoint,
+} from '../../common/checkpoints';
+import { dockerClient } from '../../platform/docker-engine';
+import { testPlatform } from '../support/env';
+import { handsFixture, type HandsFixture } from '../support/hands';
+
+jest.setTimeout(180_000);
+
+/** Every file and symbolic link of the workspace but node_modules: path, then a digest of its bytes or its target. */
+const MANIFEST = `cd /workspace && find . -path ./node_modules -prune -o \\( -type f -o -type l \\) -print0 | sort -z |
+  while IFS= read -r -d '' f; do
+    if [ -L "$f" ]; then printf '%s -> %s\\n' "$f" "$(readlink "$f")"; else printf '%s %s\\n' "$f" "$(sha256sum < "$f" | cut -c1-16)"; fi
+  done`;
+
+const recorded = (outcome: CheckpointOutcome): RecordedCheckpoint => {
+  if (isSkipped(outcome)) throw new Error(`checkpoint skipped: ${outcome.skipped}`);
+  return outcome;
+};
+
+describe('checkpoints of a workspace, and restoring one', () => {
+  let fixture: HandsFixture;
+  let hands: ReturnType<typeof createHandsActivities>;
+  beforeAll(() => {
+    fixture = handsFixture();
+    // Called outside a worker: the host and its queue are given, as a hands host's worker gives them.
+    hands = createHandsActivities({
+      sandboxes: fixture.sandboxes,
+      host: { host: 'ckpt-host', taskQueue: 'ckpt-queue' },
+    });
+  });
+  afterAll(async () => {
+    await fixture.cleanup();
+  });
+
+  const checkpoint = (sessionId: string, turn: number, exclude: readonly string[] = DEFAULT_CHECKPOINT_EXCLUDE) =>
+    hands.checkpointWorkspace({ sessionId, operationId: 'op-1', turn, kind: 'turn', exclude: [...exclude] });
+
+  it('records every file the agent can read, then only what changed, and restores exactly that', async () => {
+    const sessionId = fixture.sessionId('ckpt');
+    await fixture.sandboxes.lifecycle.ensure(sessionId);
+    await fixture.sh(
+      sessionId,
+      [
+        'git init -q . && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m base',
+        'printf "one\\n" > a.txt',
+        'printf "x\\r\\n" > crlf.txt && echo "*.txt text eol=lf" > .gitattributes',
+        'echo "ignored/" > .gitignore && mkdir ignored && echo kept > ignored/by-the-repo',
+        'echo secret > private.txt && chmod 600 private.txt',
+        'ln -s a.txt link && mkfifo pipe',
+        'mkdir -p node_modules/dep && echo dep > node_modules/dep/index.js',
+      ].join(' && '),
+    );
+    const first = recorded(await checkpoint(sessionId, 1));
+    expect(first.parent).toBeUndefined();
+    expect(first.filesChanged).toBe(7);
+    expect([...first.changed].sort()).toEqual([
+      '.gitattributes',
+      '.gitignore',
+      'a.txt',
+      'crlf.txt',
+      'ignored/by-the-repo',
+      'link',
+      'private.txt',
+    ]);
+    const atFirst = await fixture.sh(sessionId, MANIFEST);
+
+    // A shell command's changes, a commit in the workspace repository, a deletion.
+    await fixture.sh(
+      sessionId,
+      'echo two >> a.txt && rm ignored/by-the-repo && git add a.txt && git -c user.email=a@b -c user.name=a commit -qm two',
+    );
+    const second = recorded(await checkpoint(sessionId, 2));
+    expect(second.parent).toBe(first.commit);
+    expect([...second.changed].sort()).toEqual(['a.txt', 'ignored/by-the-repo']);
+    const atSecond = await fixture.sh(sessionId, MANIFEST);
+    const unchanged = recorded(await checkpoint(sessionId, 3));
+    expect(unchanged).toMatchObject({ parent: second.commit, filesChanged: 0, changed: [] });
+
+    // The repository is the harness's: the agent can read it, not write it.
+    const write = await fixture.sandboxes.commands.script(
+      sessionId,
+      'touch /var/lib/agent-journal/checkpoints.git/refs/checkpoints/head 2>&1; echo $?',
+    );
+    expect(write.stdout.toString('utf8')).toMatch(/Permission denied|Read-only/);
+
+    // Restored into a new session: the files of each checkpoint, byte for byte, owned by the agent.
+    for (const [commit, expected] of [
+      [first.commit, atFirst],
+      [second.commit, atSecond],
+    ] as const) {
+      const copy = fixture.sessionId('ckpt-copy');
+      const restored = await hands.restoreCheckpoint({
+        fromSessionId: sessionId,
+        commit,
+        sessionId: copy,
+        operationId: `rw-${copy}`,
+      });
+      expect(restored).toMatchObject({
+        sessionId: copy,
+        commit,
+        handsHost: { host: 'ckpt-host', taskQueue: 'ckpt-queue' },
+      });
+      await fixture.sandboxes.lifecycle.ensure(copy);
+      expect(await fixture.sh(copy, MANIFEST)).toBe(expected);
+      expect(await fixture.sh(copy, 'stat -c "%U" a.txt private.txt .git/HEAD | sort -u')).toBe('agent\n');
+      expect(await fixture.sh(copy, 'ls node_modules 2>&1 || true')).toMatch(/No such file/);
+      expect(await fixture.sh(copy, 'git log --format=%s')).toBe(commit === first.commit ? 'base\n' : 'two\nbase\n');
+      // Again: the same result, nothing rewritten under a session that uses the workspace.
+      await fixture.sh(copy, 'echo mine > mine.txt');
+      const again = await hands.restoreCheckpoint({
+        fromSessionId: sessionId,
+        commit,
+        sessionId: copy,
+        operationId: `rw-${copy}`,
+      });
+      expect(again.files).toBe(restored.files);
+      expect(await fixture.sh(copy, 'cat mine.txt')).toBe('mine\n');
+      // Another restore into it is refused: its workspace is not that restore's.
+      const refused = await hands
+        .restoreCheckpoint({ fromSessionId: sessionId, commit, sessionId: copy, operationId: 'someone-else' })
+        .catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(ApplicationFailure);
+      expect((refused as ApplicationFailure).type).toBe(CHECKPOINT_FAILURE_TYPES.workspaceExists);
+    }
+
+    const unknown = await hands
+      .restoreCheckpoint({
+        fromSessionId: sessionId,
+        commit: 'f'.repeat(40),
+        sessionId: fixture.sessionId('ckpt-none'),
+        operationId: 'rw-none',
+      })
+      .catch((err: unknown) => err);
+    expect((unknown as ApplicationFailure).type).toBe(CHECKPOINT_FAILURE_TYPES.unknownCheckpoint);
+  });
+
+  it('leaves out what the operation excludes, and keeps the default folders when told to', async () => {
+    const sessionId = fixture.sessionId('ckpt-excl');
+    await fixture.sandboxes.lifecycle.ensure(sessionId);
+    await fixture.sh(
+      sessionId,
+      'mkdir -p node_modules/x build && echo a > node_modules/x/i.js && echo b > build/out.log && echo c > keep.txt',
+    );
+    const outcome = recorded(await checkpoint(sessionId, 1, ['*.log']));
+    expect([...outcome.changed].sort()).toEqual(['keep.txt', 'node_modules/x/i.js']);
+  });
+
+  it('skips a sandbox whose image has no git, saying why', async () => {
+    const docker = dockerClient();
+    const image = await imageWithoutGit(docker, testPlatform().sandboxImage);
+    try {
+      const sessionId = fixture.sessionId('ckpt-nogit');
+      await fixture.sandboxes.lifecycle.assignEnvironment(sessionId, { image });
+      await fixture.sandboxes.lifecycle.ensure(sessionId);
+      await fixture.sh(sessionId, 'echo a > a.txt');
+      const outcome = await checkpoint(sessionId, 1);
+      expect(outcome).toMatchObject({ skipped: 'git is not installed in the sandbox image' });
+    } finally {
+      await fixture.cleanup();
+      await docker.getImage(image).remove({ force: true });
+    }
+  });
+});
+
+/** The sandbox image without git (a layer of deletions, committed from a container). */
+async function imageWithoutGit(docker: Docker, base: string): Promise<string> {
+  const tag = `agent-sandbox-nogit:${createHash('sha256').update(String(process.pid)).digest('hex').slice(0, 8)}`;
+  const container = await docker.createContainer({
+    Image: base,
+    User: '0:0',
+    Cmd: ['bash', '-c', 'rm -f /usr/bin/git && ! command -v git'],
+    HostConfig: { NetworkMode: 'none' },
+  });
+  try {
+    const stream = await container.attach({ stream: true, stdout: true, stderr: true });
+    docker.modem.demuxStream(stream, new PassThrough(), new PassThrough());
+    await container.start();
+    const { StatusCode } = (await container.wait()) as { StatusCode: number };
+    if (StatusCode !== 0) throw new Error(`removing git failed (${StatusCode})`);
+    const [repo, version] = tag.split(':');
+    await container.commit({ repo, tag: version, changes: [`USER ${AGENT_USER}`, 'CMD ["sleep", "infinity"]'] });
+  } finally {
+    await container.remove({ force: true });
+  }
+  return tag;
+}

@@ -1,0 +1,99 @@
+/**
+ * Checkpoints of the workspace (`common/checkpoints.ts`): after a turn whose tool batch had a call
+ * that can change files (a call with valid arguments to a tool that is not `safe`: the edit tools,
+ * `bash`, a subagent's `task`), the operation records the workspace on its hands host — as a
+ * `checkpointWorkspace` activity under the session's sandbox lease, so no other lane's tool call runs
+ * meanwhile. Before its first such
+ * batch it records the workspace as it found it (`base`, as the turn before), so every turn of the
+ * operation has a checkpoint at or before it. The activity's result is the record: `agent
+ * checkpoints` reads it from the history, `agent rewind` restores it.
+ *
+ * A checkpoint never stops the operation: one that fails is counted and the loop goes on; a sandbox
+ * whose image has no git answers `skipped`, and no more are tried. New commands in the loop, so only
+ * in operations that took the `checkpoints` patch.
+ */
+import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import type { CheckpointActivities, CheckpointKind } from '../../common/checkpoints';
+import type { ToolUseBlock } from '../../common/model-types';
+import { replayPolicyOf, validateModelToolCall } from '../../common/tools';
+import { CHECKPOINT_ACTIVITY_OPTIONS } from '../shared/policies';
+import { isMcpToolName } from './mcp-tools';
+import type { OperationSandbox } from './sandbox';
+import { heartbeatOverride, type OperationRun } from './state';
+import { stuckDetectionOn, watchActivity } from './stuck';
+
+export const CHECKPOINTS_PATCH = 'checkpoints';
+
+/** Before the batch: the workspace as the operation found it, once, before its first change. */
+export async function checkpointBeforeBatch(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  calls: readonly ToolUseBlock[],
+): Promise<void> {
+  if ((op.carry.checkpoints?.taken ?? 0) > 0 || !due(op, calls)) return;
+  await recordCheckpoint(op, sandbox, 'base', op.carry.turn - 1);
+}
+
+/** After the batch: the workspace as the turn left it. */
+export async function checkpointAfterBatch(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  calls: readonly ToolUseBlock[],
+): Promise<void> {
+  if (!due(op, calls)) return;
+  await recordCheckpoint(op, sandbox, 'turn', op.carry.turn);
+}
+
+/** A batch that can change files, in an operation that records checkpoints and can still run tools. */
+function due(op: OperationRun, calls: readonly ToolUseBlock[]): boolean {
+  if (!op.settings.checkpoints.enabled || op.carry.checkpoints?.skipped !== undefined) return false;
+  if (op.abortReason !== undefined || op.environmentFailure) return false;
+  // A call refused for its arguments never runs (`tool-calls.ts`): it changes nothing.
+  const changing = calls.some(
+    (call) =>
+      !isMcpToolName(call.name) &&
+      replayPolicyOf(call.name) !== 'safe' &&
+      validateModelToolCall(call.name, call.input).ok,
+  );
+  return changing && patched(CHECKPOINTS_PATCH);
+}
+
+async function recordCheckpoint(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  kind: CheckpointKind,
+  turn: number,
+): Promise<void> {
+  const activityId = `checkpoint-${kind}-${turn}`;
+  const summary = kind === 'base' ? `checkpoint before turn ${turn + 1}` : `checkpoint after turn ${turn}`;
+  try {
+    const outcome = await sandbox.use(() => {
+      op.countStep();
+      return sandbox.route.call((taskQueue) => {
+        const { checkpointWorkspace } = proxyActivities<CheckpointActivities>({
+          ...CHECKPOINT_ACTIVITY_OPTIONS,
+          ...heartbeatOverride(op),
+          taskQueue,
+          activityId,
+          summary,
+        });
+        const run = () =>
+          checkpointWorkspace({
+            sessionId: op.sessionId,
+            operationId: op.operationId,
+            turn,
+            kind,
+            exclude: [...op.settings.checkpoints.exclude],
+          });
+        const host = sandbox.route.host?.host;
+        return stuckDetectionOn() ? watchActivity(op, { activityId, taskQueue, waitingOn: summary, host }, run) : run();
+      });
+    });
+    op.recordCheckpoint(turn, outcome);
+  } catch (err) {
+    // An abort is the loop's to handle; anything else costs this checkpoint, not the operation.
+    if (isCancellation(err) || op.abortReason !== undefined) return;
+    const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
+    op.recordCheckpointFailure(`${summary}: ${(cause as Error).message}`);
+  }
+}
