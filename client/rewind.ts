@@ -2,7 +2,12 @@
  * Rewinding from a client (CLI, tests): reading an operation's checkpoints from its history, and
  * running a `rewind` workflow to its result (`common/rewind.ts`).
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client } from '@temporalio/client';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  type Client,
+} from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { CHECKPOINT_FAILURE_TYPES } from '../common/checkpoints';
 import { readCheckpoints, type CheckpointRecord } from '../common/rewind-plan';
@@ -49,11 +54,34 @@ export async function runRewind(
         `session ${sessionId} was made by an earlier rewind: choose a new session id`,
       );
     });
+  let result: RewindResult;
   try {
-    return (await handle.result()) as RewindResult;
+    result = (await handle.result()) as RewindResult;
   } catch (err) {
     if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure)
       throw new Refused(err.cause.type ?? 'RewindFailed', err.cause.message);
     throw err;
+  }
+  if (result.operationId) await operationStarted(client, result.operationId);
+  return result;
+}
+
+/**
+ * The new session starts the lane's operation right after the rewind made it: wait until that
+ * operation exists, so the id the caller is given can be followed at once (`agent events`).
+ */
+async function operationStarted(client: Client, operationId: string, timeoutMs = 60_000): Promise<void> {
+  const handle = client.workflow.getHandle(operationId);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await handle.describe().then(
+      () => true,
+      (err: unknown) => {
+        if (err instanceof WorkflowNotFoundError) return false;
+        throw err;
+      },
+    );
+    if (found || Date.now() > deadline) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

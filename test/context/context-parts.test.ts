@@ -267,6 +267,6 @@ describe('context parts', () => {
       id: 'op-1',
       reason: 'new phase',
     });
-    expect(() => parseAgentArgs(['report'])).toThrow('agent report: missing task or operation id');
+    expect(() => parseAgentArgs(['report'])).toThrow('agent report: missing task, operation or session id');
   });
 });
