@@ -141,6 +141,9 @@ describe('sandbox executor (real Docker)', () => {
     const running = call(sessionId, 'bash', { command: 'echo ran >> runs.log; echo partial; cat gate' });
     const outcome = hands.runTool(running);
     const { pid, wrapper } = await commandRunning(sessionId, running.toolCallId);
+    // Its pid is recorded before the command runs: kill only once its first output is captured.
+    const out = `${recordsOf(running.toolCallId).runBase}/1/out`;
+    for (let i = 0; i < 400 && !(await dockerExec(sessionId, `cat ${out} 2>/dev/null; true`)).includes('partial'); i++);
     await dockerExec(sessionId, `kill -KILL ${wrapper} ${executor}; kill -KILL -- -${pid}`);
     const result: ToolOutcome = await outcome;
     expect(result).toMatchObject({ isError: true, synthetic: true });
