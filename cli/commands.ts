@@ -328,7 +328,7 @@ const REWIND = [
   command({
     path: ['rewind'],
     summary:
-      'go back to a turn of an operation as a new session: its conversation and its workspace as they were then (the original stays as it is)',
+      'go back to a turn of an operation as a new session: its conversation and its workspace as they were then (the original stays as it is).',
     required: '--to-turn N',
     details: [
       "The new lane's first request is the original's conversation up to the turn, then --prompt; its workspace",
