@@ -129,6 +129,17 @@ export interface ApprovalDecisionInput {
   reason?: string;
 }
 
+/** What is wrong with an `approve` Update's payload, naming the field; undefined when it is well formed. */
+export function approvalDecisionProblem(raw: unknown): string | undefined {
+  const input = raw as Partial<ApprovalDecisionInput> | undefined;
+  if (typeof input?.toolCallId !== 'string' || !input.toolCallId.trim())
+    return 'toolCallId: must be a non-empty string';
+  if (typeof input.approve !== 'boolean') return 'approve: must be true or false';
+  if (input.reason !== undefined && (typeof input.reason !== 'string' || input.reason.length > 2_000))
+    return 'reason: must be a string of at most 2000 characters';
+  return undefined;
+}
+
 export interface ApprovalDecided {
   toolCallId: string;
   decision: 'approved' | 'denied';

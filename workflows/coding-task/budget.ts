@@ -9,6 +9,7 @@
 import { ApplicationFailure, condition, isCancellation, setHandler, upsertMemo } from '@temporalio/workflow';
 import {
   APPROVAL_FAILURE_TYPES,
+  approvalDecisionProblem,
   approveUpdate,
   type ApprovalDecisionInput,
   type WaitingApproval,
@@ -168,14 +169,9 @@ function rejected(type: string, message: string): ApplicationFailure {
 function checkTaskDecision(task: TaskRun, raw: unknown): void {
   const input = raw as Partial<ApprovalDecisionInput> | undefined;
   const { invalid, unknownCall, alreadyDecided, operationEnded } = APPROVAL_FAILURE_TYPES;
-  if (typeof input?.toolCallId !== 'string' || !input.toolCallId.trim()) {
-    throw rejected(invalid, 'toolCallId: must be a non-empty string');
-  }
-  if (typeof input.approve !== 'boolean') throw rejected(invalid, 'approve: must be true or false');
-  if (input.reason !== undefined && (typeof input.reason !== 'string' || input.reason.length > 2_000)) {
-    throw rejected(invalid, 'reason: must be a string of at most 2000 characters');
-  }
-  const id = input.toolCallId;
+  const problem = approvalDecisionProblem(input);
+  if (problem) throw rejected(invalid, problem);
+  const id = input!.toolCallId!;
   if (task.ended)
     throw rejected(operationEnded, `the task has already ended (${task.ended.state}); nothing waits for approval`);
   const waiting = task.waitingApproval;

@@ -11,6 +11,7 @@
 import { ApplicationFailure, condition, isCancellation, setHandler, upsertMemo } from '@temporalio/workflow';
 import {
   APPROVAL_FAILURE_TYPES,
+  approvalDecisionProblem,
   approvalPolicyFor,
   approveUpdate,
   type ApprovalDecision,
@@ -158,14 +159,9 @@ function rejected(type: string, message: string): ApplicationFailure {
 function checkDecision(op: OperationRun, raw: unknown): void {
   const input = raw as Partial<ApprovalDecisionInput> | undefined;
   const { invalid, unknownCall, notWaiting, alreadyDecided, operationEnded } = APPROVAL_FAILURE_TYPES;
-  if (typeof input?.toolCallId !== 'string' || !input.toolCallId.trim()) {
-    throw rejected(invalid, 'toolCallId: must be a non-empty string');
-  }
-  if (typeof input.approve !== 'boolean') throw rejected(invalid, 'approve: must be true or false');
-  if (input.reason !== undefined && (typeof input.reason !== 'string' || input.reason.length > 2_000)) {
-    throw rejected(invalid, 'reason: must be a string of at most 2000 characters');
-  }
-  const id = input.toolCallId;
+  const problem = approvalDecisionProblem(input);
+  if (problem) throw rejected(invalid, problem);
+  const id = input!.toolCallId!;
   if (op.ended)
     throw rejected(operationEnded, `the operation has already ended (${op.ended.state}); nothing waits for approval`);
   const current = op.waitingApproval?.toolCallId === id ? op.approvalDecision : undefined;
