@@ -15,6 +15,7 @@
  * Deterministic (imported by workflow code): zod and types only.
  */
 import { z } from 'zod';
+import type { CheckpointOutcome, SkippedCheckpoint } from './checkpoint-record';
 import type { HandsHost } from './hands-route';
 
 /** Folders a checkpoint leaves out unless the operation says otherwise (`checkpoints.exclude`). */
@@ -46,6 +47,12 @@ export const checkpointSettingsSchema = z.strictObject({
     .default([...DEFAULT_CHECKPOINT_EXCLUDE]),
 });
 export type CheckpointSettings = z.output<typeof checkpointSettingsSchema>;
+
+/** A tool call's `checkpoint` (`common/hands.ts` `ToolCallCheckpoint`), checked again by the hands. */
+export const toolCallCheckpointSchema = z.strictObject({
+  turn: z.number().int().min(0),
+  exclude: z.array(excludePattern).max(100),
+});
 export type CheckpointSettingsInput = z.input<typeof checkpointSettingsSchema>;
 
 /**
@@ -64,31 +71,7 @@ export interface CheckpointWorkspaceInput {
   exclude: string[];
 }
 
-/** A checkpoint recorded. */
-export interface RecordedCheckpoint {
-  /** The commit in the session's checkpoint repository (40 hex digits). */
-  commit: string;
-  /** The previous checkpoint of the session (any operation's), whose workspace `filesChanged` compares with. */
-  parent?: string;
-  /** Files added, changed or removed since `parent` (all files for the session's first checkpoint). */
-  filesChanged: number;
-  /** The first of them (at most `CHANGED_FILES_LISTED`), for `agent checkpoints`. */
-  changed: string[];
-  /** Files the agent's user could not read (left out: the checkpoint lacks them). */
-  unreadable?: number;
-  /** When it was recorded (the hands host's clock). */
-  at: string;
-  /** How long it took, in milliseconds. */
-  ms: number;
-}
-
-/** A checkpoint the sandbox could not record (its image has no git): why. */
-export interface SkippedCheckpoint {
-  skipped: string;
-  at: string;
-}
-
-export type CheckpointOutcome = RecordedCheckpoint | SkippedCheckpoint;
+export type { CheckpointOutcome, RecordedCheckpoint, SkippedCheckpoint } from './checkpoint-record';
 
 export const CHANGED_FILES_LISTED = 10;
 

@@ -13,6 +13,7 @@
  * Deterministic: types and constants only (imported by workflow code).
  */
 
+import type { CheckpointOutcome } from './checkpoint-record';
 import type { EgressPolicy, EgressSummary } from './egress';
 import type { HooksInput } from './hooks';
 
@@ -31,6 +32,20 @@ export interface RunToolInput {
   timeoutMs?: number;
   /** What the sandbox may reach during the call (`common/egress.ts`); `none` when absent. */
   egress?: EgressPolicy;
+  /**
+   * Record the turn's checkpoint of the workspace once the call has run, in the same activity
+   * (`common/checkpoints.ts`): the operation asks it of the last call of a batch that can change
+   * files, instead of a `checkpointWorkspace` activity of its own.
+   */
+  checkpoint?: ToolCallCheckpoint;
+}
+
+/** The checkpoint a tool call records after it runs (`RunToolInput.checkpoint`). */
+export interface ToolCallCheckpoint {
+  /** The turn whose workspace it is. */
+  turn: number;
+  /** gitignore patterns left out (`CheckpointSettings.exclude`). */
+  exclude: string[];
 }
 
 /** Where a tool call's full output went when it was too long to return whole. */
@@ -57,6 +72,10 @@ export interface ToolOutcome {
    * that runs tool commands) could not start: why. Not in `content`: it changes nothing for the model.
    */
   executorFallback?: string;
+  /** The checkpoint the call was asked to record: recorded, or skipped when the image has no git. */
+  checkpoint?: CheckpointOutcome;
+  /** Why the checkpoint the call was asked to record could not be (the call's own result stands). */
+  checkpointFailure?: string;
 }
 
 export interface SeedWorkspaceInput {

@@ -21,6 +21,7 @@ import {
   type CheckpointWorkspaceInput,
   type RecordedCheckpoint,
 } from './checkpoints';
+import type { HandsActivities, RunToolInput, ToolCallCheckpoint, ToolOutcome } from './hands';
 import type { LaneContinuation } from './lanes';
 import type { ModelStepResult } from './model-step';
 import { promptTokens, type ToolResultBlockParam } from './model-types';
@@ -31,6 +32,8 @@ import { sessionIdFor } from './sandbox-names';
 import type { OperationDefaults } from './session';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+const RUN_TOOL_ACTIVITY: keyof HandsActivities = 'runTool';
 type Payloads = temporal.api.common.v1.IPayloads | null | undefined;
 
 /** One checkpoint activity of the operation, as its history records it. */
@@ -53,15 +56,25 @@ const decode = <T>(payloads: Payloads, index = 0): T | undefined => {
   return payload ? defaultPayloadConverter.fromPayload<T>(payload) : undefined;
 };
 
-/** The operation's checkpoint activities in the order they were scheduled. */
+/**
+ * The operation's checkpoints in the order they were scheduled: its `checkpointWorkspace` activities,
+ * and the tool calls that recorded their turn's checkpoint (`RunToolInput.checkpoint`). A call that
+ * ended without one — it never reached its command — is left out: the operation then ran a
+ * `checkpointWorkspace` of its own.
+ */
 export function readCheckpoints(runs: readonly (readonly HistoryEvent[])[]): CheckpointRecord[] {
   const records: CheckpointRecord[] = [];
+  const withoutOne = new Set<CheckpointRecord>();
   for (const events of runs) {
-    const byScheduledId = new Map<string, CheckpointRecord>();
+    const byScheduledId = new Map<string, { record: CheckpointRecord; ofCall: boolean }>();
     for (const event of events) {
       const scheduled = event.activityTaskScheduledEventAttributes;
-      if (scheduled?.activityType?.name === CHECKPOINT_ACTIVITY) {
-        const input = decode<CheckpointWorkspaceInput>(scheduled.input);
+      const type = scheduled?.activityType?.name;
+      if (scheduled && (type === CHECKPOINT_ACTIVITY || type === RUN_TOOL_ACTIVITY)) {
+        const ofCall = type === RUN_TOOL_ACTIVITY;
+        const input: Pick<CheckpointWorkspaceInput, 'turn' | 'kind'> | undefined = ofCall
+          ? withKind(decode<RunToolInput>(scheduled.input)?.checkpoint)
+          : decode<CheckpointWorkspaceInput>(scheduled.input);
         if (!input) continue;
         const record: CheckpointRecord = {
           turn: input.turn,
@@ -70,22 +83,31 @@ export function readCheckpoints(runs: readonly (readonly HistoryEvent[])[]): Che
           taskQueue: scheduled.taskQueue?.name ?? '',
         };
         records.push(record);
-        byScheduledId.set(String(event.eventId), record);
+        byScheduledId.set(String(event.eventId), { record, ofCall });
         continue;
       }
       const completed = event.activityTaskCompletedEventAttributes;
-      const completedRecord = completed && byScheduledId.get(String(completed.scheduledEventId));
-      if (completedRecord) completedRecord.outcome = decode<CheckpointOutcome>(completed.result);
+      const done = completed && byScheduledId.get(String(completed.scheduledEventId));
+      if (done && !done.ofCall) done.record.outcome = decode<CheckpointOutcome>(completed.result);
+      if (done && done.ofCall) {
+        const outcome = decode<ToolOutcome>(completed.result);
+        if (outcome?.checkpoint) done.record.outcome = outcome.checkpoint;
+        else if (outcome?.checkpointFailure !== undefined) done.record.failure = outcome.checkpointFailure;
+        else withoutOne.add(done.record);
+      }
       const failed = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;
-      const failedRecord = failed && byScheduledId.get(String(failed.scheduledEventId));
+      const failedRecord = failed && byScheduledId.get(String(failed.scheduledEventId))?.record;
       if (failedRecord) failedRecord.failure = failed.failure?.message ?? 'failed';
       const cancelled = event.activityTaskCanceledEventAttributes;
-      const cancelledRecord = cancelled && byScheduledId.get(String(cancelled.scheduledEventId));
+      const cancelledRecord = cancelled && byScheduledId.get(String(cancelled.scheduledEventId))?.record;
       if (cancelledRecord) cancelledRecord.failure = 'cancelled';
     }
   }
-  return records;
+  return records.filter((record) => !withoutOne.has(record));
 }
+
+const withKind = (checkpoint: ToolCallCheckpoint | undefined) =>
+  checkpoint && { turn: checkpoint.turn, kind: 'turn' as const };
 
 export function isRecorded(record: CheckpointRecord): record is RecordedCheckpointRecord {
   return record.outcome !== undefined && !isSkipped(record.outcome);

@@ -5,7 +5,8 @@
  * what the earlier attempt's traces mean (`earlier-attempt.ts`).
  */
 import type { Context } from '@temporalio/activity';
-import { HANDS_FAILURE_TYPES, type RunToolInput, type ToolOutcome } from '../../common/hands';
+import { HANDS_FAILURE_TYPES, type RunToolInput, type ToolCallCheckpoint, type ToolOutcome } from '../../common/hands';
+import { toolCallCheckpointSchema } from '../../common/checkpoints';
 import { replayPolicyOf, toolSummary, validateToolCall, type ToolInput, type ToolName } from '../../common/tools';
 import { crashPoint } from '../crash-points';
 import { beginToolEgress, finishToolEgress } from '../egress/tool-egress';
@@ -38,6 +39,14 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
     throw handsFailure(
       HANDS_FAILURE_TYPES.invalidInput,
       `invalid toolCallId ${JSON.stringify(raw.toolCallId)}: use letters, digits, '_', '.', '-'`,
+    );
+  }
+  const checkpoint = raw.checkpoint === undefined ? undefined : toolCallCheckpointSchema.safeParse(raw.checkpoint);
+  if (checkpoint && !checkpoint.success) {
+    const issue = checkpoint.error.issues[0];
+    throw handsFailure(
+      HANDS_FAILURE_TYPES.invalidInput,
+      `invalid checkpoint.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`,
     );
   }
   const checked = validateToolCall(raw.name, raw.input);
@@ -73,6 +82,9 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
     }
     const result = attempt.result!;
     const egress = finishToolEgress(egressCall);
+    // A copy of the output the model is pointed at (a spill) is in the workspace: the probe leaves
+    // those copies out, so such a call's checkpoint reads the workspace whole.
+    const recorded = call.checkpoint ? await checkpointAfterCall(hands, call, call.checkpoint, !!result.spill) : {};
     const content = [
       ...(replaced ? [`[sandbox restarted: ${replaced}; /workspace is preserved]`] : []),
       result.content,
@@ -88,11 +100,39 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
       ...(result.spill ? { spill: result.spill } : {}),
       ...(egress.summary ? { egress: egress.summary } : {}),
       ...(attempt.executorFallback ? { executorFallback: attempt.executorFallback } : {}),
+      ...recorded,
     };
   } catch (err) {
     throw toActivityFailure(err);
   } finally {
     heartbeat.stop();
+  }
+}
+
+/**
+ * The turn's checkpoint, recorded after the call in the same activity (`RunToolInput.checkpoint`).
+ * One that fails costs the checkpoint, never the call's result.
+ */
+async function checkpointAfterCall(
+  hands: HandsContext,
+  call: ValidCall,
+  checkpoint: ToolCallCheckpoint,
+  full: boolean,
+): Promise<Pick<ToolOutcome, 'checkpoint' | 'checkpointFailure'>> {
+  try {
+    const outcome = await hands.sandboxes.checkpoints.record(
+      {
+        sessionId: call.sessionId,
+        operationId: call.operationId ?? call.sessionId,
+        turn: checkpoint.turn,
+        kind: 'turn',
+        exclude: checkpoint.exclude,
+      },
+      full ? 'full' : 'probe',
+    );
+    return { checkpoint: outcome };
+  } catch (err) {
+    return { checkpointFailure: toActivityFailure(err).message };
   }
 }
 

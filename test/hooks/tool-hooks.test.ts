@@ -319,6 +319,36 @@ describe('tool hooks (PreToolUse, PostToolUse)', () => {
     expect(await hookRuns(handle)).toEqual(['hook-pre-toolu_mig-0']);
   });
 
+  it("a repository's SessionStart hook voids the first reply, asked alongside the check, and the turn is asked again", async () => {
+    const withStartHook = hookRepository({
+      '.agent/hooks.json': JSON.stringify({
+        SessionStart: [{ hooks: [{ type: 'command', command: "echo 'the repository says: run make check'" }] }],
+      }),
+    });
+    h.model.setScript([{ text: 'asked too early' }, { text: 'asked with the rules' }]);
+    const before = h.model.requests.length;
+    const handle = await h.start({ goal: 'read the rules', repo: { kind: 'local', path: withStartHook } });
+    const result = await operationResult(handle);
+    expect(result.state).toBe('completed');
+    expect(result.finalText).toBe('asked with the rules');
+    const requests = answered(h.model.requests.slice(before));
+    expect(requests).toHaveLength(2);
+    // The first request did not wait for the repository's check, so it lacks the hook's word; the second has it.
+    expect(messageText(bodyOf(requests[0]!).messages[0]!)).not.toContain('run make check');
+    expect(messageText(bodyOf(requests[1]!).messages[0]!)).toContain(
+      '[SessionStart hook] the repository says: run make check',
+    );
+    // The void reply is billed: the operation's output tokens are both replies'.
+    const outputs = requests.map((request) => request.usage?.output_tokens ?? 0);
+    expect(result.usage.output).toBe(outputs[0]! + outputs[1]!);
+    const history = (await handle.fetchHistory()).events ?? [];
+    const modelSteps = history.flatMap((event) => {
+      const scheduled = event.activityTaskScheduledEventAttributes;
+      return scheduled?.activityType?.name === 'modelStep' ? [scheduled.activityId] : [];
+    });
+    expect(modelSteps).toEqual(['model-turn-1', 'model-turn-1-asked-again-1']);
+  });
+
   it("a subagent keeps its parent's tool hooks, not its conversation's", async () => {
     const s = startSessionHarnessOn(h);
     const sessionId = s.newSession('hooks-subagent');

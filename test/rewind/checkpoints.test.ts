@@ -4,13 +4,17 @@
  * agent or ignored by the repository — without the excluded folders, the workspace repository's own
  * `.git` included, byte for byte (no line-ending conversion); the next one records only what changed;
  * the repository stays out of the agent's reach; a restore makes a new workspace with exactly those
- * files, owned by the agent, and is idempotent; a sandbox image without git is skipped with the reason.
+ * files, owned by the agent, and is idempotent; a sandbox image without git is skipped with the reason;
+ * a workspace unchanged since the last checkpoint is answered with its commit without reading it,
+ * and every kind of change (a time set back, a deletion, a mode, a rename, `.git`) is seen.
  */
 import { createHash } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { ApplicationFailure } from '@temporalio/common';
 import type Docker from 'dockerode';
 import { createHandsActivities } from '../../activities/hands/activities';
+import { SandboxCheckpoints } from '../../activities/hands/checkpoints/sandbox-checkpoints';
+import { JOURNAL_WRITER } from '../../activities/hands/journal-store';
 import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import {
   CHECKPOINT_FAILURE_TYPES,
@@ -151,6 +155,83 @@ describe('checkpoints of a workspace, and restoring one', () => {
       })
       .catch((err: unknown) => err);
     expect((unknown as ApplicationFailure).type).toBe(CHECKPOINT_FAILURE_TYPES.unknownCheckpoint);
+  });
+
+  it('answers an unchanged workspace with its last commit without reading it, and sees every kind of change', async () => {
+    // Margin 0: each change below is made after the previous checkpoint returned, so its file time is
+    // later than that checkpoint's start, and the setup's are earlier.
+    const probing = new SandboxCheckpoints({
+      docker: dockerClient(),
+      lifecycle: fixture.sandboxes.lifecycle,
+      commands: fixture.sandboxes.commands,
+      probeMarginMs: 0,
+    });
+    const sessionId = fixture.sessionId('ckpt-probe');
+    await fixture.sandboxes.lifecycle.ensure(sessionId);
+    await fixture.sh(
+      sessionId,
+      'git init -q . && mkdir -p src node_modules/x .agent/out && echo a > src/a.txt && echo b > b.txt && echo c > c.txt && echo i > node_modules/x/i.js',
+    );
+    let turn = 0;
+    const take = async (mode?: 'probe' | 'full') =>
+      recorded(
+        await probing.record(
+          { sessionId, operationId: 'op-probe', turn: ++turn, kind: 'turn', exclude: [...DEFAULT_CHECKPOINT_EXCLUDE] },
+          mode,
+        ),
+      );
+    const commits = async () =>
+      Number(
+        await fixture.sh(
+          sessionId,
+          'git --git-dir=/var/lib/agent-journal/checkpoints.git rev-list --count refs/checkpoints/head',
+        ),
+      );
+    const first = await take();
+    expect([...first.changed].sort()).toEqual(['b.txt', 'c.txt', 'src/a.txt']);
+
+    // Nothing changed: the same commit, and none made.
+    expect(await take()).toMatchObject({ commit: first.commit, parent: first.commit, filesChanged: 0, changed: [] });
+    // The harness's copies of outputs and an excluded folder are not the workspace's changes.
+    await fixture.sh(sessionId, 'echo out > .agent/out/t1.txt && echo j > node_modules/x/j.js');
+    expect((await take()).commit).toBe(first.commit);
+    expect(await commits()).toBe(1);
+
+    // Each kind of change makes a new checkpoint, then the next unchanged one shares it.
+    let last = first;
+    for (const [change, changed] of [
+      ['printf x >> b.txt && touch -d 2001-01-01 b.txt', ['b.txt']], // content, its time set back
+      ['rm c.txt', ['c.txt']],
+      ['chmod +x src/a.txt', ['src/a.txt']],
+      ['mv src/a.txt a.txt', ['a.txt', 'src/a.txt']],
+      ['git add -A', []], // only the workspace repository's .git
+    ] as const) {
+      await fixture.sh(sessionId, change);
+      const next = await take();
+      // The output copy written before joins the next full checkpoint.
+      const files = next.changed.filter((file) => !file.startsWith('.agent/out/')).sort();
+      expect({ change, parent: next.parent, changed: files }).toEqual({
+        change,
+        parent: last.commit,
+        changed,
+      });
+      expect(next.commit).not.toBe(last.commit);
+      expect((await take()).commit).toBe(next.commit);
+      last = next;
+    }
+
+    // `full` reads the workspace whatever the probe would say.
+    const full = await take('full');
+    expect(full.commit).not.toBe(last.commit);
+    expect(full).toMatchObject({ parent: last.commit, filesChanged: 0 });
+    // A wall clock that moved apart from the boot clock since the last full checkpoint: no probe.
+    await fixture.sandboxes.commands.script(
+      sessionId,
+      'f=/var/lib/agent-journal/checkpoints.git/last-full; { read -r w b rest; IFS= read -r p; } < $f; printf "%s %s %s\n%s\n" $((w - 5000000)) "$b" "$rest" "$p" > $f',
+      [],
+      { user: JOURNAL_WRITER },
+    );
+    expect((await take()).parent).toBe(full.commit);
   });
 
   it('leaves out what the operation excludes, and keeps the default folders when told to', async () => {

@@ -1,21 +1,25 @@
 /**
  * Checkpoints of the workspace (`common/checkpoints.ts`): after a turn whose tool batch had a call
  * that can change files (a call with valid arguments to a tool that is not `safe`: the edit tools,
- * `bash`, a subagent's `task`), the operation records the workspace on its hands host — as a
- * `checkpointWorkspace` activity under the session's sandbox lease, so no other lane's tool call runs
- * meanwhile. Before its first such
- * batch it records the workspace as it found it (`base`, as the turn before), so every turn of the
- * operation has a checkpoint at or before it. The activity's result is the record: `agent
- * checkpoints` reads it from the history, `agent rewind` restores it.
+ * `bash`, a subagent's `task`), the operation records the workspace on its hands host, under the
+ * session's sandbox lease, so no other lane's tool call runs meanwhile. When the batch ends with a
+ * sandbox tool call (without tool hooks), that call's own activity records it once the call has run
+ * (`RunToolInput.checkpoint`: no activity of its own, no events of its own); otherwise — or when
+ * that call never ran — a `checkpointWorkspace` activity does. Before its first such batch it
+ * records the workspace as it found it (`base`, as the turn before), so every turn of the operation
+ * has a checkpoint at or before it. The activity's result is the record: `agent checkpoints` reads
+ * it from the history, `agent rewind` restores it.
  *
  * A checkpoint never stops the operation: one that fails is counted and the loop goes on; a sandbox
  * whose image has no git answers `skipped`, and no more are tried. New commands in the loop, so only
- * in operations that took the `checkpoints` patch.
+ * in operations that took the `checkpoints` patch; recorded by the tool call only in operations
+ * that took the `checkpoint-with-tool-call` patch.
  */
 import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { CheckpointActivities, CheckpointKind } from '../../common/checkpoints';
+import type { ToolCallCheckpoint, ToolOutcome } from '../../common/hands';
 import type { ToolUseBlock } from '../../common/model-types';
-import { replayPolicyOf, validateModelToolCall } from '../../common/tools';
+import { replayPolicyOf, validateModelToolCall, validateToolCall } from '../../common/tools';
 import { CHECKPOINT_ACTIVITY_OPTIONS } from '../shared/policies';
 import { isMcpToolName } from './mcp-tools';
 import type { OperationSandbox } from './sandbox';
@@ -23,6 +27,8 @@ import { heartbeatOverride, type OperationRun } from './state';
 import { stuckDetectionOn, watchActivity } from './stuck';
 
 export const CHECKPOINTS_PATCH = 'checkpoints';
+/** Histories recorded before it took every turn's checkpoint with an activity of its own. */
+export const CHECKPOINT_WITH_TOOL_CALL_PATCH = 'checkpoint-with-tool-call';
 
 /** Before the batch: the workspace as the operation found it, once, before its first change. */
 export async function checkpointBeforeBatch(
@@ -34,13 +40,38 @@ export async function checkpointBeforeBatch(
   await recordCheckpoint(op, sandbox, 'base', op.carry.turn - 1);
 }
 
-/** After the batch: the workspace as the turn left it. */
+/**
+ * The checkpoint the batch's last call records in its own activity, when the batch is due one and
+ * that call is a sandbox tool call (the caller leaves out calls with tool hooks: a PostToolUse hook
+ * runs after the call and may change files too).
+ */
+export function checkpointWithLastCall(
+  op: OperationRun,
+  calls: readonly ToolUseBlock[],
+): ToolCallCheckpoint | undefined {
+  const last = calls.at(-1);
+  if (!last || !validateToolCall(last.name, last.input).ok || !due(op, calls)) return undefined;
+  if (!patched(CHECKPOINT_WITH_TOOL_CALL_PATCH)) return undefined;
+  return { turn: op.carry.turn, exclude: [...op.settings.checkpoints.exclude] };
+}
+
+/** What a tool call's activity says of the checkpoint it was asked to record. */
+export function recordCheckpointOfCall(op: OperationRun, checkpoint: ToolCallCheckpoint, outcome: ToolOutcome): void {
+  if (outcome.checkpoint) op.recordCheckpoint(checkpoint.turn, outcome.checkpoint);
+  else if (outcome.checkpointFailure !== undefined)
+    op.recordCheckpointFailure(
+      checkpoint.turn,
+      `checkpoint after turn ${checkpoint.turn}: ${outcome.checkpointFailure}`,
+    );
+}
+
+/** After the batch: the workspace as the turn left it, unless the batch's last call recorded it. */
 export async function checkpointAfterBatch(
   op: OperationRun,
   sandbox: OperationSandbox,
   calls: readonly ToolUseBlock[],
 ): Promise<void> {
-  if (!due(op, calls)) return;
+  if (op.carry.checkpoints?.tried === op.carry.turn || !due(op, calls)) return;
   await recordCheckpoint(op, sandbox, 'turn', op.carry.turn);
 }
 
@@ -94,6 +125,6 @@ async function recordCheckpoint(
     // An abort is the loop's to handle; anything else costs this checkpoint, not the operation.
     if (isCancellation(err) || op.abortReason !== undefined) return;
     const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
-    op.recordCheckpointFailure(`${summary}: ${(cause as Error).message}`);
+    op.recordCheckpointFailure(turn, `${summary}: ${(cause as Error).message}`);
   }
 }

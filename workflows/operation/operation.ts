@@ -51,6 +51,13 @@ import { runToolBatch } from './tool-calls';
 import { checkForLoop } from './loop-detector';
 import { listMcpTools } from './mcp-tools';
 import { ABORTED, beforeCompaction, refusalToStop, runStartHooks } from './hooks';
+import {
+  firstTurnAlongside,
+  SEED_CHECK_ALONGSIDE_PATCH,
+  startHooksOn,
+  startSeedCheck,
+  type PendingSeedCheck,
+} from './seed-alongside';
 import { stuckDetectionOn } from './stuck';
 import {
   answerStatusQuery,
@@ -77,6 +84,17 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   publishSearchAttributes(op, 'state');
   showDetails(op);
   const sandbox = provisionSandbox(op);
+  if (patched(SEED_CHECK_ALONGSIDE_PATCH)) {
+    // The repository is checked while the model answers (`seed-alongside.ts`); its refusal comes first.
+    const check = startSeedCheck(sandbox);
+    try {
+      const end = await loopScope.run(() => agentLoop(op, sandbox, rawInput, check));
+      op.end((await check) ?? end);
+    } catch (err) {
+      op.end((await check) ?? endOfFailedLoop(op, err));
+    }
+    return finish(op, sandbox);
+  }
   const refused = await sandbox.checkSeedSource();
   if (!refused) sandbox.startEagerly();
 
@@ -88,11 +106,23 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   return finish(op, sandbox);
 }
 
-async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: unknown): Promise<OperationEnd> {
+async function agentLoop(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  rawInput: unknown,
+  seedCheck?: PendingSeedCheck,
+): Promise<OperationEnd> {
   const { carry } = op;
+  // The repository's check, until the first reply has waited for it.
+  let check = seedCheck;
   // MCP tools are listed once, before the first turn; without `mcpServers` nothing is scheduled.
   const mcpFailed = await listMcpTools(op);
   if (mcpFailed) return mcpFailed;
+  if (check && startHooksOn(op)) {
+    const refusedRepository = await check;
+    check = undefined;
+    if (refusedRepository) return refusedRepository;
+  }
   // hooks: SessionStart and UserPromptSubmit, once; without hooks nothing is scheduled.
   const refused = await runStartHooks(op, sandbox);
   if (refused) return refused;
@@ -119,7 +149,23 @@ async function agentLoop(op: OperationRun, sandbox: OperationSandbox, rawInput: 
 
     op.startTurn();
     showDetails(op);
-    const reply = await modelTurnWithinWindow(op);
+    let reply: ModelStepResult | undefined;
+    if (check) {
+      const first = await firstTurnAlongside(check, () => modelTurnWithinWindow(op));
+      check = undefined;
+      if (first.refused) {
+        if (first.reply) op.voidReply(first.reply);
+        return first.refused;
+      }
+      reply = first.reply;
+      if (reply && startHooksOn(op)) {
+        // The repository's hooks add to the first message: the turn is asked again with their word.
+        op.voidReply(reply);
+        const refusedByHooks = await runStartHooks(op, sandbox);
+        if (refusedByHooks) return refusedByHooks;
+        continue;
+      }
+    } else reply = await modelTurnWithinWindow(op);
     if (reply === undefined) {
       const end = await endUnlessExtended(op, deadlineSpent(op));
       if (end) return end;

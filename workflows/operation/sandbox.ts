@@ -1,6 +1,6 @@
 /**
  * The operation's side of the sandbox lifecycle: the check of the repository to seed (on the hands
- * host, before the first model call), provisioning (lazy by default — the first tool call seeds the
+ * host, alongside the first model call: `seed-alongside.ts`), provisioning (lazy by default — the first tool call seeds the
  * workspace, which creates the container — or eager, alongside the first model call), routing to the
  * hands host that holds the workspace (`../shared/hands-route.ts`), and teardown (the container goes, the
  * workspace volume stays). An operation run by a session uses the sandbox under the session's lease
@@ -41,8 +41,7 @@ export const SEED_SOURCE_CHECK_PATCH = 'check-seed-source-before-first-model-cal
 export interface OperationSandbox {
   /**
    * Asks the hands host whether the operation's repository may be read (exists, is a directory, lies
-   * inside the worker's allowed roots; a git URL of an allowed form) before the first model call is
-   * paid for. Returns how the operation ends when it may not: `failed` with
+   * inside the worker's allowed roots; a git URL of an allowed form) before any tool runs. Returns how the operation ends when it may not: `failed` with
    * `InvalidSeedSource: <path and allowed roots>`. Checks once, on an operation's first run.
    */
   checkSeedSource(): Promise<OperationEnd | undefined>;

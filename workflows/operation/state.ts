@@ -111,6 +111,8 @@ export interface CheckpointsState {
   taken: number;
   /** The latest one. */
   last?: { turn: number; commit: string };
+  /** The turn of the latest one tried (recorded, skipped or failed). */
+  tried?: number;
   /** Why the sandbox cannot record any (its image has no git): none is tried again. */
   skipped?: string;
   /** Checkpoints that failed, and the latest reason. */
@@ -192,6 +194,8 @@ interface RunOnly {
   /** Why the workspace's environment could not be prepared (the operation then ends failed). */
   environmentFailure?: string;
   lastHook?: LastHook;
+  /** Replies voided so far (`seed-alongside.ts`): the turn asked again gets an activity id of its own. */
+  voidReplies?: number;
 }
 
 export class OperationRun {
@@ -420,6 +424,20 @@ export class OperationRun {
     ledgerFailedStep(this.state.ledger, usage, kind);
   }
 
+  /**
+   * A reply nothing acts on (asked before the repository's check answered, `seed-alongside.ts`): its
+   * tokens are billed as a failed call's, and the turn is asked again.
+   */
+  voidReply(reply: ModelStepResult): void {
+    this.billFailedCall(addUsage(reply.usage, reply.failedAttemptsUsage ?? ZERO_USAGE), 'model');
+    this.now.voidReplies = (this.now.voidReplies ?? 0) + 1;
+  }
+
+  /** How many replies were voided in this run (`voidReply`). */
+  get voidReplies(): number {
+    return this.now.voidReplies ?? 0;
+  }
+
   /** The model turn goes on after a reactive compaction. */
   resumeModelTurn(): void {
     this.now.phase = 'model';
@@ -537,6 +555,7 @@ export class OperationRun {
   /** A checkpoint was recorded — or skipped, when the sandbox cannot record one (then none is tried again). */
   recordCheckpoint(turn: number, outcome: CheckpointOutcome): void {
     const checkpoints = (this.state.checkpoints ??= { taken: 0 });
+    checkpoints.tried = turn;
     if (isSkipped(outcome)) {
       checkpoints.skipped = outcome.skipped;
       return;
@@ -546,8 +565,9 @@ export class OperationRun {
   }
 
   /** A checkpoint could not be recorded: counted, and the operation goes on without it. */
-  recordCheckpointFailure(reason: string): void {
+  recordCheckpointFailure(turn: number, reason: string): void {
     const checkpoints = (this.state.checkpoints ??= { taken: 0 });
+    checkpoints.tried = turn;
     checkpoints.failed = (checkpoints.failed ?? 0) + 1;
     checkpoints.lastFailure = reason;
   }

@@ -18,7 +18,8 @@ export interface StepWatch {
 export function modelStepWatch(op: OperationRun): StepWatch | undefined {
   if (!stuckDetectionOn()) return undefined;
   const turn = op.carry.turn + 1;
-  const activityId = `model-turn-${turn}${afterBudgetAsks(op)}`;
+  const asked = op.voidReplies > 0 ? `-asked-again-${op.voidReplies}` : '';
+  const activityId = `model-turn-${turn}${afterBudgetAsks(op)}${asked}`;
   const summary = op.lastTurnOutcome ? `turn ${turn} · ${op.lastTurnOutcome}` : `turn ${turn}`;
   return {
     options: { activityId, summary },

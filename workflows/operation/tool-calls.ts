@@ -12,7 +12,7 @@
  */
 import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { ApprovalDecision } from '../../common/approvals';
-import type { HandsActivities } from '../../common/hands';
+import type { HandsActivities, ToolCallCheckpoint } from '../../common/hands';
 import { LIVE_EXCERPT_CHARS } from '../../common/live';
 import type { TailBlock } from '../../common/context-fingerprint';
 import type { ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
@@ -27,6 +27,7 @@ import {
   type ToolName,
 } from '../../common/tools';
 import { awaitApproval, policyFor } from './approvals';
+import { checkpointWithLastCall, recordCheckpointOfCall } from './checkpoints';
 import { heartbeatOverride, type OperationRun } from './state';
 import { toolActivityOptions } from '../shared/policies';
 import type { OperationSandbox } from './sandbox';
@@ -54,8 +55,12 @@ export async function runToolBatch(
     // hooks: a hook may ask a person, and hooks run one at a time: a batch with tool hooks runs in order.
     if (!toolHooksApply(op, calls) && patched(PARALLEL_SAFE_BATCH_PATCH)) return runSafeBatch(op, sandbox, calls);
   }
+  // checkpoints: the batch's last call records the turn's checkpoint in its own activity when it can.
+  const last = calls.at(-1);
+  const checkpoint = last && !toolHooksFor(op, last.name) ? checkpointWithLastCall(op, calls) : undefined;
   const results: TailBlock[] = [];
-  for (const call of calls) results.push(await runOne(op, sandbox, call));
+  for (const [index, call] of calls.entries())
+    results.push(await runOne(op, sandbox, call, index === calls.length - 1 ? checkpoint : undefined));
   return results;
 }
 
@@ -81,9 +86,14 @@ async function runSafeBatch(op: OperationRun, sandbox: OperationSandbox, calls: 
   return Promise.all(calls.map((call) => runOne(op, sandbox, call)));
 }
 
-async function runOne(op: OperationRun, sandbox: OperationSandbox, call: ToolUseBlock): Promise<ToolResultBlockParam> {
+async function runOne(
+  op: OperationRun,
+  sandbox: OperationSandbox,
+  call: ToolUseBlock,
+  checkpoint?: ToolCallCheckpoint,
+): Promise<ToolResultBlockParam> {
   if (op.abortReason !== undefined) return notRun(op, call);
-  return runToolCall(op, sandbox, call);
+  return runToolCall(op, sandbox, call, checkpoint);
 }
 
 /** Whether the operation's approval policy asks a person before this call runs. */
@@ -99,8 +109,9 @@ async function runToolCall(
   op: OperationRun,
   sandbox: OperationSandbox,
   call: ToolUseBlock,
+  checkpoint?: ToolCallCheckpoint,
 ): Promise<ToolResultBlockParam> {
-  const result = await prepareAndRun(op, sandbox, call);
+  const result = await prepareAndRun(op, sandbox, call, checkpoint);
   op.live.publish(op.carry.turn, {
     kind: 'tool.finished',
     toolCallId: call.id,
@@ -111,10 +122,12 @@ async function runToolCall(
   return result;
 }
 
+/** `checkpoint`: the turn's checkpoint, recorded by the call's activity (a sandbox tool call only). */
 async function prepareAndRun(
   op: OperationRun,
   sandbox: OperationSandbox,
   call: ToolUseBlock,
+  checkpoint?: ToolCallCheckpoint,
 ): Promise<ToolResultBlockParam> {
   // hooks: a tool that PreToolUse or PostToolUse hooks name takes the hooked path (`hooks.ts`).
   if (toolHooksFor(op, call.name)) return prepareAndRunHooked(op, sandbox, call);
@@ -124,7 +137,7 @@ async function prepareAndRun(
   if (!prepared.ok) return prepared.result;
   const refusal = prepared.approval.policy === 'ask' ? await awaitApproval(op, call, prepared) : undefined;
   if (refusal) return refusal;
-  return runPrepared(op, sandbox, call, prepared);
+  return runPrepared(op, sandbox, call, prepared, checkpoint);
 }
 
 function runPrepared(
@@ -132,6 +145,7 @@ function runPrepared(
   sandbox: OperationSandbox,
   call: ToolUseBlock,
   prepared: Extract<PreparedCall, { ok: true }>,
+  checkpoint?: ToolCallCheckpoint,
 ): Promise<ToolResultBlockParam> {
   op.live.publish(op.carry.turn, {
     kind: 'tool.started',
@@ -141,7 +155,7 @@ function runPrepared(
   });
   return prepared.kind === 'task'
     ? runSubagent(op, call, prepared.input)
-    : executeToolCall(op, sandbox, call, prepared);
+    : executeToolCall(op, sandbox, call, prepared, checkpoint);
 }
 
 /**
@@ -238,6 +252,7 @@ async function executeToolCall(
   sandbox: OperationSandbox,
   call: ToolUseBlock,
   prepared: Extract<PreparedCall, { kind: 'sandbox' }>,
+  checkpoint?: ToolCallCheckpoint,
 ): Promise<ToolResultBlockParam> {
   const { summary } = prepared;
   const name = call.name as ToolName;
@@ -250,7 +265,7 @@ async function executeToolCall(
       op.countStep();
       return sandbox.route.call((taskQueue) => {
         const { runTool } = proxyActivities<HandsActivities>({
-          ...toolActivityOptions(name, prepared.input, op.settings.toolTimeoutMs),
+          ...toolActivityOptions(name, prepared.input, op.settings.toolTimeoutMs, checkpoint !== undefined),
           ...heartbeatOverride(op),
           taskQueue,
           activityId,
@@ -265,6 +280,7 @@ async function executeToolCall(
             input: prepared.input,
             timeoutMs,
             egress: op.settings.egress,
+            ...(checkpoint ? { checkpoint } : {}),
           });
         const host = sandbox.route.host?.host;
         return stuckDetectionOn()
@@ -273,6 +289,7 @@ async function executeToolCall(
       });
     });
     op.recordToolOutcome(call.id, outcome);
+    if (checkpoint) recordCheckpointOfCall(op, checkpoint, outcome);
     op.showTool({ name, summary, isError: outcome.isError });
     return toolResult(call.id, outcome.content, outcome.isError);
   } catch (err) {

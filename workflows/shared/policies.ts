@@ -114,10 +114,18 @@ export const COMPACTION_ACTIVITY_OPTIONS: ActivityOptions = {
  *   consults the workspace journal, so a `never` call is never run twice, and a `safe` or
  *   `idempotent` call whose earlier attempt finished returns that attempt's result.
  * - cancellation waits for the activity to confirm it killed its process (abort must leave nothing running).
+ * - a call that records the turn's checkpoint after it runs (`withCheckpoint`) gets the checkpoint
+ *   activity's ten minutes more: the first checkpoint of a large workspace reads every file.
  */
-export function toolActivityOptions(name: ToolName, input: unknown, defaultTimeoutMs: number): ActivityOptions {
+export function toolActivityOptions(
+  name: ToolName,
+  input: unknown,
+  defaultTimeoutMs: number,
+  withCheckpoint = false,
+): ActivityOptions {
   return {
-    startToCloseTimeout: toolRunTimeoutMs(name, input, defaultTimeoutMs) + 120_000,
+    startToCloseTimeout:
+      toolRunTimeoutMs(name, input, defaultTimeoutMs) + 120_000 + (withCheckpoint ? CHECKPOINT_MS : 0),
     heartbeatTimeout: '3 seconds',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
@@ -128,6 +136,9 @@ export function toolActivityOptions(name: ToolName, input: unknown, defaultTimeo
     },
   };
 }
+
+/** How long a checkpoint may take (`CHECKPOINT_ACTIVITY_OPTIONS`, and a tool call that records one). */
+const CHECKPOINT_MS = 10 * 60_000;
 
 /** Sandbox lifecycle: seed the workspace (a clone can take minutes), create or destroy the container. */
 export const SANDBOX_ACTIVITY_OPTIONS: ActivityOptions = {
@@ -341,7 +352,7 @@ export function hookActivityOptions(hook: Hook): ActivityOptions {
  * nothing in the workspace). One that finally fails is noted and the operation goes on without it.
  */
 export const CHECKPOINT_ACTIVITY_OPTIONS: ActivityOptions = {
-  startToCloseTimeout: '10 minutes',
+  startToCloseTimeout: CHECKPOINT_MS,
   heartbeatTimeout: '10 seconds',
   retry: {
     initialInterval: '1 second',

@@ -41,6 +41,12 @@ export interface SandboxCheckpointsOptions {
   commands: SandboxCommands;
   /** Extra labels on the volumes and containers made (as `SandboxLifecycleOptions.labels`). */
   labels?: Record<string, string>;
+  /**
+   * How long before the last full checkpoint started a change must have happened for the probe to
+   * take it as recorded (`checkpoint.sh`; default 1000 ms): more than a file-time clock tick plus
+   * the 50 ms of clock drift the probe tolerates.
+   */
+  probeMarginMs?: number;
 }
 
 /** What a restore found or did (the hands' activity adds where it happened). */
@@ -63,23 +69,30 @@ export class SandboxCheckpoints {
   private readonly lifecycle: SandboxLifecycle;
   private readonly commands: SandboxCommands;
   private readonly labels: Record<string, string>;
+  private readonly probeMarginUs: number;
 
   constructor(options: SandboxCheckpointsOptions) {
+    this.probeMarginUs = Math.round((options.probeMarginMs ?? 1000) * 1000);
     this.docker = options.docker;
     this.lifecycle = options.lifecycle;
     this.commands = options.commands;
     this.labels = options.labels ?? {};
   }
 
-  /** Records the session's workspace (the container must be running); `skipped` when its image has no git. */
-  async record(input: CheckpointWorkspaceInput): Promise<CheckpointOutcome> {
+  /**
+   * Records the session's workspace (the container must be running); `skipped` when its image has
+   * no git. `probe` (the default) first asks whether anything changed since the session's last full
+   * checkpoint and, when nothing did, answers with that checkpoint's commit without running git
+   * (`checkpoint.sh`); `full` always reads the workspace.
+   */
+  async record(input: CheckpointWorkspaceInput, mode: 'probe' | 'full' = 'probe'): Promise<CheckpointOutcome> {
     const started = Date.now();
     const ref = `ops/${input.operationId.replace(/[^A-Za-z0-9_-]/g, '_')}/${input.kind}-${input.turn}`;
     const message = `${input.operationId} ${input.kind === 'base' ? 'before its first change, turn' : 'turn'} ${input.turn}`;
     const run = await this.commands.script(
       input.sessionId,
       SCRIPTS.record,
-      [SCRIPTS.read, ref, message, ...input.exclude, ...ALWAYS_EXCLUDED],
+      [SCRIPTS.read, ref, message, mode, String(this.probeMarginUs), ...input.exclude, ...ALWAYS_EXCLUDED],
       { user: JOURNAL_WRITER },
     );
     const at = new Date().toISOString();
