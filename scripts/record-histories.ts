@@ -101,8 +101,9 @@ runMain(async (args) => {
   ];
   try {
     let handle: WorkflowHandle;
-    // With the seed source check before the first model call (the current code): recorded as its own fixture.
-    for (const name of ['completed-with-tools', 'completed-with-seed-check']) {
+    // Each a fixture of its own, recorded by the code of its time: the seed source check before the
+    // first model call; then alongside it, with checkpoints recorded by the tool calls.
+    for (const name of ['completed-with-tools', 'completed-with-seed-check', 'completed-seed-check-alongside']) {
       if (!wanted(name)) continue;
       h.model.setScript(fixTheTest);
       handle = await h.start(
@@ -113,11 +114,12 @@ runMain(async (args) => {
       await record(name, handle.workflowId);
     }
 
-    if (wanted('refused-seed-source')) {
-      h.model.setScript([]);
-      handle = await h.start({ goal: 'list files', repo: { kind: 'local', path: '/etc' } }, 'fixture-refused-seed');
+    for (const name of ['refused-seed-source', 'refused-seed-source-alongside']) {
+      if (!wanted(name)) continue;
+      h.model.setScript([{ text: 'answered alongside the check' }]);
+      handle = await h.start({ goal: 'list files', repo: { kind: 'local', path: '/etc' } }, `fixture-${name}`);
       await operationResult(handle).catch(() => undefined);
-      await record('refused-seed-source', handle.workflowId);
+      await record(name, handle.workflowId);
     }
 
     if (wanted('steered')) {
