@@ -1,11 +1,12 @@
 /**
  * Jest runs TypeScript through SWC; the real Temporal dev server and Docker engine are started once
- * in globalSetup. The crash matrix (test/crash) is long and has its own config: `npm run test:crash`.
+ * in globalSetup. The crash matrix (test/crash) is long and has its own config: `npm run test:crash`;
+ * the cluster's tests (test/cluster) run on the cluster of `npm run cluster`: `npm run test:cluster`.
  */
 const base = require('./test/support/jest-base');
 
 module.exports = {
   ...base,
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/crash/'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/crash/', '<rootDir>/test/cluster/'],
   reporters: ['default', ['<rootDir>/test/support/summary-reporter.js', { outputFile: 'test-results.json' }]],
 };

@@ -13,6 +13,7 @@ import {
   settingsPart,
   text,
   variable,
+  wholeNumber,
   type Environment,
   type RuntimeSettings,
 } from '../common/env-settings';
@@ -115,6 +116,52 @@ export const LOCAL_SERVER_PART = settingsPart({
     ),
   },
 });
+
+/** The Temporal cluster of `npm run cluster` (`platform/temporal-cluster.ts`). */
+export const CLUSTER_PART = settingsPart({
+  title: 'Temporal cluster',
+  intro:
+    'The four-service Temporal cluster on PostgreSQL of `npm run cluster` (`platform/temporal-cluster.ts`; its files under `<AGENT_DATA_DIR>/cluster/`, the server built under `<AGENT_TOOLS_DIR>/temporal-server/<version>/`). Point workers and `agent` at it with `TEMPORAL_ADDRESS=127.0.0.1:<AGENT_CLUSTER_PORT>`.',
+  variables: {
+    port: variable(
+      'AGENT_CLUSTER_PORT',
+      {
+        description:
+          "the cluster frontend's gRPC port; the history, matching and worker services take the next three, their membership ports the same plus 100, the frontend's HTTP port plus 10",
+        default: '`17233`',
+        values: 'a port (1–65435)',
+      },
+      port(17233),
+    ),
+    postgresPort: variable(
+      'AGENT_CLUSTER_PG_PORT',
+      {
+        description: "the port of the cluster's own PostgreSQL server (started from Debian's `postgresql` package)",
+        default: '`55432`',
+        values: 'a port (1–65535)',
+      },
+      port(55432),
+    ),
+    shards: variable(
+      'AGENT_CLUSTER_SHARDS',
+      {
+        description: "the cluster's number of history shards (fixed when its database is made)",
+        default: '`4`',
+        values: 'a whole number from 1 to 1024',
+      },
+      wholeNumber(4, { min: 1, max: 1024 }),
+    ),
+  },
+});
+
+/** The cluster's ports and shards; throws an Error naming a wrong variable. */
+export function clusterSettings(env: Environment = process.env): {
+  port: number;
+  postgresPort: number;
+  shards: number;
+} {
+  return readPart('Temporal cluster', CLUSTER_PART, env);
+}
 
 /** `TEMPORAL_CLI`, when set. */
 export function temporalCliPath(env: Environment = process.env): string | undefined {
@@ -316,6 +363,7 @@ export const PLATFORM_RUNTIME: RuntimeSettings = {
   parts: [
     PATHS_PART,
     LOCAL_SERVER_PART,
+    CLUSTER_PART,
     SANDBOX_IMAGE_PART,
     SANDBOX_TOOLS_PART,
     DOCKER_PART,

@@ -1,4 +1,4 @@
-/** Settings shared by the jest configs (`jest.config.js`, `jest.crash.config.js`). */
+/** Settings shared by the jest configs (`jest.config.js`, `jest.crash.config.js`, `jest.cluster.config.js`). */
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
