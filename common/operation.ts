@@ -61,7 +61,7 @@ function withinBytes(max: number): [(text: string) => boolean, { error: (issue: 
 /**
  * The repository to seed the workspace from. A local path must be absolute; the hands worker checks
  * again that it exists, is a directory and lies inside its allowed roots (`AGENT_ALLOWED_ROOTS`)
- * alongside the first model call, before any tool runs. Nothing here may start with `-` (it would reach `git` as an option).
+ * once the first model call has answered, before any tool runs. Nothing here may start with `-` (it would reach `git` as an option).
  */
 export const repoSource = z.discriminatedUnion(
   'kind',

@@ -102,8 +102,12 @@ runMain(async (args) => {
   try {
     let handle: WorkflowHandle;
     // Each a fixture of its own, recorded by the code of its time: the seed source check before the
-    // first model call; then alongside it, with checkpoints recorded by the tool calls.
-    for (const name of ['completed-with-tools', 'completed-with-seed-check', 'completed-seed-check-alongside']) {
+    // first model call; then after its first reply, with checkpoints recorded by the tool calls.
+    for (const name of [
+      'completed-with-tools',
+      'completed-with-seed-check',
+      'completed-seed-check-after-first-reply',
+    ]) {
       if (!wanted(name)) continue;
       h.model.setScript(fixTheTest);
       handle = await h.start(
@@ -114,9 +118,9 @@ runMain(async (args) => {
       await record(name, handle.workflowId);
     }
 
-    for (const name of ['refused-seed-source', 'refused-seed-source-alongside']) {
+    for (const name of ['refused-seed-source', 'refused-seed-source-after-first-reply']) {
       if (!wanted(name)) continue;
-      h.model.setScript([{ text: 'answered alongside the check' }]);
+      h.model.setScript([{ text: 'answered before the check' }]);
       handle = await h.start({ goal: 'list files', repo: { kind: 'local', path: '/etc' } }, `fixture-${name}`);
       await operationResult(handle).catch(() => undefined);
       await record(name, handle.workflowId);

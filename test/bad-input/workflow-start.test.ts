@@ -2,8 +2,8 @@
  * Bad input through `temporal workflow start` (the real temporal CLI against the test server): each
  * case fails the operation at once with one error that names the field, before any tool runs and
  * without a sandbox — nothing is half done. Input the schema refuses fails before any model call; a
- * repository only the hands host can refuse (`OperationFailed`) is checked alongside the first
- * model call, so that request may have gone out (at most that one; nothing acts on its reply). A
+ * repository only the hands host can refuse (`OperationFailed`) is checked once the first model
+ * call has answered, so that request has gone out (at most that one; nothing acts on its reply). A
  * start the server itself refuses (a payload over its limit, input that is not JSON) starts nothing.
  */
 import * as fs from 'node:fs';
@@ -202,7 +202,7 @@ describe('bad input through `temporal workflow start`', () => {
     if (typeof c.message === 'string') expect(cause!.message).toContain(c.message);
     else expect(cause!.message).toMatch(c.message);
     // Nothing was made; nothing was paid for but, for a repository the hands host refused, the
-    // first request that went out alongside its check.
+    // first request, which does not wait for its check.
     const requests = h.model.requests.length - requestsBefore;
     if (c.type === 'OperationFailed') expect(requests).toBeLessThanOrEqual(1);
     else expect(requests).toBe(0);

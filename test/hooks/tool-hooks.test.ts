@@ -319,7 +319,7 @@ describe('tool hooks (PreToolUse, PostToolUse)', () => {
     expect(await hookRuns(handle)).toEqual(['hook-pre-toolu_mig-0']);
   });
 
-  it("a repository's SessionStart hook voids the first reply, asked alongside the check, and the turn is asked again", async () => {
+  it("a repository's SessionStart hook voids the first reply, asked before the check, and the turn is asked again", async () => {
     const withStartHook = hookRepository({
       '.agent/hooks.json': JSON.stringify({
         SessionStart: [{ hooks: [{ type: 'command', command: "echo 'the repository says: run make check'" }] }],

@@ -1,7 +1,8 @@
 /**
- * The repository check runs alongside the first model call (the first request never waits for the
- * hands host), and a repository the hands host refuses still ends the operation with the check's
- * error, before any tool runs and without a sandbox, even when the model asks for a tool at once.
+ * The repository check runs once the first model call has answered (the first request never waits
+ * for the hands host), and a repository the hands host refuses still ends the operation with the
+ * check's error, before any tool runs and without a sandbox, even when the model asks for a tool at
+ * once.
  */
 import * as path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -41,7 +42,7 @@ describe("an operation's repository check", () => {
     await h.close();
   });
 
-  it('runs alongside the first model call: the request does not wait for it', async () => {
+  it('runs once the first model call has answered: the request does not wait for it', async () => {
     h.model.setScript([{ toolCalls: [{ name: 'bash', input: { command: 'ls README.md' } }] }, { text: 'done' }]);
     const handle = await h.start({
       goal: 'look at the repository',
@@ -74,7 +75,7 @@ describe("an operation's repository check", () => {
     const activities = history.map((event) => event.activityTaskScheduledEventAttributes?.activityType?.name);
     expect(activities).not.toContain('runTool');
     expect(await sandboxResourcesOf(workflowId)).toEqual([]);
-    // The first request went out alongside the check (at most that one: nothing acts on its reply).
+    // The first request went out before the check (only that one: nothing acted on its reply).
     expect(h.model.requests.length - before).toBeLessThanOrEqual(1);
     const { step, checked } = await firstStepAndCheck(handle);
     expect(checked).toBeGreaterThan(step);

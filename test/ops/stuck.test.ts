@@ -122,7 +122,11 @@ describe('stuck detection (real Temporal, Docker and scripted model)', () => {
     h.model.setScript((request) => {
       if (isCompactionRequest(request)) {
         summaryCalls += 1;
-        return summaryCalls <= 2 ? { fault: { type: 'server_error', status: 503 } } : { text: 'the summary' };
+        // The third attempt answers after 5 s: the stuck state lasts while it runs, not only for the
+        // one-second backoff before it, which polling could miss on a loaded machine.
+        return summaryCalls <= 2
+          ? { fault: { type: 'server_error', status: 503 } }
+          : { text: 'the summary', latencyMs: 5_000 };
       }
       return script[turns++];
     });

@@ -51,13 +51,7 @@ import { runToolBatch } from './tool-calls';
 import { checkForLoop } from './loop-detector';
 import { listMcpTools } from './mcp-tools';
 import { ABORTED, beforeCompaction, refusalToStop, runStartHooks } from './hooks';
-import {
-  firstTurnAlongside,
-  SEED_CHECK_ALONGSIDE_PATCH,
-  startHooksOn,
-  startSeedCheck,
-  type PendingSeedCheck,
-} from './seed-alongside';
+import { checkBeforeFirstRequest, SEED_CHECK_AFTER_FIRST_REPLY_PATCH, SeedCheck, startHooksOn } from './seed-check';
 import { stuckDetectionOn } from './stuck';
 import {
   answerStatusQuery,
@@ -84,14 +78,16 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   publishSearchAttributes(op, 'state');
   showDetails(op);
   const sandbox = provisionSandbox(op);
-  if (patched(SEED_CHECK_ALONGSIDE_PATCH)) {
-    // The repository is checked while the model answers (`seed-alongside.ts`); its refusal comes first.
-    const check = startSeedCheck(sandbox);
+  if (patched(SEED_CHECK_AFTER_FIRST_REPLY_PATCH)) {
+    // The first model request does not wait for the repository's check (`seed-check.ts`).
+    const check = new SeedCheck(sandbox);
+    const refused = checkBeforeFirstRequest(op) ? await check.run() : undefined;
     try {
-      const end = await loopScope.run(() => agentLoop(op, sandbox, rawInput, check));
-      op.end((await check) ?? end);
+      const end = refused ?? (await loopScope.run(() => agentLoop(op, sandbox, rawInput, check)));
+      op.end((await check.run()) ?? end);
     } catch (err) {
-      op.end((await check) ?? endOfFailedLoop(op, err));
+      const cancelled = isCancellation(err) || op.abortReason !== undefined;
+      op.end((cancelled ? undefined : await check.run()) ?? endOfFailedLoop(op, err));
     }
     return finish(op, sandbox);
   }
@@ -110,19 +106,12 @@ async function agentLoop(
   op: OperationRun,
   sandbox: OperationSandbox,
   rawInput: unknown,
-  seedCheck?: PendingSeedCheck,
+  seedCheck?: SeedCheck,
 ): Promise<OperationEnd> {
   const { carry } = op;
-  // The repository's check, until the first reply has waited for it.
-  let check = seedCheck;
   // MCP tools are listed once, before the first turn; without `mcpServers` nothing is scheduled.
   const mcpFailed = await listMcpTools(op);
   if (mcpFailed) return mcpFailed;
-  if (check && startHooksOn(op)) {
-    const refusedRepository = await check;
-    check = undefined;
-    if (refusedRepository) return refusedRepository;
-  }
   // hooks: SessionStart and UserPromptSubmit, once; without hooks nothing is scheduled.
   const refused = await runStartHooks(op, sandbox);
   if (refused) return refused;
@@ -149,27 +138,23 @@ async function agentLoop(
 
     op.startTurn();
     showDetails(op);
-    let reply: ModelStepResult | undefined;
-    if (check) {
-      const first = await firstTurnAlongside(check, () => modelTurnWithinWindow(op));
-      check = undefined;
-      if (first.refused) {
-        if (first.reply) op.voidReply(first.reply);
-        return first.refused;
-      }
-      reply = first.reply;
-      if (reply && startHooksOn(op)) {
-        // The repository's hooks add to the first message: the turn is asked again with their word.
-        op.voidReply(reply);
-        const refusedByHooks = await runStartHooks(op, sandbox);
-        if (refusedByHooks) return refusedByHooks;
-        continue;
-      }
-    } else reply = await modelTurnWithinWindow(op);
+    const reply = await modelTurnWithinWindow(op);
     if (reply === undefined) {
       const end = await endUnlessExtended(op, deadlineSpent(op));
       if (end) return end;
       continue;
+    }
+    if (seedCheck && !seedCheck.started) {
+      // The first reply waits for the repository's check before anything acts on it (`seed-check.ts`).
+      const refusedRepository = await seedCheck.run();
+      if (refusedRepository || startHooksOn(op)) op.voidReply(reply);
+      if (refusedRepository) return refusedRepository;
+      if (startHooksOn(op)) {
+        // The repository's hooks add to the first message: the turn is asked again with their word.
+        const refusedByHooks = await runStartHooks(op, sandbox);
+        if (refusedByHooks) return refusedByHooks;
+        continue;
+      }
     }
     op.recordReply(reply);
     publishReply(op, reply);

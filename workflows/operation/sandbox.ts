@@ -1,6 +1,6 @@
 /**
  * The operation's side of the sandbox lifecycle: the check of the repository to seed (on the hands
- * host, alongside the first model call: `seed-alongside.ts`), provisioning (lazy by default — the first tool call seeds the
+ * host, once the first model call has answered: `seed-check.ts`), provisioning (lazy by default — the first tool call seeds the
  * workspace, which creates the container — or eager, alongside the first model call), routing to the
  * hands host that holds the workspace (`../shared/hands-route.ts`), and teardown (the container goes, the
  * workspace volume stays). An operation run by a session uses the sandbox under the session's lease

@@ -194,7 +194,7 @@ interface RunOnly {
   /** Why the workspace's environment could not be prepared (the operation then ends failed). */
   environmentFailure?: string;
   lastHook?: LastHook;
-  /** Replies voided so far (`seed-alongside.ts`): the turn asked again gets an activity id of its own. */
+  /** Replies voided so far (`seed-check.ts`): the turn asked again gets an activity id of its own. */
   voidReplies?: number;
 }
 
@@ -425,7 +425,7 @@ export class OperationRun {
   }
 
   /**
-   * A reply nothing acts on (asked before the repository's check answered, `seed-alongside.ts`): its
+   * A reply nothing acts on (asked before the repository's check answered, `seed-check.ts`): its
    * tokens are billed as a failed call's, and the turn is asked again.
    */
   voidReply(reply: ModelStepResult): void {
