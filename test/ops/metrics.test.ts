@@ -74,12 +74,14 @@ describe("the worker's metrics endpoint", () => {
       const response = await fetch(`http://${address}/metrics`).catch(() => undefined);
       return response?.ok ? response.text() : undefined;
     };
-    // Metrics reach the exporter as the activities record them; wait until the last model call's are in.
+    // Metrics reach the exporter as the activities record them, and the SDK's as its core reports
+    // them (the workflow's completion can show after the client saw the result): wait for both.
     const text = await waitFor(async () => {
       const body = await scrape();
       const calls = body ? sample(body, 'agent_model_call_latency_ms_count', { kind: 'modelStep' }) : undefined;
-      return body !== undefined && calls !== undefined && calls >= 3 ? body : undefined;
-    }, 'the model calls in the metrics');
+      const completed = body !== undefined && /^temporal_workflow_completed(_total)?\{/m.test(body);
+      return body !== undefined && calls !== undefined && calls >= 3 && completed ? body : undefined;
+    }, "the model calls and the workflow's completion in the metrics");
 
     // The SDK's own.
     expect(text).toMatch(/^temporal_workflow_completed(_total)?\{/m);
