@@ -17,7 +17,6 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import {
@@ -513,7 +512,3 @@ export async function stopCluster(log: (line: string) => void = () => undefined)
     await asPostgres(path.join(postgresBin(), 'pg_ctl'), ['-D', layout.postgresDir, '-m', 'fast', '-w', 'stop']);
   }
 }
-
-/** For messages: where the cluster's files are. */
-export const clusterFilesNote = (layout: ClusterLayout): string =>
-  `config and logs: ${layout.dir}; PostgreSQL: ${layout.postgresDir} (${os.hostname()})`;
