@@ -52,6 +52,8 @@ export interface PendingActivityProbeInput {
   runId: string;
   activityId: string;
   taskQueue: string;
+  /** When the workflow started waiting on the activity (its clock); the probe answers `elapsedMs` from it. */
+  sinceMs?: number;
 }
 
 /** What the server says about one pending activity and the task queue it waits on. */
@@ -64,6 +66,8 @@ export interface PendingActivityProbe {
   pollers: number;
   /** How long ago the most recent of them polled. */
   lastPollAgoMs?: number;
+  /** How long the workflow has waited on the activity (from `sinceMs`), by the probe's clock: recorded, so a replay sees the same. */
+  elapsedMs?: number;
 }
 
 /** The operations activities (run on the brain queue: they only talk to the Temporal server). */

@@ -255,6 +255,23 @@ runMain(async (args) => {
       await record('stuck-then-recovered', handle.workflowId);
     }
 
+    if (wanted('stuck-retrying-clock-free')) {
+      // A model step retrying past the attempts under the clock-free watchdog: probes answer how
+      // long the step has waited, the run is stuck, then the retry succeeds.
+      h.model.setScript([
+        { fault: { type: 'server_error', status: 503 } },
+        { fault: { type: 'server_error', status: 503 } },
+        { text: 'third time lucky' },
+      ]);
+      handle = await h.start(
+        { goal: 'ride out a flaky API', stuck: { notStartedMs: 300, recheckMs: 200, retryAttempts: 1 } },
+        'fixture-stuck-retrying-clock-free',
+      );
+      await waitFor(async () => (await handle.query(statusQuery)).stuck, 'stuck');
+      await operationResult(handle);
+      await record('stuck-retrying-clock-free', handle.workflowId);
+    }
+
     if (wanted('loop-stuck')) {
       h.model.setScript(() => ({ toolCalls: [{ name: 'bash', input: { command: 'echo same' } }] }));
       handle = await h.start({ goal: 'loop' }, 'fixture-loop-stuck');

@@ -34,8 +34,9 @@ export async function probePendingActivity(
   const pollers = (queue.pollers ?? []).length;
   const lastPoll = Math.max(0, ...(queue.pollers ?? []).map((p) => timestampMs(p.lastAccessTime)));
   const lastPollAgo = lastPoll > 0 ? { lastPollAgoMs: Math.max(0, Date.now() - lastPoll) } : {};
+  const elapsed = input.sinceMs === undefined ? {} : { elapsedMs: Math.max(0, Date.now() - input.sinceMs) };
   const pending = (described.pendingActivities ?? []).find((a) => a.activityId === input.activityId);
-  if (!pending) return { state: 'absent', attempt: 0, pollers, ...lastPollAgo };
+  if (!pending) return { state: 'absent', attempt: 0, pollers, ...lastPollAgo, ...elapsed };
   const lastFailure = pending.lastFailure?.message ?? undefined;
   return {
     state: stateName(pending.state, pending.pauseInfo != null),
@@ -43,6 +44,7 @@ export async function probePendingActivity(
     ...(lastFailure ? { lastFailure } : {}),
     pollers,
     ...lastPollAgo,
+    ...elapsed,
   };
 }
 

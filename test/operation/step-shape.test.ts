@@ -2,7 +2,7 @@
  * The shape of an operation's steps in history (real Temporal, Docker and scripted model): a batch of
  * only `safe` calls is scheduled at once and answered in the model's order, any other batch runs in
  * order; the search-attribute counters are published every 10 turns and at the end, not every turn;
- * and a retried activity sends the workflow's next task to the normal queue, not to the sticky queue
+ * and an activity retried after a timeout sends the workflow's next task to the normal queue, not to the sticky queue
  * of the worker that may have died.
  */
 import { AGENT_USER } from '../../activities/hands/sandbox-spec';
@@ -149,20 +149,29 @@ describe('the steps of an operation in history', () => {
     expect((await handle.query(statusQuery)).turn).toBe(12);
   });
 
-  it('sends the workflow task after a retried activity to the normal queue, not to a sticky queue', async () => {
+  it('sends the workflow task after an attempt that timed out to the normal queue; after an error, to the sticky one', async () => {
     const activities: FailOnceActivities = {
       async failOnce() {
         const { attempt } = Context.current().info;
         if (attempt === 1) throw ApplicationFailure.retryable('the first attempt fails', 'FirstAttempt');
         return attempt;
       },
+      async hangOnce() {
+        const { attempt } = Context.current().info;
+        // The first attempt hangs as a call on a dead worker does, until the server times it out.
+        if (attempt === 1) await Context.current().cancelled;
+        return attempt;
+      },
     };
     /** Where the workflow task after the activity's completion was scheduled. */
-    const queueKindAfterRetry = async (options: object): Promise<number | null | undefined> => {
+    const queueKindAfterRetry = async (
+      workflow: 'retriedActivityOnce' | 'timedOutActivityOnce',
+      options: object,
+    ): Promise<number | null | undefined> => {
       const taskQueue = uniqueQueue('failover');
       const worker = await createTestWorker(h.temporal, { taskQueue, activities, ...options });
       const events = await worker.runUntil(async () => {
-        const handle = await h.temporal.client.workflow.start('retriedActivityOnce', {
+        const handle = await h.temporal.client.workflow.start(workflow, {
           taskQueue,
           workflowId: `${taskQueue}-wf`,
         });
@@ -173,7 +182,11 @@ describe('the steps of an operation in history', () => {
       return events[completed + 1]?.workflowTaskScheduledEventAttributes?.taskQueue?.kind;
     };
     const { TASK_QUEUE_KIND_STICKY, TASK_QUEUE_KIND_NORMAL } = temporal.api.enums.v1.TaskQueueKind;
-    expect(await queueKindAfterRetry({})).toBe(TASK_QUEUE_KIND_STICKY); // a worker without the interceptor
-    expect(await queueKindAfterRetry(everyWorkerOptions())).toBe(TASK_QUEUE_KIND_NORMAL);
+    // A worker without the interceptor keeps the sticky queue either way.
+    expect(await queueKindAfterRetry('timedOutActivityOnce', {})).toBe(TASK_QUEUE_KIND_STICKY);
+    expect(await queueKindAfterRetry('timedOutActivityOnce', everyWorkerOptions())).toBe(TASK_QUEUE_KIND_NORMAL);
+    // An error came from a live worker: the workflow stays on its sticky queue (a reset would send
+    // queries through the normal queue until the next workflow task; see activities/failover.ts).
+    expect(await queueKindAfterRetry('retriedActivityOnce', everyWorkerOptions())).toBe(TASK_QUEUE_KIND_STICKY);
   });
 });

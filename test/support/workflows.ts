@@ -5,4 +5,4 @@
 export { codingTask, healthCheck, operation, rewind, session } from '../../workflows';
 export { callModelOnce } from './model-workflows';
 export { handsRunToolOnce } from './hands-workflows';
-export { retriedActivityOnce } from './failover-workflows';
+export { retriedActivityOnce, timedOutActivityOnce } from './failover-workflows';

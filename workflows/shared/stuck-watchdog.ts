@@ -9,7 +9,7 @@
  * cleared as soon as the cause goes away (a worker starts polling, the retry succeeds, the activity
  * finishes). The watched activity itself is untouched: same id, same options, never scheduled twice.
  */
-import { CancellationScope, condition, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { OpsActivities, PendingActivityProbe, StuckLimits, StuckState } from '../../common/stuck';
 import { PROBE_ACTIVITY_OPTIONS } from './policies';
 
@@ -45,6 +45,18 @@ export interface Watched {
 }
 
 /**
+ * Watchdogs of runs that took this patch decide nothing from the clock. A worker that keeps a run
+ * in its cache applies new events to it when a query reaches it through the normal queue (the run
+ * lost its sticky queue: a retried activity released it, or a sticky task timed out); the workflow
+ * code then runs with the clock of the workflow task before, and what it decides from `Date.now()`
+ * may differ from a replay of the same events, which sees the clock of the task that recorded them:
+ * a non-determinism error that no retry clears. Such a watchdog uses the clock only for how long to
+ * sleep; each wake looks at every activity it watches, and how long an activity has waited comes
+ * from the probe's recorded result.
+ */
+export const WATCHDOG_CLOCK_FREE_PATCH = 'stuck-watchdog-clock-free';
+
+/**
  * The run's one watchdog: it sleeps while nothing is pending (no timer), and otherwise until the
  * earliest look is due. Its timer is never cancelled when an activity finishes early — it simply
  * looks at whatever is pending when it wakes — so a healthy run pays one timer per `notStartedMs`
@@ -53,6 +65,8 @@ export interface Watched {
 export class Watchdog {
   private readonly watched = new Set<Watched>();
   private started = false;
+  /** Whether the run took `WATCHDOG_CLOCK_FREE_PATCH` (asked once, when the first activity is watched). */
+  private clockFree = false;
 
   constructor(private readonly subject: StuckSubject) {}
 
@@ -75,12 +89,15 @@ export class Watchdog {
     this.watched.add(entry);
     if (!this.started) {
       this.started = true;
+      this.clockFree = patched(WATCHDOG_CLOCK_FREE_PATCH);
+      const loop = this.clockFree ? () => this.runClockFree() : () => this.run();
       // Runs for the rest of the run; the workflow may end or continue as new with its timer pending.
-      void CancellationScope.nonCancellable(() => this.run()).catch(() => undefined);
+      void CancellationScope.nonCancellable(loop).catch(() => undefined);
     }
     return entry;
   }
 
+  /** Without the patch: wakes, and looks at the activities whose look is due by the clock. */
   private async run(): Promise<never> {
     for (;;) {
       await condition(() => this.watched.size > 0);
@@ -95,8 +112,24 @@ export class Watchdog {
     }
   }
 
+  /**
+   * With the patch: sleeps until the earliest look is due (only the timer's length comes from the
+   * clock), then looks at every activity still watched — the timer firing, which is in history, is
+   * the decision.
+   */
+  private async runClockFree(): Promise<never> {
+    for (;;) {
+      await condition(() => this.watched.size > 0);
+      const due = Math.min(...[...this.watched].map((entry) => entry.nextLookAt));
+      await sleep(Math.max(1, due - Date.now()));
+      for (const entry of [...this.watched]) {
+        if (this.watched.has(entry)) await this.look(entry);
+      }
+    }
+  }
+
   private async look(entry: Watched): Promise<void> {
-    const { subject } = this;
+    const { subject, clockFree } = this;
     const { target } = entry;
     const { limits } = subject;
     const recheckMs = limits.recheckMs ?? Math.min(limits.notStartedMs, 60_000);
@@ -110,9 +143,16 @@ export class Watchdog {
       runId: info.runId,
       activityId: target.activityId,
       taskQueue: target.taskQueue,
+      ...(clockFree ? { sinceMs: entry.since } : {}),
     });
     if (!this.watched.has(entry)) return;
-    const reason = stuckReason(probe, target, limits, Date.now() - entry.since);
+    const elapsedMs = clockFree ? (probe.elapsedMs ?? 0) : Date.now() - entry.since;
+    if (clockFree && elapsedMs < limits.notStartedMs) {
+      // Looked at before its limit (the wake was for another activity): its first look is still ahead.
+      entry.nextLookAt = entry.since + limits.notStartedMs;
+      return;
+    }
+    const reason = stuckReason(probe, target, limits, elapsedMs);
     if (reason) {
       const same = subject.stuck?.reason === reason.reason;
       subject.setStuck({
