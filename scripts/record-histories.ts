@@ -165,6 +165,19 @@ runMain(async (args) => {
       await record('failed-budget', handle.workflowId);
     }
 
+    if (wanted('deadline-timer')) {
+      // Two steps inside the deadline (no timer of their own), a tool call the deadline passes
+      // during, and the end it calls for, known from the run's deadline timer.
+      h.model.setScript([
+        { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
+        { toolCalls: [{ name: 'bash', input: { command: 'sleep 3' } }] },
+        { text: 'never sent' },
+      ]);
+      handle = await h.start({ goal: 'run out of time', budget: { maxDurationMs: 2_000 } }, 'fixture-deadline-timer');
+      await operationResult(handle);
+      await record('deadline-timer', handle.workflowId);
+    }
+
     if (wanted('context-managed')) {
       // Clear batches, a compaction asked for by Update, a reply cut at max_tokens and continued, a paused turn resumed.
       const { isCompactionRequest } = await import('../test/support/context-scripts');

@@ -6,6 +6,7 @@
  * ends it as the spent budget would have, with the decision in the reason.
  */
 import type { WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { decideToolCall } from '../../client/approvals';
 import { operationResult } from '../../client/operation-result';
 import { parseOperationInput, statusQuery } from '../../common/operation';
@@ -100,6 +101,28 @@ describe("an operation's budgets", () => {
       state: 'denied',
       by: 'person',
     });
+  });
+
+  it('approving a spent deadline arms it again: the operation goes on and completes', async () => {
+    // The tool outlasts the deadline; the approval allows a quarter of it (3 s) from then on, which
+    // the one remaining model step fits in many times over.
+    h.model.setScript([bash('sleep 13; echo slept'), { text: 'done after the extension' }]);
+    const handle = await h.start({
+      goal: 'run out of time, ask, go on',
+      budget: { maxDurationMs: 12_000, onExceeded: 'ask' },
+    });
+    const asked = await waitingBudget(handle, 'budget-1');
+    expect(asked.budget).toMatchObject({ name: 'deadline', limit: 12_000, extension: 3_000 });
+    await decide(handle, 'budget-1', true);
+    const result = await operationResult(handle);
+    expect(result.state).toBe('completed');
+    expect(result.finalText).toBe('done after the extension');
+    // One timer for the deadline as set (it fired), one for the extended deadline; none per step.
+    const timers = ((await handle.fetchHistory()).events ?? []).filter((e) => e.timerStartedEventAttributes);
+    const summaries = timers.map((e) =>
+      e.userMetadata?.summary ? String(defaultPayloadConverter.fromPayload(e.userMetadata.summary)) : '',
+    );
+    expect(summaries.filter((summary) => summary.startsWith('deadline: '))).toHaveLength(2);
   });
 
   it('ends a spent deadline that asks once nobody decides within the approval timeout', async () => {

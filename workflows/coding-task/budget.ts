@@ -24,6 +24,7 @@ import {
   type SpentBudget,
 } from '../../common/budget';
 import { totalTokens } from '../../common/model-types';
+import { deadlineTimerOf, type DeadlineTimer } from '../shared/deadline-timer';
 import { TaskEnd, type TaskRun } from './state';
 import { publishTaskAttributes, showTaskDetails } from './visibility';
 
@@ -56,16 +57,42 @@ export function spentTaskBudget(task: TaskRun): SpentTaskBudget | undefined {
     const end = ended(`budget: cost ($${carry.costUsd.toFixed(4)} of $${limits.cost})`);
     return { name: 'cost', used: carry.costUsd, limit: limits.cost, end };
   }
-  const elapsed = Date.now() - carry.startedAtMs;
-  if (limits.deadline !== undefined && elapsed >= limits.deadline) {
+  if (limits.deadline !== undefined && deadlinePassed(task, limits.deadline)) {
     return {
       name: 'deadline',
-      used: elapsed,
+      used: Date.now() - carry.startedAtMs,
       limit: limits.deadline,
       end: ended(`budget: deadline (${limits.deadline} ms)`),
     };
   }
   return undefined;
+}
+
+const deadlineTimers = new WeakMap<TaskRun, DeadlineTimer | null>();
+
+/**
+ * The run's deadline timer armed for the deadline in force (`shared/deadline-timer.ts`): undefined
+ * without a deadline, or in runs from before the timer (they compare the clock).
+ */
+function deadlineTimer(task: TaskRun): DeadlineTimer | undefined {
+  const { deadline } = taskBudgetLimits(task);
+  const timer = deadlineTimerOf(deadlineTimers, task, deadline !== undefined);
+  // What approvals added to the deadline names the deadline in force (it only grows).
+  timer?.arm(task.carry.startedAtMs + deadline!, String(task.carry.budgetAsks?.added.durationMs ?? 0));
+  return timer;
+}
+
+/**
+ * Starts the run's deadline timer: in its first workflow task, before anything is awaited, so the
+ * clock it reads is that task's (a deadline already past by then makes a one-millisecond timer).
+ */
+export function startTaskDeadline(task: TaskRun): void {
+  deadlineTimer(task);
+}
+
+function deadlinePassed(task: TaskRun, deadline: number): boolean {
+  const timer = deadlineTimer(task);
+  return timer ? timer.passed : Date.now() - task.carry.startedAtMs >= deadline;
 }
 
 /**

@@ -29,7 +29,7 @@ import {
 import { CODING_TASK_FAILURES, type CodingTaskResult } from '../../common/coding-task';
 import { abortUpdate } from '../../common/operation';
 import { renderTaskReport } from '../../common/task-report';
-import { acceptTaskApprovals, spentTaskBudget, taskEndUnlessExtended } from './budget';
+import { acceptTaskApprovals, spentTaskBudget, startTaskDeadline, taskEndUnlessExtended } from './budget';
 import { prepareTask } from './prepare';
 import { attemptFeature } from './feature';
 import { claimTaskHost, hostGit, taskSandbox, taskWorkspace } from './repo';
@@ -47,6 +47,7 @@ export async function codingTask(rawInput: unknown, carry?: TaskCarry): Promise<
   acceptTaskApprovals(task);
   publishTaskAttributes(task, 'state');
   showTaskDetails(task);
+  startTaskDeadline(task);
   try {
     task.ended = await scope.run(() => runTask(task, rawInput));
   } catch (err) {

@@ -22,7 +22,7 @@ import { COMPACTION_SUMMARY, type CompactionReason } from '../../common/context'
 import type { BrainActivities, ModelStepResult } from '../../common/model-step';
 import { CONTEXT_TOO_LARGE_FAILURE_TYPES, usageOfFailedCall, ZERO_USAGE } from '../../common/model-types';
 import { compactUpdate, switchModelUpdate } from '../../common/operation';
-import { afterBudgetAsks, timeLeftMs, withDeadline } from './budget';
+import { afterBudgetAsks, withinDeadline } from './budget';
 import {
   canCompact,
   contextFingerprint,
@@ -126,7 +126,7 @@ export async function compact(op: OperationRun, reason: CompactionReason, reduce
       : run();
   let result;
   try {
-    result = await withDeadline(timeLeftMs(op), () =>
+    result = await withinDeadline(op, () =>
       watched(() =>
         compactContext({
           operationId: op.operationId,

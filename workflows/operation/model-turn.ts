@@ -6,7 +6,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { BrainActivities, ModelStepResult } from '../../common/model-step';
 import { DEFAULT_SYSTEM_PROMPT } from '../../common/prompts';
-import { timeLeftMs, withDeadline } from './budget';
+import { withinDeadline } from './budget';
 import { contextFingerprint, continuationOf, editFrontierOf } from './context-window';
 import { replyText, toolCallsOf } from './reply';
 import { heartbeatOverride, type OperationRun } from './state';
@@ -23,7 +23,7 @@ export function requestModelTurn(op: OperationRun): Promise<ModelStepResult | un
     ...heartbeatOverride(op),
     ...watch?.options,
   });
-  return withDeadline(timeLeftMs(op), () =>
+  return withinDeadline(op, () =>
     (watch?.run ?? ((run) => run()))(() =>
       modelStep({
         operationId: op.operationId,

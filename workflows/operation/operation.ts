@@ -36,7 +36,7 @@ import { parseOperationInput, type OperationResult, type OperationSettings } fro
 import { costUsd } from '../../common/pricing';
 import { volumeNameOf } from '../../common/sandbox-names';
 import { acceptApprovals } from './approvals';
-import { deadlineSpent, endUnlessExtended, spentBudget } from './budget';
+import { deadlineSpent, endUnlessExtended, spentBudget, startDeadline } from './budget';
 import { checkpointAfterBatch, checkpointBeforeBatch } from './checkpoints';
 import { acceptContextUpdates, keepContextInWindow, modelTurnWithinWindow } from './compaction';
 import { laneContextOf, modelOf, operationTokens } from './context-window';
@@ -77,6 +77,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   listenToSession(op);
   publishSearchAttributes(op, 'state');
   showDetails(op);
+  startDeadline(op);
   const sandbox = provisionSandbox(op);
   if (patched(SEED_CHECK_AFTER_FIRST_REPLY_PATCH)) {
     // The first model request does not wait for the repository's check (`seed-check.ts`).
