@@ -42,6 +42,8 @@ export interface Watched {
   nextLookAt: number;
   /** The wait before the look after next (doubles while the verdict stays the same). */
   wait: number;
+  /** The watchdog's sleeps begun before this activity was watched (with the patch: who a wake looks at). */
+  sleepsBefore: number;
 }
 
 /**
@@ -67,6 +69,8 @@ export class Watchdog {
   private started = false;
   /** Whether the run took `WATCHDOG_CLOCK_FREE_PATCH` (asked once, when the first activity is watched). */
   private clockFree = false;
+  /** Sleeps begun so far (with the patch). */
+  private sleeps = 0;
 
   constructor(private readonly subject: StuckSubject) {}
 
@@ -85,7 +89,13 @@ export class Watchdog {
 
   private add(target: WatchTarget): Watched {
     const now = Date.now();
-    const entry: Watched = { target, since: now, nextLookAt: now + this.subject.limits.notStartedMs, wait: 0 };
+    const entry: Watched = {
+      target,
+      since: now,
+      nextLookAt: now + this.subject.limits.notStartedMs,
+      wait: 0,
+      sleepsBefore: this.sleeps,
+    };
     this.watched.add(entry);
     if (!this.started) {
       this.started = true;
@@ -114,16 +124,18 @@ export class Watchdog {
 
   /**
    * With the patch: sleeps until the earliest look is due (only the timer's length comes from the
-   * clock), then looks at every activity still watched — the timer firing, which is in history, is
-   * the decision.
+   * clock), then looks at every activity still watched that was watched when the sleep began — the
+   * timer firing, which is in history, is the decision. One watched only since waits for the next
+   * sleep, which its own look is due by: a healthy run's steps come and go between wakes unprobed.
    */
   private async runClockFree(): Promise<never> {
     for (;;) {
       await condition(() => this.watched.size > 0);
       const due = Math.min(...[...this.watched].map((entry) => entry.nextLookAt));
+      const sleepNumber = ++this.sleeps;
       await sleep(Math.max(1, due - Date.now()));
       for (const entry of [...this.watched]) {
-        if (this.watched.has(entry)) await this.look(entry);
+        if (this.watched.has(entry) && entry.sleepsBefore < sleepNumber) await this.look(entry);
       }
     }
   }
