@@ -84,8 +84,10 @@ export interface SandboxEgressWiring {
   marker: string;
 }
 
-/** One tool call's view of the proxy: call `finish` after the command to get what it reached. */
+/** One tool call's view of the proxy: `settle`, then `finish`, after the command to get what it reached. */
 export interface EgressCall {
+  /** Waits until the proxy has reported the call's connections (they close as its command ends). */
+  settle(): Promise<void>;
   finish(): EgressSummary;
 }
 
@@ -202,6 +204,7 @@ export class EgressHost implements SandboxEgressWiring {
     }
     this.supervisor.drain(containerName);
     return {
+      settle: () => this.supervisor.flush(containerName),
       finish: () => {
         const summary = summarizeEgress(this.supervisor.drain(containerName));
         return this.supervisor.deaths !== deathsBefore ? { ...summary, proxyRestarted: true } : summary;

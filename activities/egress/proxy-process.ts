@@ -26,8 +26,13 @@ import type { EgressRecord } from '../../common/egress';
 import { decideAddress, decideHost, normalizeHost, type ResolvedEgress, type Verdict } from './proxy-rules';
 
 export type SupervisorMessage =
-  { type: 'serve'; key: string; socketPath: string; policy: ResolvedEgress } | { type: 'close'; key: string };
-export type ProxyMessage = { type: 'ready'; key: string } | { type: 'record'; key: string; record: EgressRecord };
+  | { type: 'serve'; key: string; socketPath: string; policy: ResolvedEgress }
+  | { type: 'close'; key: string }
+  | { type: 'flush'; key: string };
+export type ProxyMessage =
+  | { type: 'ready'; key: string }
+  | { type: 'record'; key: string; record: EgressRecord }
+  | { type: 'flushed'; key: string };
 
 interface Served {
   server: http.Server;
@@ -39,6 +44,45 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-autho
 
 function send(message: ProxyMessage): void {
   process.send?.(message);
+}
+
+/** Connections of each socket not yet reported, and the flushes waiting for them. */
+const open = new Map<string, number>();
+const flushWaiters = new Map<string, Array<() => void>>();
+/** How long a flush waits for connections still open (a process the call left running may hold one). */
+const FLUSH_WAIT_MS = 500;
+
+/**
+ * Counts a connection of `key` as open until it closes. Its record is sent while it closes, so
+ * "closed" is counted just after (`setImmediate`): a flush answered then has the record ahead of it.
+ */
+function track(key: string, socket: net.Socket | http.ServerResponse): void {
+  open.set(key, (open.get(key) ?? 0) + 1);
+  socket.once('close', () =>
+    setImmediate(() => {
+      const left = (open.get(key) ?? 1) - 1;
+      if (left > 0) return void open.set(key, left);
+      open.delete(key);
+      for (const waiter of flushWaiters.get(key) ?? []) waiter();
+      flushWaiters.delete(key);
+    }),
+  );
+}
+
+/**
+ * Answers a flush of `key` once its connections have closed (or after `FLUSH_WAIT_MS`): the records
+ * of everything that closed are then in the IPC channel ahead of the answer.
+ */
+function flush(key: string): void {
+  let answered = false;
+  const answer = (): void => {
+    if (answered) return;
+    answered = true;
+    send({ type: 'flushed', key });
+  };
+  if (!open.get(key)) return answer();
+  flushWaiters.set(key, [...(flushWaiters.get(key) ?? []), answer]);
+  setTimeout(answer, FLUSH_WAIT_MS).unref();
 }
 
 /** Resolves `host` and checks the address; the connection then goes to that address (no second lookup). */
@@ -83,6 +127,7 @@ function splitAuthority(authority: string, defaultPort: number): { host: string;
 }
 
 function onConnect(key: string, req: http.IncomingMessage, client: net.Socket, head: Buffer): void {
+  track(key, client);
   const entry = served.get(key);
   const target = splitAuthority(req.url ?? '', 443);
   const record: EgressRecord = {
@@ -140,6 +185,7 @@ function onConnect(key: string, req: http.IncomingMessage, client: net.Socket, h
 }
 
 function onRequest(key: string, req: http.IncomingMessage, res: http.ServerResponse): void {
+  track(key, res);
   const entry = served.get(key);
   let url: URL | undefined;
   try {
@@ -257,7 +303,7 @@ process.on('message', (message: SupervisorMessage) => {
   else if (message.type === 'close') {
     served.get(message.key)?.server.close();
     served.delete(message.key);
-  }
+  } else if (message.type === 'flush') flush(message.key);
 });
 // The supervisor's death ends the proxy: nothing keeps serving a policy nobody updates.
 process.on('disconnect', () => process.exit(0));

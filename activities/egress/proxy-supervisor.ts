@@ -25,10 +25,14 @@ interface Served {
   confirmedAs?: string;
 }
 
+/** How long a call waits for the proxy to answer a flush before taking the records it has. */
+const FLUSH_TIMEOUT_MS = 5_000;
+
 export class ProxySupervisor {
   private child: ChildProcess | undefined;
   private readonly served = new Map<string, Served>();
   private readonly waiting = new Map<string, Array<() => void>>();
+  private readonly flushing = new Map<string, Array<() => void>>();
   /** How many times the proxy process has stopped (a call compares it before and after). */
   deaths = 0;
   private closed = false;
@@ -81,6 +85,31 @@ export class ProxySupervisor {
     return records;
   }
 
+  /**
+   * Waits until the proxy has sent the records of `key`'s connections that were open (it answers
+   * once they closed, or after half a second for one a left-over process holds): after a call's
+   * command ended, its records are then all in for `drain`. Never fails: without an answer within a
+   * few seconds (a proxy that died, which the call then learns from `deaths`), it returns anyway.
+   */
+  flush(key: string): Promise<void> {
+    const child = this.child;
+    if (!child?.connected || !this.served.has(key)) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        const list = this.flushing.get(key);
+        const at = list?.indexOf(done) ?? -1;
+        if (at >= 0) list!.splice(at, 1);
+        resolve();
+      }, FLUSH_TIMEOUT_MS);
+      this.flushing.set(key, [...(this.flushing.get(key) ?? []), done]);
+      child.send({ type: 'flush', key } satisfies SupervisorMessage);
+    });
+  }
+
   close(key: string): void {
     this.served.delete(key);
     if (this.child?.connected) this.child.send({ type: 'close', key } satisfies SupervisorMessage);
@@ -119,6 +148,7 @@ export class ProxySupervisor {
     this.child = child;
     child.on('message', (message: ProxyMessage) => {
       if (message.type === 'record') this.served.get(message.key)?.records.push(message.record);
+      else if (message.type === 'flushed') this.flushing.get(message.key)?.shift()?.();
       else {
         const list = this.waiting.get(message.key);
         list?.shift()?.();

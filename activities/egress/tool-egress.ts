@@ -17,8 +17,15 @@ export function beginToolEgress(
   return egress ? egress.begin(containerNameOf(sessionId, namePrefix), policy) : Promise.resolve(undefined);
 }
 
-/** The call's egress summary (undefined when it made no request) and the notes for its result. */
-export function finishToolEgress(call: EgressCall | undefined): { summary?: EgressSummary; notes: string[] } {
+/**
+ * The call's egress summary (undefined when it made no request) and the notes for its result, once
+ * the proxy has reported the connections the command made (a tunnel's record is sent as it closes,
+ * which can come after the command's exit reaches the worker).
+ */
+export async function finishToolEgress(
+  call: EgressCall | undefined,
+): Promise<{ summary?: EgressSummary; notes: string[] }> {
+  await call?.settle();
   const summary = call?.finish();
   if (summary?.proxyRestarted) throw proxyRestartedFailure();
   if (!summary || summary.requests === 0) return { notes: [] };

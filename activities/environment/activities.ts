@@ -200,7 +200,7 @@ async function setUpWorkspace(deps: EnvironmentDeps, input: SetUpWorkspaceInput)
         maxOutputBytes: 1024 * 1024,
         ...(activity ? { signal: activity.cancellationSignal } : {}),
       });
-      const { notes } = finishToolEgress(egress);
+      const { notes } = await finishToolEgress(egress);
       if (result.kind === 'lost') throw new SandboxError('lost', result.reason);
       if (result.kind === 'executor-lost') throw new SandboxError('unavailable', result.reason);
       if (result.kind !== 'finished') throw new SandboxError('failed', 'the update command did not run');

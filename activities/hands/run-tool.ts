@@ -81,7 +81,7 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
       if (attempt.lost) throw new SandboxError('lost', attempt.lost);
     }
     const result = attempt.result!;
-    const egress = finishToolEgress(egressCall);
+    const egress = await finishToolEgress(egressCall);
     // A copy of the output the model is pointed at (a spill) is in the workspace: the probe leaves
     // those copies out, so such a call's checkpoint reads the workspace whole.
     const recorded = call.checkpoint ? await checkpointAfterCall(hands, call, call.checkpoint, !!result.spill) : {};

@@ -90,7 +90,12 @@ export class SandboxExecutors {
     const entry = this.entries.get(sessionId);
     this.entries.delete(sessionId);
     entry?.channel?.close();
-    void entry?.starting?.then((acquired) => ('channel' in acquired ? acquired.channel.close() : undefined));
+    // A start that fails (its container stopped meanwhile) is its caller's error; here it only must
+    // not become an unhandled rejection.
+    void entry?.starting?.then(
+      (acquired) => ('channel' in acquired ? acquired.channel.close() : undefined),
+      () => undefined,
+    );
   }
 
   /** Closes every executor (the worker is shutting down). */
