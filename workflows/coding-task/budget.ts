@@ -24,7 +24,7 @@ import {
   type SpentBudget,
 } from '../../common/budget';
 import { totalTokens } from '../../common/model-types';
-import { deadlineTimerOf, type DeadlineTimer } from '../shared/deadline-timer';
+import { RunDeadlines } from '../shared/deadline-timer';
 import { TaskEnd, type TaskRun } from './state';
 import { publishTaskAttributes, showTaskDetails } from './visibility';
 
@@ -57,7 +57,7 @@ export function spentTaskBudget(task: TaskRun): SpentTaskBudget | undefined {
     const end = ended(`budget: cost ($${carry.costUsd.toFixed(4)} of $${limits.cost})`);
     return { name: 'cost', used: carry.costUsd, limit: limits.cost, end };
   }
-  if (limits.deadline !== undefined && deadlinePassed(task, limits.deadline)) {
+  if (limits.deadline !== undefined && deadlines.passed(task)) {
     return {
       name: 'deadline',
       used: Date.now() - carry.startedAtMs,
@@ -68,31 +68,15 @@ export function spentTaskBudget(task: TaskRun): SpentTaskBudget | undefined {
   return undefined;
 }
 
-const deadlineTimers = new WeakMap<TaskRun, DeadlineTimer | null>();
+const deadlines = new RunDeadlines<TaskRun>((task) => ({
+  limitMs: taskBudgetLimits(task).deadline,
+  startedAtMs: task.carry.startedAtMs,
+  addedMs: task.carry.budgetAsks?.added.durationMs ?? 0,
+}));
 
-/**
- * The run's deadline timer armed for the deadline in force (`shared/deadline-timer.ts`): undefined
- * without a deadline, or in runs from before the timer (they compare the clock).
- */
-function deadlineTimer(task: TaskRun): DeadlineTimer | undefined {
-  const { deadline } = taskBudgetLimits(task);
-  const timer = deadlineTimerOf(deadlineTimers, task, deadline !== undefined);
-  // What approvals added to the deadline names the deadline in force (it only grows).
-  timer?.arm(task.carry.startedAtMs + deadline!, String(task.carry.budgetAsks?.added.durationMs ?? 0));
-  return timer;
-}
-
-/**
- * Starts the run's deadline timer: in its first workflow task, before anything is awaited, so the
- * clock it reads is that task's (a deadline already past by then makes a one-millisecond timer).
- */
+/** Starts the run's deadline timer (`shared/deadline-timer.ts`): in its first workflow task. */
 export function startTaskDeadline(task: TaskRun): void {
-  deadlineTimer(task);
-}
-
-function deadlinePassed(task: TaskRun, deadline: number): boolean {
-  const timer = deadlineTimer(task);
-  return timer ? timer.passed : Date.now() - task.carry.startedAtMs >= deadline;
+  deadlines.timer(task);
 }
 
 /**

@@ -15,7 +15,7 @@ import {
 } from '../../common/budget';
 import { totalTokens } from '../../common/model-types';
 import { costUsd } from '../../common/pricing';
-import { deadlineTimerOf, type DeadlineTimer } from '../shared/deadline-timer';
+import { RunDeadlines } from '../shared/deadline-timer';
 import { waitForDecision } from './approvals';
 import { OperationEnd, type OperationRun } from './state';
 
@@ -59,35 +59,19 @@ export function spentBudget(op: OperationRun): Spent | undefined {
       return { name: 'cost', used: spent, limit: limits.cost, end };
     }
   }
-  if (limits.deadline !== undefined && deadlinePassed(op, limits.deadline)) return deadlineSpent(op);
+  if (limits.deadline !== undefined && deadlines.passed(op)) return deadlineSpent(op);
   return undefined;
 }
 
-const deadlineTimers = new WeakMap<OperationRun, DeadlineTimer | null>();
+const deadlines = new RunDeadlines<OperationRun>((op) => ({
+  limitMs: budgetLimits(op).deadline,
+  startedAtMs: op.carry.startedAtMs,
+  addedMs: op.carry.budgetAsks?.added.durationMs ?? 0,
+}));
 
-/**
- * The operation's deadline timer armed for the deadline in force (`shared/deadline-timer.ts`):
- * undefined without a deadline, or in runs from before the timer (they compare the clock).
- */
-function deadlineTimer(op: OperationRun): DeadlineTimer | undefined {
-  const { deadline } = budgetLimits(op);
-  const timer = deadlineTimerOf(deadlineTimers, op, deadline !== undefined);
-  // What approvals added to the deadline names the deadline in force (it only grows).
-  timer?.arm(op.carry.startedAtMs + deadline!, String(op.carry.budgetAsks?.added.durationMs ?? 0));
-  return timer;
-}
-
-/**
- * Starts the operation's deadline timer: in its first workflow task, before anything is awaited, so
- * the clock it reads is that task's (a deadline already past by then makes a one-millisecond timer).
- */
+/** Starts the operation's deadline timer (`shared/deadline-timer.ts`): in its first workflow task. */
 export function startDeadline(op: OperationRun): void {
-  deadlineTimer(op);
-}
-
-function deadlinePassed(op: OperationRun, deadline: number): boolean {
-  const timer = deadlineTimer(op);
-  return timer ? timer.passed : Date.now() - op.carry.startedAtMs >= deadline;
+  deadlines.timer(op);
 }
 
 /** The deadline as spent (a step it cut short, or the checkpoint after it passed). */
@@ -149,58 +133,37 @@ export function afterBudgetAsks(op: OperationRun): string {
 
 /**
  * Runs one step of the operation (`fn`), cancelling it when the deadline passes first; `undefined`
- * means the deadline won (or had passed already, and `fn` did not run).
+ * means the deadline won (or had passed already, and `fn` did not run). Runs from before the
+ * deadline timer race the step against a timer of their own.
  */
 export async function withinDeadline<T>(op: OperationRun, fn: () => Promise<T>): Promise<T | undefined> {
-  const timer = deadlineTimer(op);
-  if (!timer) return withDeadline(timeLeftMs(op), fn);
-  if (timer.passed) return undefined;
-  let expired = false;
-  const work = new CancellationScope();
-  const watchScope = new CancellationScope();
-  const watch = watchScope
-    .run(() => condition(() => timer.passed))
-    .then(
-      () => {
-        expired = true;
-        work.cancel();
-      },
-      () => undefined,
-    );
-  try {
-    return await work.run(fn);
-  } catch (err) {
-    if (expired && isCancellation(err)) return undefined;
-    throw err;
-  } finally {
-    watchScope.cancel();
-    await watch;
-  }
-}
-
-/** Runs `fn`, cancelling it when `remainingMs` passes first; `undefined` means the deadline won. */
-async function withDeadline<T>(remainingMs: number | undefined, fn: () => Promise<T>): Promise<T | undefined> {
+  const timer = deadlines.timer(op);
+  if (timer) return timer.passed ? undefined : cancelledWhen(() => condition(() => timer.passed), fn);
+  const remainingMs = timeLeftMs(op);
   if (remainingMs === undefined) return fn();
   if (remainingMs <= 0) return undefined;
+  return cancelledWhen(() => sleep(remainingMs), fn);
+}
+
+/** Runs `fn`, cancelling it when `until` resolves first; `undefined` means `until` won. */
+async function cancelledWhen<T>(until: () => Promise<unknown>, fn: () => Promise<T>): Promise<T | undefined> {
   let expired = false;
   const work = new CancellationScope();
-  const timerScope = new CancellationScope();
-  const timer = timerScope
-    .run(() => sleep(remainingMs))
-    .then(
-      () => {
-        expired = true;
-        work.cancel();
-      },
-      () => undefined,
-    );
+  const untilScope = new CancellationScope();
+  const watch = untilScope.run(until).then(
+    () => {
+      expired = true;
+      work.cancel();
+    },
+    () => undefined,
+  );
   try {
     return await work.run(fn);
   } catch (err) {
     if (expired && isCancellation(err)) return undefined;
     throw err;
   } finally {
-    timerScope.cancel();
-    await timer;
+    untilScope.cancel();
+    await watch;
   }
 }

@@ -41,20 +41,44 @@ export class DeadlineTimer {
   }
 }
 
-/**
- * The run's deadline timer, made on first use when the run has a deadline and took the patch
- * (asked then, so a run without a deadline records no marker); undefined otherwise.
- */
-export function deadlineTimerOf<K extends object>(
-  timers: WeakMap<K, DeadlineTimer | null>,
-  run: K,
-  hasDeadline: boolean,
-): DeadlineTimer | undefined {
-  if (!hasDeadline) return undefined;
-  let timer = timers.get(run);
-  if (timer === undefined) {
-    timer = patched(DEADLINE_TIMER_PATCH) ? new DeadlineTimer() : null;
-    timers.set(run, timer);
+/** What a run's deadline is made of, read at each look (an approval may extend it). */
+export interface DeadlineOf {
+  /** The deadline in force (as set plus what approvals added), in ms after the start; none without one. */
+  limitMs: number | undefined;
+  startedAtMs: number;
+  /** What approvals added (it only grows): names the deadline in force. */
+  addedMs: number;
+}
+
+/** The deadline timers of one kind of run (operation, coding task), one per run. */
+export class RunDeadlines<K extends object> {
+  private readonly timers = new WeakMap<K, DeadlineTimer | null>();
+
+  constructor(private readonly deadlineOf: (run: K) => DeadlineOf) {}
+
+  /**
+   * The run's timer armed for the deadline in force: made on first use when the run has a deadline
+   * and took the patch (asked then, so a run without a deadline records no marker); undefined
+   * otherwise. Called first in the run's first workflow task, before anything is awaited, so the
+   * clock it reads is that task's (a deadline already past by then makes a one-millisecond timer).
+   */
+  timer(run: K): DeadlineTimer | undefined {
+    const { limitMs, startedAtMs, addedMs } = this.deadlineOf(run);
+    if (limitMs === undefined) return undefined;
+    let timer = this.timers.get(run);
+    if (timer === undefined) {
+      timer = patched(DEADLINE_TIMER_PATCH) ? new DeadlineTimer() : null;
+      this.timers.set(run, timer);
+    }
+    timer?.arm(startedAtMs + limitMs, String(addedMs));
+    return timer ?? undefined;
   }
-  return timer ?? undefined;
+
+  /** Whether the run's deadline has passed: by its timer, or (runs from before it) by the clock. */
+  passed(run: K): boolean {
+    const timer = this.timer(run);
+    if (timer) return timer.passed;
+    const { limitMs, startedAtMs } = this.deadlineOf(run);
+    return limitMs !== undefined && Date.now() - startedAtMs >= limitMs;
+  }
 }
