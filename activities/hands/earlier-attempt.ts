@@ -6,6 +6,7 @@
  */
 import type { Context } from '@temporalio/activity';
 import type { Heartbeat } from '../heartbeat';
+import type { AttemptCancellation } from './attempt-cancellation';
 import { throwCancelled } from './failures';
 import { decideReplay, outputPathOf } from './journal';
 import { legacyRecordsOf, recordsOf } from './journal-store';
@@ -22,8 +23,8 @@ const POLL_MS = 250;
 
 /**
  * Decides, per `policy` (see `decideReplay`), from the latest earlier attempt of the call. Waits for
- * one still running (up to its `timeoutMs` plus 15 s, then calls it interrupted); cancellation while
- * waiting kills it.
+ * one still running (up to its `timeoutMs` plus 15 s, then calls it interrupted); a cancel request
+ * while waiting kills it (see `attempt-cancellation.ts`).
  */
 export async function earlierAttempt(input: {
   commands: SandboxCommands;
@@ -32,6 +33,7 @@ export async function earlierAttempt(input: {
   policy: ReplayPolicy;
   timeoutMs: number;
   ctx: Context | undefined;
+  cancellation: AttemptCancellation;
   heartbeat: Heartbeat<Record<string, unknown>>;
 }): Promise<EarlierAttempt> {
   const { commands, sessionId, toolCallId } = input;
@@ -69,8 +71,9 @@ export async function earlierAttempt(input: {
         };
       case 'wait': {
         input.heartbeat.merge({ waitingFor: decision.pid ?? 'starting', attempt: status.attempt });
-        if (input.ctx?.cancellationSignal.aborted) {
-          if (decision.pid) await commands.kill(sessionId, decision.pid, { runDir: `${runBase}/${status.attempt}` });
+        if (input.cancellation.aborted) {
+          if (decision.pid && input.cancellation.kill?.aborted)
+            await commands.kill(sessionId, decision.pid, { runDir: `${runBase}/${status.attempt}` });
           await throwCancelled(input.ctx);
         }
         if (Date.now() > deadline) {

@@ -13,6 +13,7 @@ import { beginToolEgress, finishToolEgress } from '../egress/tool-egress';
 import { currentActivity, Heartbeat } from '../heartbeat';
 import { sessionOf, type HandsContext } from './deps';
 import { earlierAttempt, type EarlierAttempt } from './earlier-attempt';
+import { attemptCancellation } from './attempt-cancellation';
 import { handsFailure, throwCancelled, toActivityFailure } from './failures';
 import { journalFor, outputPathOf, runBaseOf } from './journal';
 import { shapeOutput } from './output';
@@ -143,7 +144,7 @@ async function attemptToolCall(
   ctx: Context | undefined,
   heartbeat: Heartbeat<Record<string, unknown>>,
 ): Promise<Attempt> {
-  const { lifecycle, commands, files } = hands.sandboxes;
+  const { commands, files } = hands.sandboxes;
   const policy = replayPolicyOf(call.name);
   // The map is keyed by name, so each implementation receives its own input type.
   const tool = HANDS_TOOLS[call.name] as HandsTool<ToolInput<ToolName>>;
@@ -154,8 +155,8 @@ async function attemptToolCall(
     ...(call.timeoutMs !== undefined ? { timeoutMs: call.timeoutMs } : {}),
   };
   const prepared = tool.prepare(call.input, toolCtx);
-  const signal = ctx?.cancellationSignal;
-  if (signal?.aborted) await throwCancelled(ctx);
+  const cancellation = attemptCancellation(ctx);
+  if (cancellation.aborted) await throwCancelled(ctx);
   if (prepared.files) await files.put(call.sessionId, prepared.files);
 
   const journal = journalFor({
@@ -174,24 +175,13 @@ async function attemptToolCall(
     ...(hands.outputCaptureBytes ? { maxOutputBytes: hands.outputCaptureBytes } : {}),
     outputLink: outputPathOf(call.toolCallId),
     journal,
-    ...(signal ? { signal } : {}),
+    ...(cancellation.kill ? { signal: cancellation.kill } : {}),
     onProcess: (process) => {
       crashPoint(`tool: process running (${call.name} ${call.toolCallId})`);
       heartbeat.merge({ pid: process.pid, attempt: process.attempt }, false);
     },
   };
-  const formatted = async (run: Extract<ExecResult, { kind: 'finished' }>): Promise<Attempt> => {
-    const result = tool.format({ exit: run.exit, output: run.output, outputPath: run.outputPath }, call.input, toolCtx);
-    const notes = resourceNotes(run.exit, run.output, {
-      ...lifecycle.limits,
-      ...(workspaceLooksFull(run.exit, run.output)
-        ? { workspaceQuotaBytes: await lifecycle.workspaceQuotaBytes(call.sessionId) }
-        : {}),
-    });
-    const fallback = run.executorFallback ? { executorFallback: run.executorFallback } : {};
-    if (!notes.length) return { result, synthetic: false, ...fallback };
-    return { result: { ...result, content: `${result.content}\n${notes.join('\n')}` }, synthetic: false, ...fallback };
-  };
+  const formatted = (run: FinishedRun): Promise<Attempt> => formattedRun(hands, call, tool, toolCtx, run);
   const earlier = (asPolicy: typeof policy): Promise<EarlierAttempt> =>
     earlierAttempt({
       commands,
@@ -201,7 +191,10 @@ async function attemptToolCall(
       timeoutMs: prepared.timeoutMs,
       ctx,
       heartbeat,
+      cancellation,
     });
+  const execute = (opts: ExecOptions): Promise<ExecResult> =>
+    cancellation.orAbandoned(commands.exec(call.sessionId, opts));
 
   if (policy !== 'never' && ctx && ctx.info.attempt > 1) {
     // A retry of a safe or idempotent call whose earlier attempt finished (its worker died before
@@ -211,12 +204,11 @@ async function attemptToolCall(
     if (found.kind === 'finished') return formatted(found.run);
   }
   crashPoint(`tool: before process start (${call.name} ${call.toolCallId})`);
-  let run: ExecResult = await commands.exec(call.sessionId, options);
+  let run: ExecResult = await execute(options);
   crashPoint(`tool: after process end (${call.name} ${call.toolCallId})`);
   if (run.kind === 'journal-exists') {
     const found = await earlier(policy);
-    if (found.kind === 'run')
-      run = await commands.exec(call.sessionId, { ...options, journal: { ...journal, mode: 'append' } });
+    if (found.kind === 'run') run = await execute({ ...options, journal: { ...journal, mode: 'append' } });
     else if (found.kind === 'finished') run = found.run;
     else return { result: interruptedResult(hands, call, found), synthetic: true };
   }
@@ -227,14 +219,37 @@ async function attemptToolCall(
     const found = await earlier('never');
     if (found.kind === 'finished') run = found.run;
     else if (found.kind === 'run' || policy !== 'never')
-      run = await commands.exec(call.sessionId, { ...options, journal: { ...journal, mode: 'append' } });
+      run = await execute({ ...options, journal: { ...journal, mode: 'append' } });
     else return { result: interruptedResult(hands, call, found), synthetic: true };
     if (run.kind === 'executor-lost') throw new SandboxError('unavailable', run.reason);
   }
   if (run.kind === 'lost') return { lost: run.reason, synthetic: false };
   if (run.kind !== 'finished') throw new SandboxError('failed', 'the journal appeared while the call ran');
-  if (run.exit.cancelled && signal?.aborted) await throwCancelled(ctx);
+  if (run.exit.cancelled && cancellation.kill?.aborted) await throwCancelled(ctx);
   return formatted(run);
+}
+
+type FinishedRun = Extract<ExecResult, { kind: 'finished' }>;
+
+/** A finished run as the tool's result, with notes on the resource limits it hit. */
+async function formattedRun(
+  hands: HandsContext,
+  call: ValidCall,
+  tool: HandsTool<ToolInput<ToolName>>,
+  toolCtx: ToolContext,
+  run: FinishedRun,
+): Promise<Attempt> {
+  const { lifecycle } = hands.sandboxes;
+  const result = tool.format({ exit: run.exit, output: run.output, outputPath: run.outputPath }, call.input, toolCtx);
+  const notes = resourceNotes(run.exit, run.output, {
+    ...lifecycle.limits,
+    ...(workspaceLooksFull(run.exit, run.output)
+      ? { workspaceQuotaBytes: await lifecycle.workspaceQuotaBytes(call.sessionId) }
+      : {}),
+  });
+  const fallback = run.executorFallback ? { executorFallback: run.executorFallback } : {};
+  if (!notes.length) return { result, synthetic: false, ...fallback };
+  return { result: { ...result, content: `${result.content}\n${notes.join('\n')}` }, synthetic: false, ...fallback };
 }
 
 /** The synthetic result of a `never` call that started and died before its result was recorded. */

@@ -19,6 +19,7 @@ import {
 import { crashPoint } from '../crash-points';
 import { currentActivity, Heartbeat } from '../heartbeat';
 import { SandboxError } from '../hands/docker-calls';
+import { attemptCancellation } from '../hands/attempt-cancellation';
 import { earlierAttempt, type EarlierAttempt } from '../hands/earlier-attempt';
 import { throwCancelled, toActivityFailure } from '../hands/failures';
 import { inputPathOf, journalFor, runBaseOf } from '../hands/journal';
@@ -78,8 +79,9 @@ async function attemptHook(
   const policy = hook.replay;
   const timeoutS = hook.timeout ?? HOOK_TIMEOUT_DEFAULT_S;
   const timeoutMs = Math.round(timeoutS * 1000);
-  const signal = activity?.cancellationSignal;
-  if (signal?.aborted) await throwCancelled(activity);
+  const cancellation = attemptCancellation(activity);
+  const signal = cancellation.kill;
+  if (cancellation.aborted) await throwCancelled(activity);
 
   const event = JSON.stringify(input.input);
   let args = [event, '', hook.command];
@@ -119,7 +121,10 @@ async function attemptHook(
       timeoutMs,
       ctx: activity,
       heartbeat,
+      cancellation,
     });
+
+  const execute = (opts: ExecOptions): Promise<ExecResult> => cancellation.orAbandoned(commands.exec(sessionId, opts));
 
   if (policy !== 'never' && activity && activity.info.attempt > 1) {
     // As for a tool call: an earlier attempt that finished gives its result, one running is awaited.
@@ -127,12 +132,11 @@ async function attemptHook(
     if (found.kind === 'finished') return finished(found.run);
   }
   crashPoint(`hook: before process start (${hookRunId})`);
-  let run: ExecResult = await commands.exec(sessionId, options);
+  let run: ExecResult = await execute(options);
   crashPoint(`hook: after process end (${hookRunId})`);
   if (run.kind === 'journal-exists') {
     const found = await earlier(policy);
-    if (found.kind === 'run')
-      run = await commands.exec(sessionId, { ...options, journal: { ...journal, mode: 'append' } });
+    if (found.kind === 'run') run = await execute({ ...options, journal: { ...journal, mode: 'append' } });
     else if (found.kind === 'finished') run = found.run;
     else return interrupted(input, found, timeoutS);
   }
@@ -140,7 +144,7 @@ async function attemptHook(
     const found = await earlier('never');
     if (found.kind === 'finished') run = found.run;
     else if (found.kind === 'run' || policy !== 'never')
-      run = await commands.exec(sessionId, { ...options, journal: { ...journal, mode: 'append' } });
+      run = await execute({ ...options, journal: { ...journal, mode: 'append' } });
     else return interrupted(input, found, timeoutS);
     if (run.kind === 'executor-lost') throw new SandboxError('unavailable', run.reason);
   }

@@ -1,5 +1,11 @@
-/** Cancelling a running tool call through Temporal leaves nothing running in the sandbox. */
+/**
+ * Cancelling a running tool call through Temporal leaves nothing running in the sandbox; an attempt
+ * the server gives up (heartbeat timeout) or a worker shutdown leaves the command running, and the
+ * next attempt returns its result.
+ */
 import { randomUUID } from 'node:crypto';
+import { ActivityCancellationDetails, CancelledFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { createHandsActivities } from '../../activities/hands/activities';
 import { parseJournal } from '../../activities/hands/journal';
@@ -63,4 +69,41 @@ describe('runTool cancellation through Temporal (real Docker, real server)', () 
     expect(finished).toMatchObject({ result: { cancelled: true, timedOut: false } });
     expect(await fx.sh(sessionId, `cat .agent/out/${toolCallId}.txt`)).toBe('started\n');
   });
+
+  it.each([
+    ['its heartbeat timed out', 'TIMED_OUT', { timedOut: true }],
+    ['the worker shuts down', 'WORKER_SHUTDOWN', { workerShutdown: true }],
+  ] as const)(
+    'an attempt given up because %s leaves the command running for the next attempt',
+    async (_, reason, details) => {
+      const sessionId = fx.sessionId('abandon');
+      const toolCallId = `toolu_${randomUUID().slice(0, 12)}`;
+      const { runTool } = createHandsActivities({ sandboxes: fx.sandboxes, heartbeatIntervalMs: 200 });
+      const input = {
+        sessionId,
+        toolCallId,
+        name: 'bash',
+        input: { command: 'echo waiting; while [ ! -f /workspace/release ]; do sleep 0.1; done; echo released' },
+        timeoutMs: 600_000,
+      };
+      const waiting = async () =>
+        (await fx.sh(sessionId, 'ps -eo args= | grep -c "sleep 0.1" || true').catch(() => '0')).trim() !== '0';
+
+      const first = new MockActivityEnvironment({ attempt: 1 });
+      const firstRun = first.run(runTool, input);
+      for (let i = 0; !(await waiting()); i++) {
+        if (i > 300) throw new Error('the command never started');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      first.cancel(reason, new ActivityCancellationDetails(details));
+      await expect(firstRun).rejects.toBeInstanceOf(CancelledFailure);
+      expect(await waiting()).toBe(true);
+
+      const secondRun = new MockActivityEnvironment({ attempt: 2 }).run(runTool, input);
+      await fx.sh(sessionId, 'touch /workspace/release');
+      expect(await secondRun).toMatchObject({ content: 'waiting\nreleased\n[exit code 0]', isError: false, exitCode: 0 });
+      const journal = parseJournal(await fx.sh(sessionId, `cat ${recordsOf(toolCallId).journalPath}`));
+      expect(journal!.events.filter((e) => e.type === 'started')).toHaveLength(1);
+    },
+  );
 });
