@@ -83,7 +83,7 @@ setsid -w bash -c '
   unset AGENT_CMD AGENT_CAP AGENT_JP AGENT_J AGENT_RUN_DIR
   capture=$AGENT_CAPTURE
   unset AGENT_CAPTURE
-  setpriv --reuid=1000 --regid=1000 --clear-groups -- bash -c "$cmd" agent-tool "$@" </dev/null 2>&1 | { trap "" TERM INT HUP; perl -e "$capture" "$cap" "$d/out" > "$d/dropped"; }
+  setpriv --reuid=1000 --regid=1000 --clear-groups -- bash -c "$cmd" agent-tool "$@" </dev/null 2>&1 | { trap "" TERM INT HUP; exec perl -e "$capture" "$cap" "$d/out" > "$d/dropped"; }
   exit "${PIPESTATUS[0]}"
 ' agent-session "$@" &
 s=$!
@@ -130,8 +130,9 @@ if [ -z "$dr" ]; then ob=$(stat -c %s "$d/out" 2>/dev/null || echo 0); dr=0; fi
 free=-1 size=-1
 read -r fa fb fs < <(stat -f -c '%a %b %S' /workspace 2>/dev/null) && free=$((fa * fs)) size=$((fb * fs))
 out=$d/out
-# The model reads long output back from the workspace: the copy is made as the agent.
-if [ -n "$link" ] && setpriv --reuid=1000 --regid=1000 --clear-groups -- bash -c '{ [ -d "${1%/*}" ] || mkdir -p "${1%/*}"; } && cat > "$1"' agent-copy "$link" < "$d/out" 2>/dev/null; then out=$link; fi
+# The model reads long output back from the workspace: the copy is made as the agent (no output, no
+# copy: nothing would point the model at it).
+if [ -n "$link" ] && [ -s "$d/out" ] && setpriv --reuid=1000 --regid=1000 --clear-groups -- bash -c '{ [ -d "${1%/*}" ] || mkdir -p "${1%/*}"; } && cat > "$1"' agent-copy "$link" < "$d/out" 2>/dev/null; then out=$link; fi
 stamp fin
 printf -v res '{"exitCode":%d,"outputBytes":%d,"droppedBytes":%d,"timedOut":%s,"cancelled":%s,"pid":%d,"startTime":%s,"finishedAt":"%s","pidLimitHits":%d,"oomKills":%d,"workspaceFreeBytes":%d,"workspaceBytes":%d,"outputPath":"%s"}' "$code" "$ob" "$dr" $tm $cn "$p" "$st" "$fin" $((pida - pidb)) $((ooma - oomb)) "$free" "$size" "$out"
 printf '%s' "$res" > "$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"
@@ -141,4 +142,5 @@ if [ -n "$jp" ]; then
   jwrite "$j"
 fi
 printf '@@agent-exit %s\n' "$res"
-cat "$d/out"
+[ -s "$d/out" ] && cat "$d/out"
+exit 0
