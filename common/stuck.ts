@@ -68,6 +68,12 @@ export interface PendingActivityProbe {
   lastPollAgoMs?: number;
   /** How long the workflow has waited on the activity (from `sinceMs`), by the probe's clock: recorded, so a replay sees the same. */
   elapsedMs?: number;
+  /**
+   * A scheduled retry: how long ago it became due (its backoff over; negative while it waits out the
+   * backoff). A due task no free poller takes means none polls — a live worker's poll would have
+   * taken it at once, whatever the server still lists (it remembers a killed worker for minutes).
+   */
+  scheduledAgoMs?: number;
 }
 
 /** The operations activities (run on the brain queue: they only talk to the Temporal server). */

@@ -38,10 +38,16 @@ export async function probePendingActivity(
   const pending = (described.pendingActivities ?? []).find((a) => a.activityId === input.activityId);
   if (!pending) return { state: 'absent', attempt: 0, pollers, ...lastPollAgo, ...elapsed };
   const lastFailure = pending.lastFailure?.message ?? undefined;
+  const state = stateName(pending.state, pending.pauseInfo != null);
+  const attempt = pending.attempt ?? 1;
+  const scheduled = timestampMs(pending.scheduledTime);
+  const retryDue =
+    state === 'scheduled' && attempt > 1 && scheduled > 0 ? { scheduledAgoMs: Date.now() - scheduled } : {};
   return {
-    state: stateName(pending.state, pending.pauseInfo != null),
-    attempt: pending.attempt ?? 1,
+    state,
+    attempt,
     ...(lastFailure ? { lastFailure } : {}),
+    ...retryDue,
     pollers,
     ...lastPollAgo,
     ...elapsed,

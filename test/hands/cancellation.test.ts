@@ -101,7 +101,11 @@ describe('runTool cancellation through Temporal (real Docker, real server)', () 
 
       const secondRun = new MockActivityEnvironment({ attempt: 2 }).run(runTool, input);
       await fx.sh(sessionId, 'touch /workspace/release');
-      expect(await secondRun).toMatchObject({ content: 'waiting\nreleased\n[exit code 0]', isError: false, exitCode: 0 });
+      expect(await secondRun).toMatchObject({
+        content: 'waiting\nreleased\n[exit code 0]',
+        isError: false,
+        exitCode: 0,
+      });
       const journal = parseJournal(await fx.sh(sessionId, `cat ${recordsOf(toolCallId).journalPath}`));
       expect(journal!.events.filter((e) => e.type === 'started')).toHaveLength(1);
     },

@@ -33,6 +33,24 @@ describe('stuck verdicts', () => {
     ).toBe('stuck: no worker polls agent-hands (2 workers polled it before: all busy, or gone)');
   });
 
+  it('names the queue of a due retry no worker takes, even while the server still lists a killed poller', () => {
+    const retry = {
+      state: 'scheduled' as const,
+      attempt: 2,
+      pollers: 1,
+      lastPollAgoMs: 50_000,
+      lastFailure: 'timeout',
+    };
+    expect(stuckReason({ ...retry, scheduledAgoMs: 60_000 }, tool, limits, 1_000)?.reason).toBe(
+      'stuck: no worker polls agent-hands@host-a (1 worker polled it before: all busy, or gone) — hands host host-a lost? (runbook: replaceHandsHost)',
+    );
+    // Not yet due long enough, or still in its backoff: a worker may yet take it.
+    expect(stuckReason({ ...retry, scheduledAgoMs: 59_999 }, tool, limits, 1_000)).toBeUndefined();
+    expect(stuckReason({ ...retry, scheduledAgoMs: -5_000 }, tool, limits, 1_000)).toBeUndefined();
+    // Recorded before the probe said when the retry became due: the verdict it gave then.
+    expect(stuckReason(retry, tool, limits, 1_000)).toBeUndefined();
+  });
+
   it('reports retries past the attempts or the time, with the last failure', () => {
     const retrying = { state: 'scheduled' as const, attempt: 4, pollers: 1, lastFailure: 'docker is down' };
     expect(stuckReason(retrying, tool, limits, 1_000)).toEqual({

@@ -13,6 +13,8 @@ export interface HandsHostProcess {
   prefix: string;
   /** SIGTERM (graceful shutdown); resolves when the process is gone. */
   stop(): Promise<void>;
+  /** SIGKILL (the host dies: no cleanup, no completion reported); resolves when the process is gone. */
+  kill(): Promise<void>;
 }
 
 export async function spawnHandsHost(options: {
@@ -21,6 +23,10 @@ export async function spawnHandsHost(options: {
   prefix: string;
   /** `DOCKER_HOST` of the engine this host runs its sandboxes on (default: the default engine). */
   dockerHost?: string;
+  /** The server to work for (default: the test platform's). */
+  temporalAddress?: string;
+  /** Extra environment (e.g. `AGENT_TASKS_DIR`). */
+  env?: Record<string, string>;
   readyTimeoutMs?: number;
 }): Promise<HandsHostProcess> {
   const { temporalAddress, namespace, sandboxImage } = testPlatform();
@@ -28,13 +34,14 @@ export async function spawnHandsHost(options: {
     cwd: PROJECT_ROOT,
     env: {
       ...process.env,
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_NAMESPACE: namespace,
+      TEMPORAL_ADDRESS: options.temporalAddress ?? temporalAddress,
+      TEMPORAL_NAMESPACE: options.temporalAddress ? 'default' : namespace,
       AGENT_HANDS_QUEUE: options.sharedQueue,
       AGENT_HANDS_HOST: options.host,
       AGENT_SANDBOX_PREFIX: options.prefix,
       AGENT_SANDBOX_IMAGE: sandboxImage,
       ...(options.dockerHost ? { DOCKER_HOST: options.dockerHost } : {}),
+      ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -59,12 +66,14 @@ export async function spawnHandsHost(options: {
       reject(new Error(`hands host ${options.host} exited with ${code}:\n${output}`));
     });
   });
+  const signal = async (name: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(name);
+    await exited;
+  };
   return {
     host: options.host,
     prefix: options.prefix,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
+    stop: () => signal('SIGTERM'),
+    kill: () => signal('SIGKILL'),
   };
 }

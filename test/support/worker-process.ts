@@ -1,6 +1,7 @@
 /**
- * The real `agent worker dev` as a child process on the test platform, for tests that kill a worker
- * the way a crash does (SIGKILL: no cleanup, no completion reported) and start another.
+ * The real `agent worker dev` (or `agent worker brain`) as a child process on the test platform, for
+ * tests that kill a worker the way a crash does (SIGKILL: no cleanup, no completion reported) and
+ * start another.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { PROJECT_ROOT } from '../../platform/paths';
@@ -18,6 +19,10 @@ export interface WorkerProcess {
 }
 
 export interface WorkerProcessOptions {
+  /** `dev` (default): brain and hands in one process; `brain`: the workflows and the model step only. */
+  role?: 'dev' | 'brain';
+  /** The server to work for (default: the test platform's). */
+  temporalAddress?: string;
   brainQueue: string;
   handsQueue: string;
   modelUrl: string;
@@ -28,12 +33,12 @@ export interface WorkerProcessOptions {
 export function startWorkerProcess(options: WorkerProcessOptions): WorkerProcess {
   const platform = testPlatform();
   // `node --import tsx`, not the tsx launcher: the pid is the worker itself, so SIGKILL reaches it.
-  const child: ChildProcess = spawn(process.execPath, agentProcessArgs('worker', 'dev'), {
+  const child: ChildProcess = spawn(process.execPath, agentProcessArgs('worker', options.role ?? 'dev'), {
     cwd: PROJECT_ROOT,
     env: {
       ...process.env,
-      TEMPORAL_ADDRESS: platform.temporalAddress,
-      TEMPORAL_NAMESPACE: platform.namespace,
+      TEMPORAL_ADDRESS: options.temporalAddress ?? platform.temporalAddress,
+      TEMPORAL_NAMESPACE: options.temporalAddress ? 'default' : platform.namespace,
       ANTHROPIC_API_KEY: 'worker-process',
       ANTHROPIC_BASE_URL: options.modelUrl,
       AGENT_MODEL: 'scripted-model',

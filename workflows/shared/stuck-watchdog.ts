@@ -203,6 +203,14 @@ export function stuckReason(
       ...failure,
     };
   }
+  if (
+    probe.state === 'scheduled' &&
+    probe.scheduledAgoMs !== undefined &&
+    probe.scheduledAgoMs >= limits.notStartedMs
+  ) {
+    // A retry due for longer than a free poller takes to pick it up: as for a first attempt.
+    return { reason: `stuck: no worker polls ${target.taskQueue}${pollerNote(probe)}${lostHost(target)}`, ...failure };
+  }
   if (probe.state === 'scheduled' && probe.pollers === 0) {
     return { reason: `stuck: no worker polls ${target.taskQueue}${lostHost(target)}`, ...failure };
   }
