@@ -42,6 +42,8 @@ export interface BenchProfile {
   };
   ttft: { runs: number };
   concurrency: { operations: number; steps: number };
+  /** The cluster scenario's load, run on the dev server and on the cluster. */
+  cluster: { operations: number; steps: number };
   /**
    * Temporal's floor, one workflow at a time: runs of so many steps (its concurrent part runs the
    * concurrency scenario's operations × steps).
@@ -72,6 +74,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
     tokens: { turns: 200, minBytes: 20 * 1024, maxBytes: 200 * 1024, replyChars: 4000, sweepTurns: 60 },
     ttft: { runs: 15 },
     concurrency: { operations: 200, steps: 20 },
+    cluster: { operations: 100, steps: 10 },
     floor: { steps: 200, runs: 2 },
     environment: { coldRuns: 2, warmRuns: 15, toolchains: { python: '3.11' } },
     suggestContinueAsNewEvents: null,
@@ -95,6 +98,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
     },
     ttft: { runs: 5 },
     concurrency: { operations: 20, steps: 5 },
+    cluster: { operations: 20, steps: 5 },
     floor: { steps: 100, runs: 1 },
     environment: { coldRuns: 1, warmRuns: 5, toolchains: { python: '3.11' } },
     suggestContinueAsNewEvents: 500,
@@ -110,6 +114,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
     tokens: { turns: 2, minBytes: 20 * 1024, maxBytes: 40 * 1024, replyChars: 200, sweepTurns: 2 },
     ttft: { runs: 1 },
     concurrency: { operations: 2, steps: 2 },
+    cluster: { operations: 2, steps: 2 },
     floor: { steps: 3, runs: 1 },
     environment: { coldRuns: 1, warmRuns: 1, toolchains: {} },
     suggestContinueAsNewEvents: null,

@@ -707,6 +707,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
 
   const e = results.environment;
   if (e) out.push(...environmentSection(e));
+  if (results.cluster) out.push(...clusterSection(results.cluster));
 
   if (results.notes.length) {
     out.push('## Notes');
@@ -803,6 +804,45 @@ function environmentSection(e: NonNullable<BenchResults['environment']>): string
     ),
     '',
     `Warm / default: ×${n(e.warmStartRatio, 3)}.`,
+    '',
+  ];
+}
+
+function clusterSection(c: NonNullable<BenchResults['cluster']>): string[] {
+  const row = (label: string, side: NonNullable<BenchResults['cluster']>['devServer']) => [
+    label,
+    `${side.completed} / ${c.operations}`,
+    `${(side.wallMs / 1000).toFixed(1)} s`,
+    n(side.stepsPerSecond, 2),
+    `${(side.operationMs.median / 1000).toFixed(1)} / ${(side.operationMs.p95 / 1000).toFixed(1)} s`,
+    side.workers.map((w) => `${w.role} ${n(w.peakRssMb, 0)} MiB`).join(', '),
+    Object.keys(side.hosts).length
+      ? Object.entries(side.hosts)
+          .map(([host, count]) => `${host} ${count}`)
+          .join(', ')
+      : '–',
+  ];
+  return [
+    '## 8. On a Temporal cluster',
+    '',
+    `The concurrency load (${c.operations} operations × ${c.stepsPerOperation} steps of a model call and \`bash: true\`, model latency 0, started at once) ` +
+      "run twice in the same run: on the bench's dev server with one worker process (brain and hands, as `agent worker dev`), and on the cluster of " +
+      `\`npm run cluster\` (four services in four processes, PostgreSQL, ${c.shards} history shards) with two brain worker processes and two hands hosts — ` +
+      'host-a on the default Docker engine, host-b on a second `dockerd` — polling one shared hands queue (`bench/scenarios/cluster.ts`). ' +
+      'All of it on this one machine: the cluster shares its cores with the workers, the containers and PostgreSQL.',
+    '',
+    table(
+      [
+        'server',
+        'completed',
+        'wall',
+        'steps / s',
+        'operation time median / p95',
+        'worker peak RSS',
+        'operations per hands host',
+      ],
+      [row('dev server, one worker process', c.devServer), row('cluster, 2 brain + 2 hands processes', c.cluster)],
+    ),
     '',
   ];
 }

@@ -331,6 +331,20 @@ export const floorSchema = z.strictObject({
   cpuMsPerStep: z.strictObject({ total: num, worker: num, server: num }).optional(),
 });
 
+/** One side of the cluster scenario: the same load on one server and set of worker processes. */
+const clusterSideSchema = z.strictObject({
+  completed: num,
+  failed: num,
+  wallMs: num,
+  stepsPerSecond: num,
+  /** Median and p95 time from submit to completion of one operation. */
+  operationMs: z.strictObject({ median: num, p95: num }),
+  /** Each worker process: its role and peak RSS (VmHWM). */
+  workers: z.array(z.strictObject({ role: z.string(), peakRssMb: num })),
+  /** Operations each hands host ran (by the host their result names; empty with one worker for all). */
+  hosts: z.record(z.string(), num),
+});
+
 export const resultsSchema = z.strictObject({
   /** 2: the tokens section has five ways, the window figures and the editing sweep. */
   schemaVersion: z.literal(2),
@@ -510,6 +524,18 @@ export const resultsSchema = z.strictObject({
     })
     .optional(),
   environment: environmentSchema.optional(),
+  cluster: z
+    .strictObject({
+      operations: num,
+      stepsPerOperation: num,
+      /** History shards of the cluster. */
+      shards: num,
+      /** One worker process (brain and hands) on the bench's dev server. */
+      devServer: clusterSideSchema,
+      /** Two brain worker processes and two hands hosts (two Docker engines) on the cluster. */
+      cluster: clusterSideSchema,
+    })
+    .optional(),
   recovery: z
     .strictObject({
       tool: recoveryMeasurementSchema,
@@ -538,6 +564,8 @@ export type TokenWay = z.infer<typeof tokenWaySchema>;
 export type EditingSweepPoint = z.infer<typeof editingSweepPointSchema>;
 export type TtftResult = NonNullable<BenchResults['ttft']>;
 export type ConcurrencyResult = NonNullable<BenchResults['concurrency']>;
+export type ClusterResult = NonNullable<BenchResults['cluster']>;
+export type ClusterSide = z.infer<typeof clusterSideSchema>;
 export type FloorResult = z.infer<typeof floorSchema>;
 export type CpuPerStep = z.infer<typeof cpuPerStepSchema>;
 export type RecoveryResult = NonNullable<BenchResults['recovery']>;
@@ -561,6 +589,7 @@ export const SCENARIOS = [
   'concurrency',
   'recovery',
   'environment',
+  'cluster',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 

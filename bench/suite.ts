@@ -20,6 +20,7 @@ import {
 } from './results';
 import { CPU_GROUP_LABELS } from './scenarios/concurrency';
 import { round } from './stats';
+import { runCluster } from './scenarios/cluster';
 import { runConcurrency } from './scenarios/concurrency';
 import { runEnvironment } from './scenarios/environment';
 import { runFloor } from './scenarios/floor';
@@ -75,6 +76,7 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
     concurrency: async () => void (sections.concurrency = await runConcurrency(ctx, profile.concurrency)),
     recovery: async () => void (sections.recovery = await runRecovery(ctx)),
     environment: async () => void (sections.environment = await runEnvironment(ctx, profile.environment)),
+    cluster: async () => void (sections.cluster = await runCluster(ctx, profile.cluster)),
   };
   for (const scenario of options.scenarios) {
     const scenarioStarted = Date.now();
