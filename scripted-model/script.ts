@@ -78,6 +78,11 @@ export interface ScriptedTurn {
   latencyMs?: number;
   /** Delay between stream events. */
   eventDelayMs?: number;
+  /**
+   * Holds the stream after its `count`-th content delta until `until` settles: a test that must see
+   * the answer while it streams releases it once it has, instead of racing a delay.
+   */
+  hold?: { afterDeltas: number; until: Promise<unknown> };
   /** Checks the request before answering; throw (e.g. a jest `expect`) to mark the run off-script. */
   expect?: (request: ScriptedRequest) => void;
   /** Computes the answer from the request (e.g. from the last tool result); its result is the turn. */

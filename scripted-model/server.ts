@@ -369,6 +369,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
       messageEventGroups(identity, reply, usage, this.options.chunkChars ?? 16),
       fault,
       turn.eventDelayMs ?? 0,
+      turn.hold,
     );
   }
 
@@ -414,7 +415,9 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     groups: ReturnType<typeof messageEventGroups>,
     fault: ScriptedFault | undefined,
     delayMs: number,
+    hold?: ScriptedTurn['hold'],
   ): Promise<void> {
+    let deltas = 0;
     record.status = 200;
     record.streamed = true;
     res.writeHead(200, {
@@ -429,6 +432,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
         if (delayMs > 0) await sleep(delayMs);
         res.write(formatSse(event));
         record.reportedUsage = usageIn(event) ?? record.reportedUsage;
+        if (event.event === 'content_block_delta' && ++deltas === hold?.afterDeltas) await hold.until;
       }
       return !res.destroyed;
     };

@@ -5,7 +5,7 @@
  */
 import { operationResult } from '../../client/operation-result';
 import { LiveTranscript, liveEvents } from '../../client/live';
-import type { LiveEvent } from '../../common/live';
+import { LIVE_TEXT_DELAY_MS, type LiveEvent } from '../../common/live';
 import { statusQuery } from '../../common/operation';
 import { startOperationHarness, type OperationHarness } from '../support/operation-harness';
 
@@ -29,8 +29,18 @@ describe('live events', () => {
   });
 
   it('shows the text while it streams and each tool call as it starts and ends', async () => {
+    // The stream waits, once the step publishes its text (past LIVE_TEXT_DELAY_MS: 18 deltas 60 ms
+    // apart), until the follower has seen it and asked for the phase.
+    let release: () => void = () => undefined;
+    const seen = new Promise<void>((resolve) => (release = resolve));
+    expect(18 * 60).toBeGreaterThan(LIVE_TEXT_DELAY_MS);
     h.model.setScript([
-      { text: LONG, eventDelayMs: 60, toolCalls: [{ name: 'bash', input: { command: 'echo hi' } }] },
+      {
+        text: LONG,
+        eventDelayMs: 60,
+        hold: { afterDeltas: 18, until: seen },
+        toolCalls: [{ name: 'bash', input: { command: 'echo hi' } }],
+      },
       { text: 'finished' },
     ]);
     const handle = await h.start({ goal: 'stream something' });
@@ -40,6 +50,7 @@ describe('live events', () => {
       if (event.kind === 'model.delta' && phaseAtFirstDelta === undefined) {
         const status = await handle.query(statusQuery);
         phaseAtFirstDelta = `${status.phase} ${status.turn}`;
+        release();
       }
       events.push(event);
     }
