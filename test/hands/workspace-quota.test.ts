@@ -117,7 +117,15 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
     const other = path.join(imageDir, 'other.img');
     fs.writeFileSync(other, '');
     fs.truncateSync(other, 8 * MiB);
-    execFileSync('losetup', [oldDevice, other]);
+    // Another workspace on this machine (a test running alongside) may take the freed device first:
+    // the same situation, with its image instead of ours on the device.
+    let ours = true;
+    try {
+      execFileSync('losetup', [oldDevice, other], { stdio: 'pipe' });
+    } catch (err) {
+      if (!/busy/i.test(String((err as { stderr?: Buffer }).stderr ?? err))) throw err;
+      ours = false;
+    }
     try {
       const after = await bash(sessionId, 'cat kept.txt; df -B1 --output=size /workspace | tail -1');
       expect(after.sandboxReplaced).toBe('the previous container was gone (removed)');
@@ -131,7 +139,7 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
       const volume = await dockerClient().getVolume(volumeNameOf(sessionId)).inspect();
       expect(volume.Options?.device).toBe(device);
     } finally {
-      execFileSync('losetup', ['--detach', oldDevice]);
+      if (ours) execFileSync('losetup', ['--detach', oldDevice]);
       fs.rmSync(other, { force: true });
     }
   });
