@@ -207,9 +207,7 @@ describe('faults at cluster scale: brain and hands workers, a hands host and the
     const session = `combined-session-${id}`;
     sessionIds.push(session);
     const lanes: string[] = [];
-    // The lanes share the session's sandbox, one tool call at a time: `quick` waits for the lease
-    // that the parked lane holds.
-    for (const lane of ['parked', 'quick']) {
+    const submitLane = async (lane: 'parked' | 'quick') => {
       const accepted = await submitPrompt(h.temporal.client, {
         sessionId: session,
         prompt: { prompt: `combined ${lane}-${id}`, lane, stuck: { notStartedMs: 1_000, recheckMs: 500 } },
@@ -218,7 +216,8 @@ describe('faults at cluster scale: brain and hands workers, a hands host and the
       });
       expect(accepted.state).toBe('started');
       lanes.push(accepted.operationId);
-    }
+    };
+    await submitLane('parked');
     const taskId = `combined-task-${id}`;
     const task = await h.start(
       { branch: `agent/combined-${id}`, specPath: 'SPEC.md', verify: 'npm test', handsTaskQueue: sharedQueue },
@@ -230,6 +229,9 @@ describe('faults at cluster scale: brain and hands workers, a hands host and the
       ...first.map((tag) => ({ sessionId: tag, tag })),
       { sessionId: session, tag: `parked-${id}` },
     ]);
+    // The lanes share the session's sandbox, one tool call at a time: `quick`, submitted once the parked
+    // lane holds the lease inside its call, waits for it (were it first, it could finish before the kills).
+    await submitLane('quick');
     await waitFor(async () => {
       const status = await h.temporal.client.workflow.getHandle(lanes[1]!).query(statusQuery);
       return status.phase === 'tools';
