@@ -5,20 +5,13 @@
  * replay policy and egress — so a replayed workflow never counts twice (it does not run activities
  * again) and a retried activity counts its attempts. Names and labels are listed in docs/operations.md.
  */
-import { performance } from 'node:perf_hooks';
-import type { Context } from '@temporalio/activity';
 import type { MetricCounter, MetricGauge, MetricHistogram, MetricMeter } from '@temporalio/common';
-import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
 import type Docker from 'dockerode';
-import { COMPACT_CONTEXT_ACTIVITY, type CompactContextResult } from '../common/context';
-import type { RunToolInput, ToolOutcome } from '../common/hands';
-import { MODEL_STEP_ACTIVITY, type ModelStepInput, type ModelStepResult } from '../common/model-step';
+import { COMPACT_CONTEXT_ACTIVITY } from '../common/context';
 import type { TokenUsage } from '../common/model-types';
 import { costUsd } from '../common/pricing';
 import { SANDBOX_LABELS } from '../common/sandbox-names';
-import { replayPolicyOf } from '../common/tools';
-
-const RUN_TOOL_ACTIVITY = 'runTool';
+import type { AttemptObserver } from './attempts';
 
 /** The instruments, made once per process on the runtime's meter. */
 export interface HarnessMetrics {
@@ -85,82 +78,34 @@ export function enableHarnessMetrics(meter: MetricMeter): HarnessMetrics {
 }
 
 /** Records every activity's attempt: retries, and by type its latency, usage, cost and refusals. */
-export class HarnessMetricsInterceptor implements ActivityInboundCallsInterceptor {
-  constructor(
-    private readonly ctx: Context,
-    private readonly metrics: HarnessMetrics,
-    /** The brain's model when a step names none (the worker's `AGENT_MODEL`). */
-    private readonly defaultModel: string | undefined,
-  ) {}
-
-  async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
-    const { activityType, attempt } = this.ctx.info;
-    if (attempt > 1) this.metrics.activityRetries.add(1, { activity: activityType });
-    const started = performance.now();
-    let outcome = 'failed';
-    try {
-      const result = await next(input);
-      outcome = this.recordResult(activityType, input.args[0], result);
-      return result;
-    } catch (err) {
-      if (this.ctx.cancellationSignal.aborted) outcome = 'cancelled';
-      throw err;
-    } finally {
-      const ms = Math.round(performance.now() - started);
-      if (activityType === MODEL_STEP_ACTIVITY || activityType === COMPACT_CONTEXT_ACTIVITY) {
-        this.metrics.modelLatency.record(ms, { kind: activityType, outcome });
-      } else if (activityType === RUN_TOOL_ACTIVITY) {
-        const name = toolNameOf(input.args[0]);
-        this.metrics.toolLatency.record(ms, { tool: name, replay_policy: policyOf(name), outcome });
+export function metricsObserver(metrics: HarnessMetrics): AttemptObserver {
+  return {
+    started(info) {
+      if (info.attempt > 1) metrics.activityRetries.add(1, { activity: info.activityType });
+    },
+    ended({ outcome, durationMs, model, tool }) {
+      if (model) {
+        metrics.modelLatency.record(durationMs, { kind: model.kind, outcome });
+        if (model.usage) recordUsage(metrics, model.model, model.usage, model.failedAttemptsUsage);
+        if (model.kind === COMPACT_CONTEXT_ACTIVITY && outcome === 'completed') metrics.compactions.add(1);
+      } else if (tool) {
+        metrics.toolLatency.record(durationMs, { tool: tool.name, replay_policy: tool.replayPolicy, outcome });
+        if (tool.egressDenied) metrics.egressRefusals.add(tool.egressDenied);
       }
-    }
-  }
-
-  /** Records what a completed attempt returned; its outcome label. */
-  private recordResult(activityType: string, arg: unknown, result: unknown): string {
-    if (activityType === MODEL_STEP_ACTIVITY) {
-      const reply = result as ModelStepResult;
-      this.recordUsage((arg as ModelStepInput | undefined)?.model, reply.usage, reply.failedAttemptsUsage);
-      return 'completed';
-    }
-    if (activityType === COMPACT_CONTEXT_ACTIVITY) {
-      const compacted = result as CompactContextResult;
-      this.recordUsage(undefined, compacted.usage, compacted.failedAttemptsUsage);
-      this.metrics.compactions.add(1);
-      return 'completed';
-    }
-    if (activityType === RUN_TOOL_ACTIVITY) {
-      const tool = result as ToolOutcome;
-      if (tool.egress?.denied) this.metrics.egressRefusals.add(tool.egress.denied);
-      return tool.isError ? 'tool_error' : 'completed';
-    }
-    return 'completed';
-  }
-
-  private recordUsage(stepModel: string | undefined, usage: TokenUsage, failed: TokenUsage | undefined): void {
-    const model = stepModel ?? this.defaultModel ?? 'default';
-    for (const counted of failed ? [usage, failed] : [usage]) {
-      const classes: [string, number][] = [
-        ['input', counted.input],
-        ['cache_write', counted.cacheWrite],
-        ['cache_read', counted.cacheRead],
-        ['output', counted.output],
-      ];
-      for (const [tokenClass, value] of classes)
-        if (value > 0) this.metrics.tokens.add(value, { class: tokenClass, model });
-      this.metrics.costMicroUsd.add(Math.round(costUsd(counted, model) * 1_000_000), { model });
-    }
-  }
+    },
+  };
 }
 
-const toolNameOf = (arg: unknown): string =>
-  arg && typeof arg === 'object' && typeof (arg as RunToolInput).name === 'string' ? (arg as RunToolInput).name : '?';
-
-function policyOf(name: string): string {
-  try {
-    return replayPolicyOf(name);
-  } catch {
-    return 'unknown';
+function recordUsage(metrics: HarnessMetrics, model: string, usage: TokenUsage, failed: TokenUsage | undefined): void {
+  for (const counted of failed ? [usage, failed] : [usage]) {
+    const classes: [string, number][] = [
+      ['input', counted.input],
+      ['cache_write', counted.cacheWrite],
+      ['cache_read', counted.cacheRead],
+      ['output', counted.output],
+    ];
+    for (const [tokenClass, value] of classes) if (value > 0) metrics.tokens.add(value, { class: tokenClass, model });
+    metrics.costMicroUsd.add(Math.round(costUsd(counted, model) * 1_000_000), { model });
   }
 }
 

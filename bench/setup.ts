@@ -20,6 +20,7 @@ import { DATA_DIR } from '../platform/paths';
 import { buildSandboxImage } from '../platform/sandbox-image';
 import { ensureTemporalCli, type ResolvedCli } from '../platform/temporal-cli';
 import type { BenchPlatform } from './context';
+import { workflowInterceptorModules } from '../workers/workflow-bundle';
 
 export const BENCH_DATA_DIR = path.join(DATA_DIR, 'bench');
 
@@ -74,6 +75,7 @@ export async function preparePlatform(options: {
   log('bundling the workflows');
   const bundle = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
+    workflowInterceptorModules: workflowInterceptorModules(),
     logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
   });
   const workflowBundlePath = path.join(BENCH_DATA_DIR, `workflow-bundle-${process.pid}.js`);

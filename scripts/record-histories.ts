@@ -25,6 +25,7 @@ import { ensureTemporalCli } from '../platform/temporal-cli';
 import { runMain } from '../client/main';
 import { containerNameOf } from '../common/sandbox-names';
 import type { ScriptedTurn } from '../scripted-model/script';
+import { workflowInterceptorModules } from '../workers/workflow-bundle';
 
 const FIXTURES = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 
@@ -41,7 +42,10 @@ runMain(async (args) => {
   const cli = await ensureTemporalCli();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-record-'));
   const server = await startDevServer({ cli, port: await freePort(), logFile: path.join(dir, 'server.log') });
-  const bundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows') });
+  const bundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    workflowInterceptorModules: workflowInterceptorModules(),
+  });
   const bundlePath = path.join(dir, 'bundle.js');
   fs.writeFileSync(bundlePath, bundle.code);
   Object.assign(process.env, {

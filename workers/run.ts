@@ -10,6 +10,7 @@ import { connectClient } from '../client/connection';
 import { connectWorker } from './connection';
 import { installRuntime } from './runtime';
 import { harnessMetricsOfProcess, watchLiveSandboxes } from '../activities/metrics';
+import { tracingOfProcess } from '../activities/tracing/spans';
 import { namePrefixOf } from '../activities/hands/sandbox-spec';
 import { workerSettings, type WorkerRole, type WorkerSettings } from './settings';
 import { createBrainWorker, createHandsHostWorkers } from './workers';
@@ -32,11 +33,14 @@ export interface StartedWorkers {
 export async function startWorkers(role: WorkerRole, options: { cache?: ContextCache } = {}): Promise<StartedWorkers> {
   // Bad settings fail before anything connects, every wrong variable named at once.
   const settings = workerSettings(role);
-  installRuntime(settings.logLevel, { metricsAddress: settings.metricsAddress });
+  installRuntime(settings.logLevel, { metricsAddress: settings.metricsAddress, tracing: settings.tracing });
   const { temporal, queues, brain, hands } = settings;
   const connection = await connectWorker(temporal);
   const workers: Worker[] = [];
+  // Closed in reverse: the spans of the last attempts leave before the connection closes.
   const closers: Array<() => Promise<void>> = [() => connection.close()];
+  const tracing = tracingOfProcess();
+  if (tracing) closers.push(() => tracing.flush());
   if (brain) {
     const { client, connection: clientConnection } = await connectClient(temporal);
     closers.push(() => clientConnection.close());

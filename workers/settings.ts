@@ -13,6 +13,7 @@ import { handsPart, readHandsSettings, type HandsSettings } from '../activities/
 import { HOOKS_PART, readHookHostSettings, type HookHostSettings } from '../activities/hooks/settings';
 import { MCP_PART, readMcpSettings, type McpHostSettings } from '../activities/mcp/settings';
 import { MODEL_PART, type ModelSettings } from '../activities/model/settings';
+import { TRACING_PART, type TracingSettings } from '../activities/tracing/settings';
 import { repoPart, type RepoSettings } from '../activities/repo/settings';
 import { loadSecretStore, SECRETS_PART, type SecretStore } from '../activities/secrets/store';
 import { QUEUES_PART, CONNECTION_PART, type QueueSettings, type TemporalSettings } from '../client/connection-settings';
@@ -102,6 +103,7 @@ const common = () => ({
   temporal: CONNECTION_PART,
   queues: QUEUES_PART,
   process: WORKER_PROCESS_PART,
+  tracing: TRACING_PART,
   crashPoints: CRASH_POINTS_PART,
 });
 const brainParts = () => ({
@@ -153,6 +155,8 @@ export interface WorkerSettings {
   logLevel: LogLevel;
   /** `AGENT_METRICS_ADDRESS`: where Prometheus metrics are served (none when absent). */
   metricsAddress?: string;
+  /** The OTLP endpoint spans go to (`OTEL_EXPORTER_OTLP_ENDPOINT`; none: no spans). */
+  tracing?: TracingSettings;
   crashPoints: CrashPointSettings;
   /** For `brain` and `dev`. */
   brain?: BrainRuntime;
@@ -171,12 +175,13 @@ export function workerSettings(role: WorkerRole, env: Environment = process.env)
   const problems = [base, brain, hands].flatMap((reading) => (reading && !reading.ok ? reading.problems : []));
   if (problems.length || !base.ok || (brain && !brain.ok) || (hands && !hands.ok))
     throw new SettingsError(`${role} worker`, [...new Set(problems)]);
-  const { temporal, queues, process: proc, crashPoints } = base.value;
+  const { temporal, queues, process: proc, tracing, crashPoints } = base.value;
   const settings: WorkerSettings = {
     temporal,
     queues,
     logLevel: proc.logLevel,
     ...(proc.metricsAddress ? { metricsAddress: proc.metricsAddress } : {}),
+    ...(tracing ? { tracing } : {}),
     crashPoints,
   };
   if (brain) {

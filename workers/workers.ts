@@ -42,7 +42,9 @@ import {
 } from '../activities/crash-points';
 import { ensureSandboxTools } from '../platform/sandbox-tools';
 import { ReleaseStickyOnRetryInterceptor } from '../activities/failover';
-import { harnessMetricsOfProcess, HarnessMetricsInterceptor } from '../activities/metrics';
+import { AttemptObserverInterceptor, type AttemptObserver } from '../activities/attempts';
+import { harnessMetricsOfProcess, metricsObserver } from '../activities/metrics';
+import { traceObserver, traceSinks, tracingOfProcess } from '../activities/tracing/spans';
 import type { GitAuthor } from '../activities/repo/settings';
 import type { Environment } from '../common/env-settings';
 import type { BrainWorkerSettings } from './worker-settings';
@@ -56,6 +58,7 @@ import {
   repoSettingsFromEnv,
   secretStoreFromEnv,
 } from './settings';
+import { workflowInterceptorModules } from './workflow-bundle';
 
 export interface CommonWorkerOptions {
   connection: NativeConnection;
@@ -123,21 +126,27 @@ const HEARTBEAT_FLUSH = '1 second';
 /**
  * What every worker shares: a graceful shutdown, the heartbeat flush, and the activity interceptors
  * — a retried attempt releases its workflow from a dead worker's sticky queue
- * (`activities/failover.ts`); in crash test mode a boundary after each activity, and a 1 s sticky
- * failover.
+ * (`activities/failover.ts`); each attempt is observed for the metrics and the trace spans when the
+ * process has them (`activities/attempts.ts`); in crash test mode a boundary after each activity, and
+ * a 1 s sticky failover.
  */
 export function everyWorkerOptions(options: { defaultModel?: string } = {}): Partial<WorkerOptions> {
   configureCrashPoints(crashPointsFromEnv());
   const crashTests = crashTestMode();
   const metrics = harnessMetricsOfProcess();
+  const tracing = tracingOfProcess();
+  const observers: AttemptObserver[] = [
+    ...(metrics ? [metricsObserver(metrics)] : []),
+    ...(tracing ? [traceObserver(tracing)] : []),
+  ];
   return {
     shutdownGraceTime: GRACE,
     maxHeartbeatThrottleInterval: HEARTBEAT_FLUSH,
     interceptors: {
       activity: [
         (ctx) => ({ inbound: new ReleaseStickyOnRetryInterceptor(ctx) }),
-        ...(metrics
-          ? [(ctx: Context) => ({ inbound: new HarnessMetricsInterceptor(ctx, metrics, options.defaultModel) })]
+        ...(observers.length
+          ? [(ctx: Context) => ({ inbound: new AttemptObserverInterceptor(ctx, observers, options.defaultModel) })]
           : []),
         ...(crashTests
           ? [(ctx: Context) => ({ inbound: new CrashPointActivityInterceptor(ctx.info.activityType) })]
@@ -160,7 +169,11 @@ async function workflowCode(
 ): Promise<Pick<WorkerOptions, 'workflowBundle' | 'buildId'>> {
   const bundle =
     options.workflowBundle ??
-    (await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: Runtime.instance().logger }));
+    (await bundleWorkflowCode({
+      workflowsPath: require.resolve('../workflows'),
+      workflowInterceptorModules: workflowInterceptorModules(),
+      logger: Runtime.instance().logger,
+    }));
   const code = 'code' in bundle ? bundle.code : fs.readFileSync(bundle.codePath, 'utf8');
   const buildId = `agent+${createHash('sha256').update(code).digest('hex').slice(0, 16)}`;
   if (settings.workflowStackTraces) return { workflowBundle: bundle, buildId };
@@ -284,7 +297,7 @@ export async function createBrainWorker(options: BrainWorkerOptions): Promise<Wo
     taskQueue: options.taskQueue,
     ...(await workflowCode(options, settings)),
     activities: { ...brainActivities(options), ...createOpsActivities({ client: options.client }) },
-    sinks: crashPointSinks,
+    sinks: { ...crashPointSinks, ...traceSinks(tracingOfProcess()) },
     stickyQueueScheduleToStartTimeout: settings.stickyFailoverMs,
     maxConcurrentWorkflowTaskExecutions: settings.workflowTaskSlots,
     ...everyWorkerOptions({ defaultModel: options.modelSettings.model }),

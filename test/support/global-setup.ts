@@ -19,6 +19,7 @@ import { imageExists, sandboxImageTag } from '../../platform/sandbox-image';
 import { ensureSandboxTools } from '../../platform/sandbox-tools';
 import { ensureTemporalCli } from '../../platform/temporal-cli';
 import { compileEntries } from './compiled-entries';
+import { workflowInterceptorModules } from '../../workers/workflow-bundle';
 
 declare global {
   var __AGENT_TEST_SERVER__: DevServer | undefined;
@@ -39,6 +40,7 @@ export default async function globalSetup(): Promise<void> {
   // Bundling is CPU and the server's start mostly waiting: the two overlap.
   const bundled = bundleWorkflowCode({
     workflowsPath: require.resolve('./workflows'),
+    workflowInterceptorModules: workflowInterceptorModules(),
     logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
   });
   // A failed start below must not leave the bundle's rejection unheard.
