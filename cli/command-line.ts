@@ -393,3 +393,17 @@ export const workflowIdValue: FlagSchema<string> = (flag) =>
       );
     return text;
   });
+
+/** An `http://` or `https://` URL (a trailing `/` dropped). */
+export const httpUrlValue: FlagSchema<string> = (flag) =>
+  fromText((text) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      throw new Error(`${flag} must be an http(s) URL, got ${JSON.stringify(text)}`);
+    return text.replace(/\/$/, '');
+  });

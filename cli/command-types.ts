@@ -130,6 +130,7 @@ export type AgentCommand =
   | { kind: 'worker'; role: 'brain' | 'hands' | 'dev' }
   | { kind: 'server'; action: 'start' | 'stop' | 'status' }
   | { kind: 'setup' }
-  | { kind: 'doctor'; json: boolean };
+  | { kind: 'doctor'; json: boolean }
+  | { kind: 'trace'; id: string; jaeger: string; json: boolean };
 
 /** Most turns `--max-turns` may ask for (the operation's budget limit). */

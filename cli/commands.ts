@@ -10,6 +10,7 @@ import {
   egressValue,
   environmentValue,
   hooksValue,
+  httpUrlValue,
   jsonObjectText,
   parseFlags,
   positiveInt,
@@ -45,6 +46,8 @@ import type {
 export type * from './command-types';
 
 const MAX_TURNS_LIMIT = 10_000;
+/** Where `npm run jaeger` answers. */
+const DEFAULT_JAEGER_URL = 'http://127.0.0.1:16686';
 
 const json = { help: 'machine-readable output (JSON)' };
 const text = (value: string, help: string): ValueFlag<string> => ({ value, help, schema: textValue });
@@ -472,6 +475,30 @@ const OPS = [
     positionals: { kind: 'none' },
     build: ({ flags }) => ({ kind: 'doctor' as const, json: flags.json === true }),
     run: async (c) => (await import('./doctor')).doctorCommand(c.json),
+  }),
+  command({
+    path: ['trace'],
+    summary:
+      "an operation's or coding task's trace as Jaeger holds it: its operations, model steps and tool calls as a tree",
+    details: [
+      'The workers export spans when OTEL_EXPORTER_OTLP_ENDPOINT is set; `npm run jaeger` runs a Jaeger to send them to.',
+    ],
+    flags: {
+      jaeger: {
+        value: '<url>',
+        help: `Jaeger's query address (default ${DEFAULT_JAEGER_URL})`,
+        schema: httpUrlValue,
+      },
+      json,
+    },
+    positionals: { kind: 'one', what: 'operation or task id', shown: '<id>' },
+    build: ({ flags, args }) => ({
+      kind: 'trace' as const,
+      id: args[0],
+      jaeger: flags.jaeger ?? DEFAULT_JAEGER_URL,
+      json: flags.json === true,
+    }),
+    run: async (c) => (await import('./trace')).traceCommand(c.id, { jaeger: c.jaeger, json: c.json }),
   }),
 ];
 

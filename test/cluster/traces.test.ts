@@ -14,7 +14,9 @@ import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { containerNameOf } from '../../common/sandbox-names';
 import { rootSpanIdOf, workflowTrace } from '../../common/trace';
 import { freePort } from '../../platform/dev-server';
+import { PROJECT_ROOT } from '../../platform/paths';
 import { ensureJaeger, jaegerTrace, startJaeger, type JaegerSpan, type RunningJaeger } from '../../platform/jaeger';
+import { agentProcessArgs } from '../support/compiled-entries';
 import { waitFor } from '../support/operation-harness';
 import { startTaskHarness, taskResult, taskSessionId, type TaskHarness } from '../support/coding-task';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
@@ -174,5 +176,27 @@ describe('traces in Jaeger across a worker SIGKILL', () => {
     const services = new Set(Object.values(body.data[0]!.processes).map((p) => p.serviceName));
     expect(services).toEqual(new Set(['agent-worker-1', 'agent-worker-2']));
     expect(h.model.scriptErrors).toEqual([]);
+
+    // `agent trace` prints the same trace as a tree: the task, its operations indented under it, their
+    // steps under them; an operation of the task is found in the task's trace by its tag.
+    const agentTrace = async (id: string) =>
+      (
+        await execFileAsync(process.execPath, agentProcessArgs('trace', id, '--jaeger', jaeger.queryUrl), {
+          cwd: PROJECT_ROOT,
+          encoding: 'utf8',
+        })
+      ).stdout.split('\n');
+    const tree = await agentTrace(taskId);
+    expect(tree[0]).toMatch(new RegExp(`^coding task · ${taskId} · completed · .* in / .* out · \\$`));
+    const opLines = tree.filter((line) => /^ {2}operation · /.test(line));
+    expect(opLines).toHaveLength(operations.length);
+    expect(tree.filter((line) => /^ {4}model step · .*turn \d+ · .* in \/ .* out/.test(line))).toHaveLength(
+      steps.filter((s) => s.operationName === 'model step').length,
+    );
+    expect(
+      tree.some((line) => /^ {4}tool bash · \(never\) · attempt 2 · exit 0 · .*\[agent-worker-2\]/.test(line)),
+    ).toBe(true);
+    const firstOperation = String(tag(operations[0]!, 'temporal.workflow.id'));
+    expect((await agentTrace(firstOperation)).join('\n')).toBe(tree.join('\n'));
   });
 });
