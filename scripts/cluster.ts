@@ -1,11 +1,18 @@
 /**
- * `npm run cluster [-- start|stop|status]`: a Temporal cluster on this machine — the server built
- * from its Go module at the dev server's version, PostgreSQL for persistence and visibility, four
- * services in four processes (`platform/temporal-cluster.ts`). Point workers and `agent` at it with
- * `TEMPORAL_ADDRESS` (printed by `start` and `status`).
+ * `npm run cluster [-- start|stop|status|build]`: a Temporal cluster on this machine — the server
+ * built from its Go module at the dev server's version, PostgreSQL for persistence and visibility,
+ * four services in four processes (`platform/temporal-cluster.ts`). Point workers and `agent` at it
+ * with `TEMPORAL_ADDRESS` (printed by `start` and `status`). `build` only builds the server.
  */
 import { runMain } from '../client/main';
-import { clusterStatus, startCluster, stopCluster, type ClusterStatus } from '../platform/temporal-cluster';
+import {
+  clusterStatus,
+  devServerVersion,
+  ensureServerBinaries,
+  startCluster,
+  stopCluster,
+  type ClusterStatus,
+} from '../platform/temporal-cluster';
 
 function describe(status: ClusterStatus): string[] {
   const services = Object.entries(status.services)
@@ -34,7 +41,13 @@ runMain(async (args) => {
       for (const line of describe(status)) console.log(line);
       return status.serving ? 0 : 1;
     }
+    case 'build': {
+      const version = await devServerVersion(log);
+      const binaries = await ensureServerBinaries(version, log);
+      console.log(`Temporal server ${version}: ${binaries.server}`);
+      return 0;
+    }
     default:
-      throw new Error(`unknown command "${command}": use start, stop or status`);
+      throw new Error(`unknown command "${command}": use start, stop, status or build`);
   }
 });
