@@ -6,48 +6,31 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import Docker from 'dockerode';
 import { moduleOf, summarizeCpuProfiles } from '../../bench/cpu-profile';
 import { buildStepTimes } from '../../bench/scenarios/environment';
 import { overheadSegments } from '../../bench/scenarios/overhead';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { parseBenchArgs } from '../../bench/args';
-import { connectBench, type BenchContext } from '../../bench/context';
+import type { BenchContext } from '../../bench/context';
 import { renderMarkdown, renderSvg } from '../../bench/report';
 import { SCENARIOS, validateResults } from '../../bench/results';
 import { outputSizes, printCommand } from '../../bench/scenarios/tokens';
 import { median, p95, quantile } from '../../bench/stats';
-import { latencyNote, runSuite } from '../../bench/suite';
+import { latencyNote } from '../../bench/suite';
 import type { OverheadResult } from '../../bench/results';
-import { testPlatform } from '../support/env';
+import { connectTestBench, runSmokeSuite } from '../support/bench';
 
 describe('bench smoke runs (smoke profile)', () => {
   let ctx: BenchContext;
   beforeAll(async () => {
-    const platform = testPlatform();
-    ctx = await connectBench(
-      {
-        address: platform.temporalAddress,
-        namespace: platform.namespace,
-        workflowBundlePath: platform.workflowBundlePath,
-        docker: new Docker(),
-        image: platform.sandboxImage,
-      },
-      () => undefined,
-    );
+    ctx = await connectTestBench();
   });
   afterAll(async () => {
     await ctx.close();
   });
 
   it('runs the scenarios and reports every field, as JSON and as a report', async () => {
-    const { results, failures } = await runSuite(ctx, {
-      profile: 'smoke',
-      scenarios: ['floor', 'overhead', 'history'],
-      temporalDescription: 'the test server',
-      dynamicConfig: {},
-      temporalCli: testPlatform().temporalCli,
-    });
+    const { results, failures } = await runSmokeSuite(ctx, ['floor', 'overhead', 'history'], 'the test server');
     expect(failures).toEqual([]);
     const written = JSON.parse(JSON.stringify(results)) as unknown;
     expect(validateResults(written)).toEqual([]);
@@ -95,13 +78,7 @@ describe('bench smoke runs (smoke profile)', () => {
   }, 180_000);
 
   it('builds a cold environment, times a cached one against the default image, and reports both', async () => {
-    const { results, failures } = await runSuite(ctx, {
-      profile: 'smoke',
-      scenarios: ['environment'],
-      temporalDescription: 'the test server',
-      dynamicConfig: {},
-      temporalCli: testPlatform().temporalCli,
-    });
+    const { results, failures } = await runSmokeSuite(ctx, ['environment'], 'the test server');
     expect(failures).toEqual([]);
     expect(validateResults(JSON.parse(JSON.stringify(results)))).toEqual([]);
     const e = results.environment!;

@@ -5,42 +5,24 @@
  * bench's own server is the cluster too (the stage has no dev server); `npm run bench` runs that
  * side on its dev server.
  */
-import Docker from 'dockerode';
-import { connectBench, type BenchContext } from '../../bench/context';
+import type { BenchContext } from '../../bench/context';
 import { validateResults } from '../../bench/results';
 import { renderMarkdown } from '../../bench/report';
-import { runSuite } from '../../bench/suite';
-import { testPlatform } from '../support/env';
+import { connectTestBench, runSmokeSuite } from '../support/bench';
 
 jest.setTimeout(600_000);
 
 describe('the bench on the cluster (smoke profile)', () => {
   let ctx: BenchContext;
   beforeAll(async () => {
-    const platform = testPlatform();
-    ctx = await connectBench(
-      {
-        address: platform.temporalAddress,
-        namespace: platform.namespace,
-        workflowBundlePath: platform.workflowBundlePath,
-        docker: new Docker(),
-        image: platform.sandboxImage,
-      },
-      () => undefined,
-    );
+    ctx = await connectTestBench();
   });
   afterAll(async () => {
     await ctx.close();
   });
 
   it('runs the same load on one worker and on two brain workers with two hands hosts', async () => {
-    const { results, failures } = await runSuite(ctx, {
-      profile: 'smoke',
-      scenarios: ['cluster'],
-      temporalDescription: 'the cluster',
-      dynamicConfig: {},
-      temporalCli: testPlatform().temporalCli,
-    });
+    const { results, failures } = await runSmokeSuite(ctx, ['cluster'], 'the cluster');
     expect(failures).toEqual([]);
     expect(validateResults(JSON.parse(JSON.stringify(results)))).toEqual([]);
     const c = results.cluster!;

@@ -10,13 +10,12 @@
 import * as path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { AGENT_USER } from '../../activities/hands/sandbox-spec';
-import { containerNameOf } from '../../common/sandbox-names';
 import { rootSpanIdOf, workflowTrace } from '../../common/trace';
 import { freePort } from '../../platform/dev-server';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { ensureJaeger, jaegerTrace, startJaeger, type JaegerSpan, type RunningJaeger } from '../../platform/jaeger';
 import { agentProcessArgs } from '../support/compiled-entries';
+import { inSandbox } from '../support/hands';
 import { waitFor } from '../support/operation-harness';
 import { startTaskHarness, taskResult, taskSessionId, type TaskHarness } from '../support/coding-task';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
@@ -24,14 +23,6 @@ import { startWorkerProcess, type WorkerProcess } from '../support/worker-proces
 jest.setTimeout(900_000);
 
 const execFileAsync = promisify(execFile);
-
-const inContainer = async (session: string, script: string): Promise<string | undefined> =>
-  execFileAsync('docker', ['exec', '-u', AGENT_USER, containerNameOf(session), 'bash', '-c', script], {
-    encoding: 'utf8',
-  }).then(
-    ({ stdout }) => stdout,
-    () => undefined,
-  );
 
 const tag = (span: JaegerSpan, key: string): unknown => span.tags.find((t) => t.key === key)?.value;
 const parentOf = (span: JaegerSpan): string | undefined =>
@@ -82,7 +73,7 @@ describe('traces in Jaeger across a worker SIGKILL', () => {
     const first = startWorker('agent-worker-1');
     const handle = await h.start({ branch: 'agent/traced', specPath: 'SPEC.md', verify: 'npm test' }, taskId);
     await waitFor(
-      async () => (await inContainer(session, 'cat /workspace/.agent/commit-effects.log'))?.includes('words'),
+      async () => (await inSandbox(session, 'cat /workspace/.agent/commit-effects.log'))?.includes('words'),
       'the words feature to reach its commit command',
       300_000,
     );
@@ -95,7 +86,7 @@ describe('traces in Jaeger across a worker SIGKILL', () => {
     );
     await first.kill();
     startWorker('agent-worker-2');
-    await inContainer(session, 'touch /tmp/release-words');
+    await inSandbox(session, 'touch /tmp/release-words');
     const result = await taskResult(handle);
     expect(result.state).toBe('completed');
 

@@ -5,7 +5,6 @@
  * rejects (commits kept, nothing forced), and a feature skipped after K failed attempts.
  * Real Temporal, Docker, local bare remotes, a local HTTP remote that refuses credentials.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as fs from 'node:fs';
@@ -15,7 +14,7 @@ import * as path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { abortUpdate } from '../../common/operation';
-import { containerNameOf } from '../../common/sandbox-names';
+import { inSandbox } from '../support/hands';
 import { waitFor } from '../support/operation-harness';
 import {
   git,
@@ -29,15 +28,6 @@ import {
 jest.setTimeout(600_000);
 
 const execFileAsync = promisify(execFile);
-
-/** Runs a script in the task's sandbox without blocking this process (its workers share the event loop). */
-const inContainer = async (session: string, script: string): Promise<string | undefined> =>
-  execFileAsync('docker', ['exec', '-u', AGENT_USER, containerNameOf(session), 'bash', '-c', script], {
-    encoding: 'utf8',
-  }).then(
-    ({ stdout }) => stdout,
-    () => undefined,
-  );
 
 describe('coding task input and repository faults', () => {
   let h: TaskHarness;
@@ -141,7 +131,7 @@ describe('coding task run faults', () => {
       const handle = await h.start({ branch, specPath: 'SPEC.md', verify: 'npm test' }, taskId);
       const session = taskSessionId(taskId);
       await waitFor(
-        async () => (await inContainer(session, 'cat /workspace/.agent/commit-effects.log'))?.includes('slug'),
+        async () => (await inSandbox(session, 'cat /workspace/.agent/commit-effects.log'))?.includes('slug'),
         'the slug feature to reach its commit',
         300_000,
       );
@@ -165,7 +155,7 @@ describe('coding task run faults', () => {
       );
       await gitAsync(other, 'push', '-q', 'origin', branch);
       const theirs = await gitAsync(other, 'rev-parse', 'HEAD');
-      await inContainer(session, 'touch /tmp/release-slug');
+      await inSandbox(session, 'touch /tmp/release-slug');
 
       const result = await taskResult(handle);
       expect(result.state).toBe('failed');
@@ -191,7 +181,7 @@ describe('coding task run faults', () => {
       const handle = await h.start({ branch: 'agent/aborted', specPath: 'SPEC.md', verify: 'npm test' }, taskId);
       await waitFor(
         async () =>
-          (await inContainer(taskSessionId(taskId), 'cat /workspace/.agent/commit-effects.log'))?.includes('slug'),
+          (await inSandbox(taskSessionId(taskId), 'cat /workspace/.agent/commit-effects.log'))?.includes('slug'),
         'the slug feature to reach its commit',
         300_000,
       );

@@ -5,15 +5,14 @@
  * twice), and the task ends with every feature passing, exactly one commit per feature on the
  * remote and every `passes` set.
  */
-import { AGENT_USER } from '../../activities/hands/sandbox-spec';
-import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { promisify } from 'node:util';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseFeatureList } from '../../common/feature-list';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { volumeNameOf } from '../../common/sandbox-names';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { testPlatform } from '../support/env';
+import { inSandbox } from '../support/hands';
 import { waitFor } from '../support/operation-harness';
 import { agentProcessArgs } from '../support/compiled-entries';
 import {
@@ -26,17 +25,6 @@ import {
 } from '../support/coding-task';
 
 jest.setTimeout(600_000);
-
-const execFileAsync = promisify(execFile);
-
-/** Runs a script in the task's sandbox without blocking this process (its workers share the event loop). */
-const inContainer = async (session: string, script: string): Promise<string | undefined> =>
-  execFileAsync('docker', ['exec', '-u', AGENT_USER, containerNameOf(session), 'bash', '-c', script], {
-    encoding: 'utf8',
-  }).then(
-    ({ stdout }) => stdout,
-    () => undefined,
-  );
 
 describe('codingTask and a killed worker', () => {
   let h: TaskHarness;
@@ -89,14 +77,14 @@ describe('codingTask and a killed worker', () => {
     const first = startWorker(0);
     const handle = await h.start({ branch, specPath: 'SPEC.md', verify: 'npm test' }, taskId);
     await waitFor(
-      async () => (await inContainer(session, 'cat /workspace/.agent/commit-effects.log'))?.includes('words'),
+      async () => (await inSandbox(session, 'cat /workspace/.agent/commit-effects.log'))?.includes('words'),
       'the words feature to reach its commit command',
       300_000,
     );
     first.kill('SIGKILL');
     await new Promise((resolve) => first.once('exit', resolve));
     startWorker(1);
-    await inContainer(session, 'touch /tmp/release-words');
+    await inSandbox(session, 'touch /tmp/release-words');
 
     const result = await taskResult(handle);
     expect(result.state).toBe('completed');

@@ -4,7 +4,11 @@
  * a quick shell in a sandbox.
  */
 import type Docker from 'dockerode';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { AGENT_USER } from '../../activities/hands/sandbox-spec';
+import { containerNameOf } from '../../common/sandbox-names';
 import { dockerClient } from '../../platform/docker-engine';
 import { createSandboxes, type Sandboxes, type SandboxesOptions } from '../../activities/hands/sandboxes';
 import { testPlatform } from './env';
@@ -69,3 +73,17 @@ export function handsFixture(
     },
   };
 }
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * Runs a script in a session's sandbox as the agent, without blocking this process (workers in it
+ * share the event loop): its output, or undefined when it fails (no container yet).
+ */
+export const inSandbox = async (sessionId: string, script: string): Promise<string | undefined> =>
+  execFileAsync('docker', ['exec', '-u', AGENT_USER, containerNameOf(sessionId), 'bash', '-c', script], {
+    encoding: 'utf8',
+  }).then(
+    ({ stdout }) => stdout,
+    () => undefined,
+  );
