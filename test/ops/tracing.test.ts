@@ -4,18 +4,30 @@
  * while the endpoint is down, and — on the real Temporal server, Docker and the scripted model — a
  * session operation with a subagent as spans: the operation's trace, the subagent's span under the
  * operation's, a span per model step and tool call with tokens, tool name, replay policy, attempt
- * and outcome. (The real collector, and a worker SIGKILL, are in test/cluster/traces.test.ts.)
+ * and outcome; a malformed trace header on a start changes nothing but the trace. (The real
+ * collector, and a worker SIGKILL, are in test/cluster/traces.test.ts.)
  */
 import * as http from 'node:http';
+import { Client } from '@temporalio/client';
 import type { AddressInfo } from 'node:net';
+import { operationResult } from '../../client/operation-result';
 import { subagentOperationIdOf } from '../../common/lanes';
 import { totalTokens } from '../../common/model-types';
-import { attemptSpanIdOf, decodeTraceParent, encodeTraceParent, rootSpanIdOf, workflowTrace } from '../../common/trace';
+import { OPERATION_WORKFLOW_TYPE } from '../../common/operation';
+import {
+  attemptSpanIdOf,
+  decodeTraceParent,
+  encodeTraceParent,
+  rootSpanIdOf,
+  TRACE_HEADER,
+  workflowTrace,
+} from '../../common/trace';
 import { OtlpExporter, type ExportSpan } from '../../activities/tracing/otlp';
 import { TRACING_PART } from '../../activities/tracing/settings';
 import { enableTracing } from '../../activities/tracing/spans';
 import { workerSettings } from '../../workers/settings';
 import { conversations } from '../support/conversations';
+import { testPlatform } from '../support/env';
 import { waitFor } from '../support/operation-harness';
 import { startSessionHarness, type SessionHarness } from '../support/session-harness';
 
@@ -331,5 +343,41 @@ describe("an operation's spans on the real server", () => {
     expect(receiver.spans().filter((span) => attr(span, 'temporal.workflow.id') === `session-${sessionId}`)).toEqual(
       [],
     );
+  });
+  it('runs a workflow whose trace header is malformed as one with no parent: its own trace', async () => {
+    s.h.model.setScript(conversations({ 'traced goal: a bad header': [{ text: 'fine' }] }));
+    // A start by hand (or by another program) with a header of the harness's name that is not a traceparent.
+    const client = new Client({
+      connection: s.h.temporal.connection,
+      namespace: testPlatform().namespace,
+      interceptors: {
+        workflow: [
+          {
+            start: (input, next) =>
+              next({
+                ...input,
+                headers: { ...input.headers, [TRACE_HEADER]: { metadata: {}, data: Buffer.from('x') } },
+              }),
+          },
+        ],
+      },
+    });
+    const workflowId = `op-bad-header-${process.pid}`;
+    s.h.removeOnClose(workflowId);
+    const handle = await client.workflow.start(OPERATION_WORKFLOW_TYPE, {
+      taskQueue: s.h.brainQueue,
+      workflowId,
+      args: [{ goal: 'traced goal: a bad header', handsTaskQueue: s.h.handsQueue }],
+    });
+    expect(await operationResult(handle)).toMatchObject({ state: 'completed', finalText: 'fine' });
+    const own = workflowTrace(workflowId, undefined);
+    const spans = await waitFor(() => {
+      const found = receiver.spans().filter((span) => span.traceId === own.traceId);
+      return Promise.resolve(found.some((span) => span.spanId === own.rootSpanId) ? found : undefined);
+    }, "the operation's span in its own trace");
+    expect(spans.find((span) => span.spanId === own.rootSpanId)?.parentSpanId).toBeUndefined();
+    expect(spans.filter((span) => span.name === 'model step').map((span) => span.parentSpanId)).toEqual([
+      own.rootSpanId,
+    ]);
   });
 });

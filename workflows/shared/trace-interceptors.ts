@@ -59,19 +59,19 @@ class TraceInbound implements WorkflowInboundCallsInterceptor {
 
   async execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>): Promise<unknown> {
     const info = workflowInfo();
-    const header = input.headers[TRACE_HEADER];
-    this.state.parent = header ? decodeTraceParent(defaultPayloadConverter.fromPayload(header)) : undefined;
+    this.state.parent = parentOf(input.headers);
     const trace = workflowTrace(info.workflowId, this.state.parent);
     this.state.trace = trace;
+    let result: unknown;
     try {
-      const result = await next(input);
-      endRoot(trace, result, undefined);
-      return result;
+      result = await next(input);
     } catch (err) {
       // The next run reports the span (its start is the chain's, `workflowInfo().startTime`).
       if (!(err instanceof ContinueAsNew)) endRoot(trace, resultCarriedBy(err), err);
       throw err;
     }
+    endRoot(trace, result, undefined);
+    return result;
   }
 }
 
@@ -110,6 +110,17 @@ class TraceOutbound implements WorkflowOutboundCallsInterceptor {
   }
 }
 
+/** The traced parent a start header names; none for a missing or malformed header (a start by hand). */
+function parentOf(headers: Headers): TraceParent | undefined {
+  const header = headers[TRACE_HEADER];
+  if (!header) return undefined;
+  try {
+    return decodeTraceParent(defaultPayloadConverter.fromPayload(header));
+  } catch {
+    return undefined;
+  }
+}
+
 function withParent(headers: Headers, parent: TraceParent): Headers {
   return { ...headers, [TRACE_HEADER]: defaultPayloadConverter.toPayload(encodeTraceParent(parent)) };
 }
@@ -119,7 +130,16 @@ function resultCarriedBy(err: unknown): unknown {
   return err instanceof ApplicationFailure ? err.details?.[0] : undefined;
 }
 
+/** Reports the root span; whatever goes wrong here, the workflow's own outcome stays as it is. */
 function endRoot(trace: WorkflowTrace, result: unknown, err: unknown): void {
+  try {
+    reportRoot(trace, result, err);
+  } catch {
+    // A span not reported: nothing the workflow did changes.
+  }
+}
+
+function reportRoot(trace: WorkflowTrace, result: unknown, err: unknown): void {
   const info = workflowInfo();
   const isTask = info.workflowType === CODING_TASK_WORKFLOW_TYPE;
   const attributes: Record<string, SpanAttribute> = {
