@@ -52,7 +52,11 @@ describe('traces in Jaeger across a worker SIGKILL', () => {
   beforeAll(async () => {
     const binary = await ensureJaeger(undefined, (line) => console.log(line));
     h = await startTaskHarness({ holdBeforeCommit: 'words' }, { workers: 'none' });
-    const ports = { otlp: await freePort(), query: await freePort(), queryGrpc: await freePort() };
+    // Three different free ports (two calls may name the same one: each is free only on its own).
+    const picked = new Set<number>();
+    while (picked.size < 3) picked.add(await freePort());
+    const [otlp, query, queryGrpc] = [...picked] as [number, number, number];
+    const ports = { otlp, query, queryGrpc };
     jaeger = await startJaeger(binary, ports, { dir: path.join(h.dir, 'jaeger') });
   }, 900_000);
 
