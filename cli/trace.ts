@@ -6,7 +6,7 @@
  * its parent's trace (a task's, a subagent's) is found by its `temporal.workflow.id` tag instead.
  */
 import { workflowTrace } from '../common/trace';
-import type { JaegerSpan } from '../platform/jaeger';
+import { jaegerTrace, type JaegerSpan } from '../platform/jaeger';
 import { formatTokens } from './follow';
 
 /** A span as `--json` prints it. */
@@ -66,29 +66,18 @@ async function jsonOf<T>(url: string): Promise<T> {
   return (await response.json()) as T;
 }
 
-interface JaegerTrace {
-  spans: JaegerSpan[];
-  processes: Record<string, { serviceName: string }>;
-}
-
 /** One trace's spans, in start order; none when Jaeger does not hold it. */
 async function traceById(url: string, traceId: string): Promise<TraceSpan[]> {
-  const response = await fetch(`${url}/api/traces/${traceId}`);
-  if (response.status === 404) return [];
-  if (!response.ok) throw new Error(`HTTP ${response.status} for trace ${traceId}`);
-  const body = (await response.json()) as { data: JaegerTrace[] | null };
-  return (body.data ?? [])
-    .flatMap((trace) => trace.spans.map((span) => spanOf(span, trace.processes)))
-    .sort((a, b) => a.start - b.start);
+  return (await jaegerTrace(url, traceId)).map(spanOf).sort((a, b) => a.start - b.start);
 }
 
-function spanOf(span: JaegerSpan, processes: JaegerTrace['processes']): TraceSpan {
+function spanOf(span: JaegerSpan): TraceSpan {
   const parent = span.references.find((r) => r.refType === 'CHILD_OF')?.spanID;
   return {
     spanId: span.spanID,
     ...(parent ? { parentSpanId: parent } : {}),
     name: span.operationName,
-    service: processes[span.processID]?.serviceName ?? span.processID,
+    service: span.service,
     start: Math.round(span.startTime / 1000),
     durationMs: Math.round(span.duration / 1000),
     attributes: Object.fromEntries(span.tags.map((tag) => [tag.key, tag.value])),

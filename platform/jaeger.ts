@@ -168,7 +168,7 @@ export async function startJaeger(
   }
 }
 
-/** A span as Jaeger's query API returns it (`GET /api/traces/<trace id>`). */
+/** A span as Jaeger's query API returns it (`GET /api/traces/<trace id>`), with its process's service. */
 export interface JaegerSpan {
   traceID: string;
   spanID: string;
@@ -178,6 +178,8 @@ export interface JaegerSpan {
   duration: number;
   tags: Array<{ key: string; type: string; value: unknown }>;
   processID: string;
+  /** The `service.name` of the process that sent it (from the trace's `processes`). */
+  service: string;
   warnings?: string[] | null;
 }
 
@@ -186,6 +188,10 @@ export async function jaegerTrace(queryUrl: string, traceId: string): Promise<Ja
   const response = await fetch(`${queryUrl}/api/traces/${traceId}`);
   if (response.status === 404) return [];
   if (!response.ok) throw new PlatformError(`Jaeger answered ${response.status} for trace ${traceId}`);
-  const body = (await response.json()) as { data?: Array<{ spans: JaegerSpan[] }> };
-  return (body.data ?? []).flatMap((trace) => trace.spans);
+  const body = (await response.json()) as {
+    data?: Array<{ spans: Omit<JaegerSpan, 'service'>[]; processes: Record<string, { serviceName: string }> }> | null;
+  };
+  return (body.data ?? []).flatMap((trace) =>
+    trace.spans.map((span) => ({ ...span, service: trace.processes[span.processID]?.serviceName ?? span.processID })),
+  );
 }
