@@ -55,7 +55,7 @@ describe('bad Updates', () => {
     ended.set('aborted', { handle: aborted, result: await operationResult(aborted) });
     running = await h.start({ goal: 'keep running until released' });
     await waitFor(async () => (await running.query(statusQuery)).phase === 'tools', 'the running case to run its tool');
-  }, 300_000);
+  });
   afterAll(async () => {
     restoreEnv();
     await h?.close();

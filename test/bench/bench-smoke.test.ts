@@ -74,8 +74,9 @@ describe('bench smoke runs (smoke profile)', () => {
     const svg = renderSvg(results);
     expect(svg.startsWith('<svg')).toBe(true);
     expect(svg).toContain('Overhead: ms per step');
-    // The durable harness runs in a worker process of its own, which takes a while to start on a busy machine.
-  }, 180_000);
+    // The durable harness runs in worker processes of its own (one per variant), which take a while to
+    // start on a busy machine: about a minute here, three times that on a slower machine of the same kind.
+  }, 600_000);
 
   it('builds a cold environment, times a cached one against the default image, and reports both', async () => {
     const { results, failures } = await runSmokeSuite(ctx, ['environment'], 'the test server');
@@ -101,7 +102,7 @@ describe('bench smoke runs (smoke profile)', () => {
     expect(markdown).toContain('## 7. Environments');
     expect(markdown).toContain(e.warmImage);
     expect(renderSvg(results)).toContain('Environment: start');
-  }, 300_000);
+  }, 600_000);
 });
 
 describe('bench helpers', () => {

@@ -24,8 +24,6 @@ import { removeSandboxes } from '../support/hands';
 import { testPlatform } from '../support/env';
 import { startOperationHarness, waitFor, type OperationHarness } from '../support/operation-harness';
 
-jest.setTimeout(300_000);
-
 /** A command in the operation's sandbox, as the agent (uid 1000). */
 const sh = (sessionId: string, script: string): string =>
   execFileSync('docker', ['exec', '-u', '1000', containerNameOf(sessionId), 'bash', '-c', script], {

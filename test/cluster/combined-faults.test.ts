@@ -171,7 +171,7 @@ describe('faults at cluster scale: brain and hands workers, a hands host and the
       },
     );
     engineB = await ensureExtraDockerEngine('hands-b', { images: [testPlatform().sandboxImage] });
-  }, 300_000);
+  });
 
   /** Every sandbox the test may have made, on either host. */
   const sandboxesMade = (): string[] => [...sessionIds, taskSessionId(`combined-task-${id}`)];

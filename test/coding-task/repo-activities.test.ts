@@ -13,8 +13,6 @@ import type { RepoActivities } from '../../common/repo';
 import { handsFixture, type HandsFixture } from '../support/hands';
 import { git, makeTextkitRemote, type TestRemote } from '../support/coding-task';
 
-jest.setTimeout(300_000);
-
 const FEATURES: Feature[] = [
   { id: 'slug', category: 'command', description: 'slug', steps: [], verify: 'true', passes: false },
 ];

@@ -12,8 +12,6 @@ import type { OperationResult } from '../../common/operation';
 import { git, startTaskHarness, taskResult, type TaskHarness } from '../support/coding-task';
 import { fetchCommand, hostAddress, NPM_PROJECT, startStandIn, type StandInServer } from '../support/egress';
 
-jest.setTimeout(300_000);
-
 const TOKEN = `reg-${randomUUID()}`;
 // The hands worker of this file reads its secret store from the environment when it starts.
 process.env.AGENT_SECRET_REG_TOKEN = TOKEN;

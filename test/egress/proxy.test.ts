@@ -90,7 +90,7 @@ describe('egress proxy (real Docker, real proxy process)', () => {
       "[egress refused: egress to registry.npmjs.org is not allowed by this task's policy (none): no host is allowed]",
     );
     expect(refused.egress).toMatchObject({ allowed: 0, hosts: { 'registry.npmjs.org': { allowed: 0 } } });
-  }, 180_000);
+  });
 
   it('an allow-list reaches the allowed host only; loopback, link-local and the proxy itself are refused', async () => {
     const result = await call(
@@ -130,7 +130,7 @@ describe('egress proxy (real Docker, real proxy process)', () => {
     expect(out[3]).toBe('HTTP/1.1 400 Bad Request');
     expect(allowed.seen).toEqual(['GET /ok']);
     expect(local.egress).toMatchObject({ allowed: 0, denied: 4, hosts: { '(the egress proxy)': { denied: 3 } } });
-  }, 120_000);
+  });
 
   it('the proxy adds a private registry token from the host store; the red team finds it nowhere in the sandbox', async () => {
     const entry = `${ip}:${registry.port}`;
@@ -175,7 +175,7 @@ describe('egress proxy (real Docker, real proxy process)', () => {
     );
     expect(sweep.content).toBe('swept\n[exit code 0]');
     expect(JSON.stringify([fetched, tunnel, redTeam, sweep])).not.toContain(TOKEN);
-  }, 120_000);
+  });
 
   it('a credential naming a secret the store does not hold fails the call, naming it, without running it', async () => {
     const entry = `${ip}:${registry.port}`;
@@ -221,5 +221,5 @@ describe('egress proxy (real Docker, real proxy process)', () => {
     const again = await call(fetchCommand(`http://${ip}:${allowed.port}/after`), policy);
     expect(again.content.split('\n')[0]).toBe('200 allowed-host');
     expect(egress.proxyPid).not.toBe(pid);
-  }, 120_000);
+  });
 });

@@ -59,7 +59,7 @@ describe('hands routing across two hosts (real Temporal, Docker and scripted mod
     h = await startOperationHarness();
     sharedQueue = `hands-shared-${randomUUID().slice(0, 8)}`;
     engineB = await ensureExtraDockerEngine('hands-b', { images: [testPlatform().sandboxImage] });
-  }, 180_000);
+  });
   afterAll(async () => {
     for (const host of hosts) await host.stop();
     await removeSandboxes(sessions, 'hosta-', defaultEngine);

@@ -27,8 +27,6 @@ import { dockerClient } from '../../platform/docker-engine';
 import { testPlatform } from '../support/env';
 import { handsFixture, type HandsFixture } from '../support/hands';
 
-jest.setTimeout(180_000);
-
 /** Every file and symbolic link of the workspace but node_modules: path, then a digest of its bytes or its target. */
 const MANIFEST = `cd /workspace && find . -path ./node_modules -prune -o \\( -type f -o -type l \\) -print0 | sort -z |
   while IFS= read -r -d '' f; do

@@ -24,8 +24,6 @@ import { testPlatform } from '../support/env';
 import { startOperationHarness } from '../support/operation-harness';
 import { startSessionHarnessOn, type SessionHarness } from '../support/session-harness';
 
-jest.setTimeout(300_000);
-
 /**
  * Every file and symbolic link of /workspace: path and a digest of its bytes (or its target); without
  * node_modules (left out of checkpoints) and the tool outputs the harness saves (each tool call adds one).

@@ -182,5 +182,5 @@ describe("a lane's context across operations, compactions and clear batches", ()
     expect(cold.results.map((r) => r.state)).toEqual(['completed', 'completed', 'completed']);
     expect(s.h.cache.stats.rebuilds).toBeGreaterThanOrEqual(rebuildsBefore + 3);
     expect(cold.requests.map((r) => r.rawBody)).toEqual(warm.requests.map((r) => r.rawBody));
-  }, 300_000);
+  });
 });

@@ -24,6 +24,17 @@ class SummaryReporter {
       failedSuites: results.testResults
         .filter((suite) => suite.numFailingTests > 0 || suite.testExecError)
         .map((suite) => path.relative(this.rootDir, suite.testFilePath)),
+      // Timeouts are set for machines several times slower than a developer's; these say how close a run came.
+      slowestTests: results.testResults
+        .flatMap((suite) =>
+          suite.testResults.map((test) => ({
+            file: path.relative(this.rootDir, suite.testFilePath),
+            title: test.fullName,
+            durationMs: test.duration ?? 0,
+          })),
+        )
+        .sort((a, b) => b.durationMs - a.durationMs)
+        .slice(0, 8),
     };
     fs.writeFileSync(path.join(this.rootDir, this.outputFile), JSON.stringify(summary, null, 2));
   }
