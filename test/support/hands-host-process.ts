@@ -50,7 +50,7 @@ export async function spawnHandsHost(options: {
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`hands host ${options.host} did not start:\n${output}`)),
-      options.readyTimeoutMs ?? 60_000,
+      options.readyTimeoutMs ?? 180_000,
     );
     const onData = (chunk: Buffer) => {
       output += chunk.toString();

@@ -127,11 +127,14 @@ export async function startOperationHarness(
   };
 }
 
-/** Polls `check` until it returns a value; for waiting on observable state, never on time. */
+/**
+ * Polls `check` until it returns a value; for waiting on observable state, never on time. The limit
+ * only ends a hang: what takes 20 s here takes a minute on the slowest machine of the kind.
+ */
 export async function waitFor<T>(
   check: () => Promise<T | undefined | false>,
   what: string,
-  timeoutMs = 60_000,
+  timeoutMs = 180_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
