@@ -85,8 +85,12 @@ export interface ScriptedTurn {
   hold?: { afterDeltas: number; until: Promise<unknown> };
   /** Checks the request before answering; throw (e.g. a jest `expect`) to mark the run off-script. */
   expect?: (request: ScriptedRequest) => void;
-  /** Computes the answer from the request (e.g. from the last tool result); its result is the turn. */
-  respond?: (request: ScriptedRequest) => ScriptedTurn;
+  /**
+   * Computes the answer from the request (e.g. from the last tool result); its result is the turn.
+   * A test that acts before answering (kills a container, say) returns a promise: the server runs
+   * in the test's process beside its worker, whose heartbeats a blocking call would hold up.
+   */
+  respond?: (request: ScriptedRequest) => ScriptedTurn | Promise<ScriptedTurn>;
 }
 
 export type ScriptFunction = (request: ScriptedRequest) => ScriptedTurn | undefined;

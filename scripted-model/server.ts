@@ -302,7 +302,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
       record.turnIndex = turnIndex;
       turn.expect?.(context);
       if (turn.respond) {
-        const { respond: _nested, expect: _check, ...computed } = turn.respond(context);
+        const { respond: _nested, expect: _check, ...computed } = await turn.respond(context);
         turn = { label: turn.label, ...computed };
       }
     } catch (error) {

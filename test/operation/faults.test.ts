@@ -131,7 +131,7 @@ describe('faults during an operation', () => {
         async () => (tryExec(container, 'pgrep -f "sleep 60[0]" || true') ?? '').trim() !== '',
         'the command to run',
       );
-      execFileSync('docker', ['kill', container]);
+      await docker.getContainer(container).kill();
       const result = await operationResult(handle);
       expect(result.state).toBe('completed');
       const requests = h.model.requests.filter((r) => r.status === 200);

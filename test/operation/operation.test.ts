@@ -13,6 +13,7 @@ import type { RecordedRequest } from '../../scripted-model/server';
 import { testPlatform } from '../support/env';
 import { OperationHarness, startOperationHarness, waitFor } from '../support/operation-harness';
 import { containerNameOf } from '../../common/sandbox-names';
+import { dockerClient } from '../../platform/docker-engine';
 
 const CALCULATOR = path.join(PROJECT_ROOT, 'examples', 'calculator');
 
@@ -204,8 +205,8 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
     h.model.setScript([
       { toolCalls: [{ name: 'write_file', input: { path: 'notes.txt', content: 'kept across containers\n' } }] },
       {
-        respond: () => {
-          execFileSync('docker', ['kill', sessionContainer]);
+        respond: async () => {
+          await dockerClient().getContainer(sessionContainer).kill();
           return { toolCalls: [{ name: 'read_file', input: { path: 'notes.txt' } }] };
         },
       },
