@@ -14,6 +14,7 @@ import { codingTaskResult } from '../client/task-result';
 import {
   CODING_TASK_WORKFLOW_TYPE,
   defaultTaskBranch,
+  taskRepoLabel,
   parseCodingTaskInput,
   taskStatusQuery,
   type CodingTaskInput,
@@ -58,7 +59,7 @@ export function taskInput(task: TaskSpecArgs, handsQueue: string): CodingTaskInp
 }
 
 export function repoLabel(input: CodingTaskInput): string {
-  return input.repo.kind === 'local' ? input.repo.path : input.repo.url;
+  return taskRepoLabel(input.repo);
 }
 
 export async function taskStart(command: TaskStartCommand): Promise<number> {

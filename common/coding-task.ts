@@ -13,6 +13,7 @@ import { APPROVAL_TIMEOUT_DEFAULT_MS, APPROVAL_TIMEOUT_MAX_MS, type WaitingAppro
 import { onExceededSchema } from './budget';
 import { egressPolicySchema } from './egress';
 import { environmentInputSchema, type PreparedEnvironment } from './environment';
+import { forgeNameSchema, repositoryNameSchema } from './forge';
 import { hooksSchema } from './hooks';
 import type { FeatureListViolation } from './feature-list';
 import { mcpServersSchema } from './mcp';
@@ -66,9 +67,29 @@ export const taskRepoSchema = z.discriminatedUnion('kind', [
       ),
     ref: z.string().min(1).max(200).optional(),
   }),
+  z.strictObject({
+    /** A repository on a forge of the worker's `AGENT_FORGES`: cloned and pushed with the forge's token. */
+    kind: z.literal('forge'),
+    forge: forgeNameSchema,
+    repository: repositoryNameSchema,
+  }),
 ]);
 
 export type TaskRepo = z.output<typeof taskRepoSchema>;
+
+/** The repository as a person reads it: a path, a URL, or `<forge>:<owner>/<name>`. */
+export function taskRepoLabel(repo: TaskRepo): string {
+  if (repo.kind === 'local') return repo.path;
+  if (repo.kind === 'git') return repo.url;
+  return `${repo.forge}:${repo.repository}`;
+}
+
+/** The key of the repository's dependency cache (`local:<path>`, `git:<url>`, `forge:<forge>/<owner>/<name>`). */
+export function taskRepoCacheKey(repo: TaskRepo): string {
+  if (repo.kind === 'local') return `local:${repo.path}`;
+  if (repo.kind === 'git') return `git:${repo.url}`;
+  return `forge:${repo.forge}/${repo.repository}`;
+}
 
 export const codingTaskBudgetSchema = z.strictObject({
   /** Features this run works on (each until it passes or is skipped); the next run goes on. */
@@ -90,50 +111,118 @@ export const codingTaskBudgetSchema = z.strictObject({
   onExceeded: onExceededSchema,
 });
 
+/**
+ * A pull request the task opens (or updates in place) for its branch at the end of every run, with
+ * the morning report as its body; a workflow then looks after it (`common/pull-request.ts`). Only
+ * for a repository on a forge (`repo.kind: "forge"`), where it is on by default.
+ */
+export const taskPullRequestSchema = z.strictObject({
+  /** Open it as a draft (default); a later run never changes what a person made of it. */
+  draft: z.boolean().default(true),
+  /** The branch to merge into; default: the repository's default branch. */
+  base: z.string().refine(isBranchName, 'must be a valid git branch name').optional(),
+  /** Its title; default: from the issue, the specification or the branch. */
+  title: z.string().trim().min(1).max(200).optional(),
+  /** The issue it resolves (linked with `Fixes #n` in its body). */
+  issue: z.int().positive().optional(),
+  /** Start the workflow that answers its reviews and failing checks (default true). */
+  loop: z.boolean().default(true),
+  /** Rounds the loop may spend on failing checks (default 3). */
+  maxFixRounds: z.int().min(0).max(100).default(3),
+  /** How often the loop reads the pull request when no webhook wakes it (default 5 min). */
+  pollIntervalMs: z.int().min(1_000).max(86_400_000).default(300_000),
+});
+export type TaskPullRequest = z.output<typeof taskPullRequestSchema>;
+
+/** A comment the revision answers (a review's line comment, a review's body or a conversation comment). */
+export const revisionCommentSchema = z.strictObject({
+  id: z.int().positive(),
+  /** `review-comment` (a line), `review` (a review's body), `comment` (the conversation). */
+  kind: z.enum(['review-comment', 'review', 'comment']),
+  author: z.string().min(1).max(200),
+  body: z.string().max(20_000),
+  path: z.string().max(1_000).optional(),
+  line: z.int().min(0).optional(),
+  diffHunk: z.string().max(4_000).optional(),
+});
+export type RevisionComment = z.output<typeof revisionCommentSchema>;
+
+/**
+ * A review round instead of a night's features: one operation (attempted up to
+ * `budget.maxAttemptsPerFeature` times) on the existing branch with these instructions, verified by
+ * the task's `verify`, one commit pushed to the same branch, and per comment a reply the agent wrote
+ * in `.agent/pr-replies.json`.
+ */
+export const taskRevisionSchema = z.strictObject({
+  /** `review` (comments to address), `checks` (failing checks to fix), `command` (an `/agent` request). */
+  kind: z.enum(['review', 'checks', 'command']),
+  /** What to do, for the goal (the comments are listed after it). */
+  instructions: z.string().trim().min(1).max(100_000),
+  comments: z.array(revisionCommentSchema).max(200).default([]),
+  /** The pull request the round is for. */
+  pullRequest: z.int().positive().optional(),
+});
+export type TaskRevision = z.output<typeof taskRevisionSchema>;
+
+/** The fields of a coding task's input (the schema below adds the checks between them). */
+export const codingTaskFields = {
+  repo: taskRepoSchema,
+  /** The branch the run works on and pushes; default `agent/<task id>`. */
+  branch: z.string().refine(isBranchName, 'must be a valid git branch name').optional(),
+  /** The specification the initializer expands into a feature list (or `specPath`). */
+  spec: z.string().trim().min(1, 'must be a non-empty string').max(200_000).optional(),
+  /** A file in the repository holding the specification. */
+  specPath: relativeRepoPath.optional(),
+  /** The regression check run in the sandbox after every feature (e.g. `npm test`). */
+  verify: z.string().trim().min(1, 'must be a non-empty shell command').optional(),
+  /** Time limit of one verification command. */
+  verifyTimeoutMs: z.int().min(1_000).max(3_600_000).default(600_000),
+  budget: codingTaskBudgetSchema.default({ maxTurnsPerFeature: 50, maxAttemptsPerFeature: 3 }),
+  /** Model of every operation; defaults to the brain worker's. */
+  model: z.string().min(1).optional(),
+  /** Task queue of the hands worker that owns the Docker host (sandbox and host-side git). */
+  handsTaskQueue: z.string().min(1).optional(),
+  /** MCP servers every operation of the task may call (`common/mcp.ts`), run by the brain worker. */
+  mcpServers: mcpServersSchema.optional(),
+  /**
+   * What the sandbox may reach (`common/egress.ts`); default `registries`: the package registries
+   * the hands host is configured to use, so `init.sh` can install dependencies.
+   */
+  egress: egressPolicySchema.default('registries'),
+  /**
+   * What the sandbox runs in (`common/environment.ts`); without it, the repository's
+   * devcontainer.json, else detection from its files (`pyproject.toml`, `go.mod`, …).
+   */
+  environment: environmentInputSchema.optional(),
+  /** How long a spent budget (`budget.onExceeded: "ask"`) waits for `agent approve` before the run ends. */
+  approvalTimeoutMs: z.int().min(1_000).max(APPROVAL_TIMEOUT_MAX_MS).default(APPROVAL_TIMEOUT_DEFAULT_MS),
+  /** When the task calls itself stuck on an activity it waits for (`common/stuck.ts`); every operation gets them too. */
+  stuck: stuckLimitsSchema.prefault({}),
+  /**
+   * Hooks every operation of the task runs (`common/hooks.ts`), before the repository's own where
+   * the hands worker allows those. A `Stop` hook running the verification keeps the agent at a
+   * feature until it passes (docs/hooks.md).
+   */
+  hooks: hooksSchema.optional(),
+  /** The pull request of the branch (`repo.kind: "forge"` only; opened by default there). */
+  pullRequest: taskPullRequestSchema.optional(),
+  /** A review round on the existing branch instead of a night's features. */
+  revision: taskRevisionSchema.optional(),
+};
+
 export const codingTaskInputSchema = z
-  .strictObject({
-    repo: taskRepoSchema,
-    /** The branch the run works on and pushes; default `agent/<task id>`. */
-    branch: z.string().refine(isBranchName, 'must be a valid git branch name').optional(),
-    /** The specification the initializer expands into a feature list (or `specPath`). */
-    spec: z.string().trim().min(1, 'must be a non-empty string').max(200_000).optional(),
-    /** A file in the repository holding the specification. */
-    specPath: relativeRepoPath.optional(),
-    /** The regression check run in the sandbox after every feature (e.g. `npm test`). */
-    verify: z.string().trim().min(1, 'must be a non-empty shell command').optional(),
-    /** Time limit of one verification command. */
-    verifyTimeoutMs: z.int().min(1_000).max(3_600_000).default(600_000),
-    budget: codingTaskBudgetSchema.default({ maxTurnsPerFeature: 50, maxAttemptsPerFeature: 3 }),
-    /** Model of every operation; defaults to the brain worker's. */
-    model: z.string().min(1).optional(),
-    /** Task queue of the hands worker that owns the Docker host (sandbox and host-side git). */
-    handsTaskQueue: z.string().min(1).optional(),
-    /** MCP servers every operation of the task may call (`common/mcp.ts`), run by the brain worker. */
-    mcpServers: mcpServersSchema.optional(),
-    /**
-     * What the sandbox may reach (`common/egress.ts`); default `registries`: the package registries
-     * the hands host is configured to use, so `init.sh` can install dependencies.
-     */
-    egress: egressPolicySchema.default('registries'),
-    /**
-     * What the sandbox runs in (`common/environment.ts`); without it, the repository's
-     * devcontainer.json, else detection from its files (`pyproject.toml`, `go.mod`, …).
-     */
-    environment: environmentInputSchema.optional(),
-    /** How long a spent budget (`budget.onExceeded: "ask"`) waits for `agent approve` before the run ends. */
-    approvalTimeoutMs: z.int().min(1_000).max(APPROVAL_TIMEOUT_MAX_MS).default(APPROVAL_TIMEOUT_DEFAULT_MS),
-    /** When the task calls itself stuck on an activity it waits for (`common/stuck.ts`); every operation gets them too. */
-    stuck: stuckLimitsSchema.prefault({}),
-    /**
-     * Hooks every operation of the task runs (`common/hooks.ts`), before the repository's own where
-     * the hands worker allows those. A `Stop` hook running the verification keeps the agent at a
-     * feature until it passes (docs/hooks.md).
-     */
-    hooks: hooksSchema.optional(),
-  })
+  .strictObject(codingTaskFields)
   .refine((input) => !(input.spec !== undefined && input.specPath !== undefined), {
     message: 'give one of spec or specPath, not both',
     path: ['specPath'],
+  })
+  .refine((input) => input.pullRequest === undefined || input.repo.kind === 'forge', {
+    message: 'a pull request needs a repository on a forge (repo.kind "forge")',
+    path: ['pullRequest'],
+  })
+  .refine((input) => input.revision === undefined || input.branch !== undefined, {
+    message: 'a revision works on an existing branch: give branch',
+    path: ['revision'],
   });
 
 export type CodingTaskInput = z.input<typeof codingTaskInputSchema>;
@@ -199,7 +288,7 @@ export interface IntegrityNote {
 /** One operation the task ran, as the task's ledger records it. */
 export interface LedgerEntry {
   operationId: string;
-  kind: 'initializer' | 'feature';
+  kind: 'initializer' | 'feature' | 'revision';
   featureId?: string;
   attempt?: number;
   state: 'completed' | 'failed' | 'aborted';
@@ -245,6 +334,42 @@ export interface TaskReportData {
   hostRepository?: string;
   /** The workspace's environment: where it came from, its image and toolchains. */
   environment?: PreparedEnvironment;
+  /** The branch's pull request, opened or updated at the end of the run. */
+  pullRequest?: TaskPullRequestOutcome;
+  /** A review round's outcome (`revision` in the input). */
+  revision?: RevisionOutcome;
+}
+
+export interface TaskPullRequestOutcome {
+  number?: number;
+  url?: string;
+  /** `created`, `updated`, `closed-before` (a person closed the branch's pull request: none opened), `not opened` (with `reason`). */
+  outcome: 'created' | 'updated' | 'closed-before' | 'not opened';
+  reason?: string;
+  /** The workflow that looks after it. */
+  loopId?: string;
+}
+
+/** What the agent said of one comment, from `.agent/pr-replies.json`. */
+export interface CommentReply {
+  commentId: number;
+  addressed: boolean;
+  reply: string;
+}
+
+export interface RevisionOutcome {
+  kind: TaskRevision['kind'];
+  /** The commit pushed to the branch (none: nothing was accepted). */
+  commit?: string;
+  /** The verification passed (or the task has none). */
+  verified: boolean;
+  /** Why the round's work was not accepted. */
+  failure?: string;
+  attempts: number;
+  /** A reply per comment the revision was given (the agent's, or the harness's when it wrote none). */
+  replies: CommentReply[];
+  /** The agent's closing summary, cut to a few KiB. */
+  summary: string;
 }
 
 export interface CodingTaskResult extends TaskReportData {

@@ -195,6 +195,8 @@ export const REPO_FAILURE_TYPES = {
   specNotFound: 'SpecNotFound',
   /** The workspace is not in a state the harness can work with. Not retryable. */
   workspace: 'WorkspaceBroken',
+  /** A push to the default branch or a protected one of a forge repository. Not retryable. */
+  unsafeBranch: 'UnsafeBranch',
   /** Any other git failure (network, a busy remote). Retryable. */
   git: 'GitFailed',
 } as const;
@@ -207,4 +209,5 @@ export const REPO_NON_RETRYABLE_FAILURE_TYPES: readonly RepoFailureType[] = [
   REPO_FAILURE_TYPES.refNotFound,
   REPO_FAILURE_TYPES.specNotFound,
   REPO_FAILURE_TYPES.workspace,
+  REPO_FAILURE_TYPES.unsafeBranch,
 ];

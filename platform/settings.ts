@@ -163,6 +163,24 @@ export function clusterSettings(env: Environment = process.env): {
   return readPart('Temporal cluster', CLUSTER_PART, env);
 }
 
+/** The local Gitea of `npm run forge` (`platform/gitea.ts`). */
+export const FORGE_SERVER_PART = settingsPart({
+  title: 'Local forge',
+  intro:
+    'The Gitea of `npm run forge` (`platform/gitea.ts`; built under `<AGENT_TOOLS_DIR>/gitea/<version>/`, its data under `<AGENT_DATA_DIR>/forge/`), for trying pull requests on this machine ([Pull requests](pull-requests.md)).',
+  variables: {
+    port: variable(
+      'AGENT_FORGE_PORT',
+      { description: "the local Gitea's HTTP port (127.0.0.1 only)", default: '`3000`', values: 'a port (1–65535)' },
+      port(3000),
+    ),
+  },
+});
+
+export function forgeServerSettings(env: Environment = process.env): { port: number } {
+  return readPart('local forge', FORGE_SERVER_PART, env);
+}
+
 /** `TEMPORAL_CLI`, when set. */
 export function temporalCliPath(env: Environment = process.env): string | undefined {
   return readPart('local server', LOCAL_SERVER_PART, env).cli;
@@ -364,6 +382,7 @@ export const PLATFORM_RUNTIME: RuntimeSettings = {
     PATHS_PART,
     LOCAL_SERVER_PART,
     CLUSTER_PART,
+    FORGE_SERVER_PART,
     SANDBOX_IMAGE_PART,
     SANDBOX_TOOLS_PART,
     DOCKER_PART,

@@ -53,6 +53,7 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
         modelSettings: brain.model,
         mcp: brain.mcp,
         secrets: brain.secrets,
+        forges: settings.forges,
         cache: options.cache,
         settings: brain.tuning,
         // A prebuilt bundle (tests, benchmark) saves bundling at every start.
@@ -81,6 +82,7 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
         gitAuthor: hands.repo.author,
         hooks: hands.hooks,
         secrets: hands.secrets,
+        forges: settings.forges,
         hostEnv: hands.hostEnv,
       })),
     );

@@ -8,6 +8,7 @@
 import * as path from 'node:path';
 import type { LogLevel } from '@temporalio/worker';
 import { CRASH_POINTS_PART, type CrashPointSettings } from '../activities/crash-points';
+import { FORGES_PART, readForges, type Forges } from '../activities/forge/settings';
 import { EGRESS_PART } from '../activities/egress/egress-host';
 import { handsPart, readHandsSettings, type HandsSettings } from '../activities/hands/settings';
 import { HOOKS_PART, readHookHostSettings, type HookHostSettings } from '../activities/hooks/settings';
@@ -105,6 +106,7 @@ const common = () => ({
   process: WORKER_PROCESS_PART,
   tracing: TRACING_PART,
   crashPoints: CRASH_POINTS_PART,
+  forges: FORGES_PART,
 });
 const brainParts = () => ({
   tuning: BRAIN_WORKER_PART,
@@ -158,6 +160,8 @@ export interface WorkerSettings {
   /** The OTLP endpoint spans go to (`OTEL_EXPORTER_OTLP_ENDPOINT`; none: no spans). */
   tracing?: TracingSettings;
   crashPoints: CrashPointSettings;
+  /** The forges of `AGENT_FORGES` (brain: the forge activities; hands: cloning and pushing forge repositories). */
+  forges: Forges;
   /** For `brain` and `dev`. */
   brain?: BrainRuntime;
   /** For `hands` and `dev`. */
@@ -175,7 +179,7 @@ export function workerSettings(role: WorkerRole, env: Environment = process.env)
   const problems = [base, brain, hands].flatMap((reading) => (reading && !reading.ok ? reading.problems : []));
   if (problems.length || !base.ok || (brain && !brain.ok) || (hands && !hands.ok))
     throw new SettingsError(`${role} worker`, [...new Set(problems)]);
-  const { temporal, queues, process: proc, tracing, crashPoints } = base.value;
+  const { temporal, queues, process: proc, tracing, crashPoints, forges } = base.value;
   const settings: WorkerSettings = {
     temporal,
     queues,
@@ -183,6 +187,7 @@ export function workerSettings(role: WorkerRole, env: Environment = process.env)
     ...(proc.metricsAddress ? { metricsAddress: proc.metricsAddress } : {}),
     ...(tracing ? { tracing } : {}),
     crashPoints,
+    forges,
   };
   if (brain) {
     const { tuning, code, model, mcp, secrets } = brain.value;
@@ -257,6 +262,10 @@ export function hostEnvironment(): Environment {
 
 export function workerLogLevel(): LogLevel {
   return readPart('worker', WORKER_PROCESS_PART, process.env).logLevel;
+}
+
+export function forgesFromEnv(): Forges {
+  return readForges(process.env);
 }
 
 export function crashPointsFromEnv(): CrashPointSettings {

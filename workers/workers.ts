@@ -26,6 +26,8 @@ import { createHealthActivities } from '../activities/health';
 import { createHooksActivities } from '../activities/hooks/activities';
 import type { HookHostSettings } from '../activities/hooks/settings';
 import { createMcpActivities } from '../activities/mcp/activities';
+import { createForgeActivities } from '../activities/forge/activities';
+import type { Forges } from '../activities/forge/settings';
 import type { McpHostSettings } from '../activities/mcp/settings';
 import type { SecretStore } from '../activities/secrets/store';
 import { createOpsActivities } from '../activities/ops/probe';
@@ -51,6 +53,7 @@ import type { BrainWorkerSettings } from './worker-settings';
 import {
   brainTuningFromEnv,
   crashPointsFromEnv,
+  forgesFromEnv,
   handsSettingsFromEnv,
   hookSettingsFromEnv,
   hostEnvironment,
@@ -76,8 +79,10 @@ export interface BrainWorkerOptions extends CommonWorkerOptions {
   cache?: ContextCache;
   /** MCP: the commands a stdio server may run (default: `AGENT_MCP_COMMANDS`, `activities/mcp/settings.ts`). */
   mcp?: McpHostSettings;
-  /** The host-side secret store MCP servers take their tokens from (default: from the environment). */
+  /** The host-side secret store MCP servers and forges take their tokens from (default: from the environment). */
   secrets?: SecretStore;
+  /** The forges pull requests are opened on (default: `AGENT_FORGES`). */
+  forges?: Forges;
   /**
    * Sticky failover and workflow-task slots (default: `AGENT_STICKY_FAILOVER`,
    * `AGENT_WORKFLOW_TASK_SLOTS`; see `worker-settings.ts`).
@@ -106,8 +111,10 @@ export interface HandsWorkerOptions extends CommonWorkerOptions {
   tasksDir?: string;
   /** Author and committer of the coding tasks' commits (default `AGENT_GIT_AUTHOR`). */
   gitAuthor?: GitAuthor;
-  /** The host-side secret store of egress credentials and output masking (default: from the environment). */
+  /** The host-side secret store of egress credentials, forge tokens and output masking (default: from the environment). */
   secrets?: SecretStore;
+  /** The forges tasks may clone from and push to (default: `AGENT_FORGES`). */
+  forges?: Forges;
   /** The worker's environment, for the programs it runs on the host (default: this process's). */
   hostEnv?: Environment;
   /**
@@ -186,9 +193,10 @@ async function workflowCode(
 export const WITHOUT_STACK_TRACES = 'Error.stackTraceLimit = 0;';
 
 export function brainActivities(
-  options: Pick<BrainWorkerOptions, 'client' | 'modelSettings' | 'cache' | 'mcp' | 'secrets'>,
+  options: Pick<BrainWorkerOptions, 'client' | 'modelSettings' | 'cache' | 'mcp' | 'secrets' | 'forges'>,
 ) {
   const anthropic: Anthropic = createAnthropicClient(options.modelSettings);
+  const secrets = options.secrets ?? secretStoreFromEnv();
   return {
     ...createBrainActivities({
       anthropic,
@@ -197,10 +205,9 @@ export function brainActivities(
       cache: options.cache ?? new ContextCache(),
     }),
     // MCP servers run beside the model calls: on the brain's host, never in the sandbox.
-    ...createMcpActivities({
-      settings: options.mcp ?? mcpSettingsFromEnv(),
-      secrets: options.secrets ?? secretStoreFromEnv(),
-    }),
+    ...createMcpActivities({ settings: options.mcp ?? mcpSettingsFromEnv(), secrets }),
+    // Pull requests, reviews, comments and checks: short API calls that need no workspace.
+    ...createForgeActivities({ forges: options.forges ?? forgesFromEnv(), secrets }),
     ...createHealthActivities(),
     // A rewind's plan reads the operation's history, as the context rebuild does.
     ...createRewindActivities({ client: options.client }),
@@ -219,6 +226,7 @@ export function handsActivities(
     | 'tasksDir'
     | 'gitAuthor'
     | 'secrets'
+    | 'forges'
     | 'hostEnv'
     | 'hooks'
   >,
@@ -265,6 +273,8 @@ export function handsActivities(
       allowedRoots: settings.allowedRoots,
       env: hostEnv,
       repositoryHooks: hooks.repositoryHooks,
+      forges: options.forges ?? forgesFromEnv(),
+      secrets: egress.secrets,
     }),
     ...createHooksActivities({
       sandboxes,

@@ -5,6 +5,8 @@ import { defaultAllowedRoots } from '../hands/deps';
 import { SandboxError } from '../hands/docker-calls';
 import type { Sandboxes } from '../hands/sandboxes';
 import { DEFAULT_GIT_AUTHOR, type GitAuthor } from './settings';
+import type { Forges } from '../forge/settings';
+import type { SecretStore } from '../secrets/store';
 
 export interface RepoActivitiesDeps {
   sandboxes: Sandboxes;
@@ -25,6 +27,10 @@ export interface RepoActivitiesDeps {
   heartbeatIntervalMs?: number;
   /** A repository's `.agent/hooks.json` at the run's start commit is read (`AGENT_REPOSITORY_HOOKS`; default off). */
   repositoryHooks?: boolean;
+  /** The forges of `AGENT_FORGES`, for tasks on a forge repository (cloned and pushed with the forge's token). */
+  forges?: Forges;
+  /** The host's secret store, which holds the forges' tokens. */
+  secrets?: SecretStore;
 }
 
 export interface RepoContext {
@@ -35,6 +41,8 @@ export interface RepoContext {
   author: GitAuthor;
   heartbeatEveryMs: number;
   repositoryHooks: boolean;
+  forges?: Forges;
+  secrets?: SecretStore;
 }
 
 export function repoContext(deps: RepoActivitiesDeps): RepoContext {
@@ -46,6 +54,8 @@ export function repoContext(deps: RepoActivitiesDeps): RepoContext {
     author: deps.author ?? DEFAULT_GIT_AUTHOR,
     heartbeatEveryMs: deps.heartbeatIntervalMs ?? 2_000,
     repositoryHooks: deps.repositoryHooks ?? false,
+    ...(deps.forges ? { forges: deps.forges } : {}),
+    ...(deps.secrets ? { secrets: deps.secrets } : {}),
   };
 }
 

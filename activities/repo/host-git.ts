@@ -11,6 +11,8 @@ import { REPO_FAILURE_TYPES, type RepoFailureType } from '../../common/repo';
 import type { TaskRepo } from '../../common/coding-task';
 import { repoFailure } from './failures';
 import { checkSeedSource } from '../hands/seed-source';
+import type { Forges, ForgeSettings } from '../forge/settings';
+import type { SecretStore } from '../secrets/store';
 
 export interface GitResult {
   stdout: string;
@@ -106,7 +108,7 @@ export function classifyGitFailure(env: NodeJS.ProcessEnv, what: string, stderr:
  * operation's seed source (`checkSeedSource`), a local path or `file://` URL must lie inside the
  * allowed roots, and a URL must be of a form git may be given (`InvalidSeedSource` otherwise).
  */
-export function remoteOf(repo: TaskRepo, allowedRoots: readonly string[]): string {
+export function remoteOf(repo: Exclude<TaskRepo, { kind: 'forge' }>, allowedRoots: readonly string[]): string {
   const checked = checkSeedSource(
     repo.kind === 'git'
       ? { kind: 'git', url: repo.url, ...(repo.ref ? { ref: repo.ref } : {}) }
@@ -131,6 +133,55 @@ export function resolveLocalRepository(repoPath: string): string {
 }
 
 /** How the remote appears in reports and results. */
-export function describeRemote(env: NodeJS.ProcessEnv, repo: TaskRepo): string {
+export function describeRemote(env: NodeJS.ProcessEnv, repo: Exclude<TaskRepo, { kind: 'forge' }>): string {
   return repo.kind === 'git' ? redact(env, repo.url) : path.resolve(repo.path);
+}
+
+/** Where git reaches a task's repository, and the environment it does so with. */
+export interface RemoteTarget {
+  /** What git is given (a URL without credentials, or a directory). */
+  remote: string;
+  /** How reports show it. */
+  shown: string;
+  /** The host's environment, with the forge's token offered to git for a forge repository. */
+  env: NodeJS.ProcessEnv;
+  /** For a repository on a forge: its settings and name. */
+  forge?: { settings: ForgeSettings; token: string; repository: string };
+}
+
+export interface RemoteContext {
+  allowedRoots: readonly string[];
+  env: NodeJS.ProcessEnv;
+  forges?: Forges;
+  secrets?: SecretStore;
+}
+
+/**
+ * The remote of a task's repository. A forge repository (`repo.kind: "forge"`) is the forge's
+ * `<url>/<owner>/<name>.git`, reached with the forge's token from the secret store through the same
+ * inline credential helper as `AGENT_GIT_TOKEN` (never on a command line or in a URL).
+ */
+export function remoteTarget(ctx: RemoteContext, repo: TaskRepo): RemoteTarget {
+  if (repo.kind !== 'forge') {
+    return { remote: remoteOf(repo, ctx.allowedRoots), shown: describeRemote(ctx.env, repo), env: ctx.env };
+  }
+  const settings = ctx.forges?.get(repo.forge);
+  if (!settings)
+    throw repoFailure(
+      REPO_FAILURE_TYPES.auth,
+      `repo.forge ${JSON.stringify(repo.forge)} is not configured on this hands worker (AGENT_FORGES names ${[...(ctx.forges?.keys() ?? [])].join(', ') || 'none'})`,
+    );
+  const token = ctx.secrets?.get(settings.tokenSecret);
+  if (!token)
+    throw repoFailure(
+      REPO_FAILURE_TYPES.auth,
+      `the forge ${settings.name} names the secret ${settings.tokenSecret}, which this hands worker's secret store does not hold (set AGENT_SECRET_${settings.tokenSecret})`,
+    );
+  const url = `${settings.url}/${repo.repository}.git`;
+  return {
+    remote: url,
+    shown: url,
+    env: { ...ctx.env, AGENT_GIT_TOKEN: token, AGENT_GIT_USERNAME: settings.gitUser },
+    forge: { settings, token, repository: repo.repository },
+  };
 }

@@ -12,18 +12,19 @@ import { FEATURE_LIST_FILE } from '../../common/feature-list';
 import { REPO_FAILURE_TYPES, type PrepareRepositoryInput, type PrepareRepositoryResult } from '../../common/repo';
 import { hostRepositoryOf, type RepoContext } from './deps';
 import { repoFailure, toRepoFailure } from './failures';
-import { describeRemote, git, gitOrFail, remoteOf } from './host-git';
+import { git, gitOrFail, remoteTarget } from './host-git';
 import { repositoryHooksAt } from '../hooks/repository-hooks';
 
 const SPEC_MAX_BYTES = 200_000;
 
 export async function prepareRepository(
-  ctx: RepoContext,
+  hostCtx: RepoContext,
   input: PrepareRepositoryInput,
 ): Promise<PrepareRepositoryResult> {
   try {
-    const remote = remoteOf(input.repo, ctx.allowedRoots);
-    const shown = describeRemote(ctx.env, input.repo);
+    const { remote, shown, env } = remoteTarget(hostCtx, input.repo);
+    // A forge repository's token is offered to every git command of this call (and redacted from its messages).
+    const ctx: RepoContext = { ...hostCtx, env };
     const dir = await ensureBareRepository(ctx, input.sessionId);
     const refs = await listRemoteRefs(ctx, remote, shown);
     const branchRef = `refs/heads/${input.branch}`;

@@ -14,14 +14,17 @@ import * as path from 'node:path';
 import { REPO_FAILURE_TYPES, type PushBranchInput, type PushBranchResult } from '../../common/repo';
 import type { RepoContext } from './deps';
 import { repoFailure, toRepoFailure } from './failures';
-import { classifyGitFailure, describeRemote, git, gitOrFail, remoteOf } from './host-git';
+import { classifyGitFailure, git, gitOrFail, remoteTarget, type RemoteTarget } from './host-git';
+import { ForgeClient } from '../forge/client';
 import { ensureBareRepository } from './prepare';
 import { workspaceBytes } from './workspace-git';
 
-export async function pushBranch(ctx: RepoContext, input: PushBranchInput): Promise<PushBranchResult> {
+export async function pushBranch(hostCtx: RepoContext, input: PushBranchInput): Promise<PushBranchResult> {
   try {
-    const remote = remoteOf(input.repo, ctx.allowedRoots);
-    const shown = describeRemote(ctx.env, input.repo);
+    const target = remoteTarget(hostCtx, input.repo);
+    const { remote, shown } = target;
+    const ctx: RepoContext = { ...hostCtx, env: target.env };
+    if (target.forge) await refuseUnsafeBranch(target, input.branch);
     const dir = await ensureBareRepository(ctx, input.sessionId);
     await copyCommitsOut(ctx, dir, input, remote, shown);
 
@@ -50,6 +53,27 @@ export async function pushBranch(ctx: RepoContext, input: PushBranchInput): Prom
   } catch (err) {
     throw toRepoFailure(err);
   }
+}
+
+/**
+ * On a forge, the harness never pushes to the default branch or a protected one, whatever the input
+ * says: it works on branches of its own and proposes them as pull requests.
+ */
+async function refuseUnsafeBranch(target: RemoteTarget, branch: string): Promise<void> {
+  const forge = target.forge!;
+  const client = new ForgeClient({ forge: forge.settings, token: forge.token });
+  const check = await client.checkBranch({ forge: forge.settings.name, repository: forge.repository, branch });
+  const why =
+    branch === check.defaultBranch
+      ? `it is the default branch of ${forge.repository}`
+      : check.protected
+        ? `a protection rule of ${forge.repository} covers it`
+        : undefined;
+  if (why)
+    throw repoFailure(
+      REPO_FAILURE_TYPES.unsafeBranch,
+      `the harness never pushes to ${branch}: ${why}; work on a branch of its own (e.g. agent/…) and let a person merge the pull request`,
+    );
 }
 
 function rejected(input: PushBranchInput, remoteCommit: string | null, why: string): PushBranchResult {

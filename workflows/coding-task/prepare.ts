@@ -5,6 +5,7 @@
  * none (its list validated, then committed and pushed as the branch's first commit).
  */
 import { ActivityFailure, ApplicationFailure, isCancellation, patched } from '@temporalio/workflow';
+import { taskRepoCacheKey } from '../../common/coding-task';
 import type { PreparedEnvironment } from '../../common/environment';
 import { checkNewFeatureList, parseFeatureList, type Feature } from '../../common/feature-list';
 import { initializerGoal } from '../../common/task-prompts';
@@ -88,7 +89,7 @@ async function prepareEnvironment(task: TaskRun): Promise<PreparedEnvironment> {
       operationId: task.taskId,
       repository: { kind: 'host-clone', path: prepared.hostRepository, commit: prepared.startCommit },
       ...(settings.environment !== undefined ? { environment: settings.environment } : {}),
-      cacheKey: repo.kind === 'local' ? `local:${repo.path}` : `git:${repo.url}`,
+      cacheKey: taskRepoCacheKey(repo),
     });
     carry.environment = environment;
     task.phase = 'preparing';

@@ -5,7 +5,7 @@
  */
 import { describeEnvironment } from '../../common/environment';
 import { setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import { taskStatusQuery, type CodingTaskStatus, type TaskReportData } from '../../common/coding-task';
+import { taskRepoLabel, taskStatusQuery, type CodingTaskStatus, type TaskReportData } from '../../common/coding-task';
 import { totalTokens } from '../../common/model-types';
 import { volumeNameOf } from '../../common/sandbox-names';
 import { SEARCH_ATTRIBUTES, type AgentStatus } from '../../common/search-attributes';
@@ -51,8 +51,7 @@ export function reportData(task: TaskRun): TaskReportData {
 }
 
 function describeRepo(task: TaskRun): string {
-  const { repo } = task.settings;
-  return repo.kind === 'local' ? repo.path : repo.url;
+  return taskRepoLabel(task.settings.repo);
 }
 
 export function taskStatus(task: TaskRun): CodingTaskStatus {
