@@ -116,6 +116,14 @@ export type RewindCommand =
       json: boolean;
     };
 
+/** `agent pr …`, `agent webhook serve`, `agent forge poll` (`pull-requests.ts`). */
+export type PullRequestCommand =
+  | { kind: 'pr-ls'; json: boolean }
+  | { kind: 'pr-status'; id: string; json: boolean }
+  | { kind: 'pr-control'; id: string; action: 'pause' | 'resume' | 'end'; reason?: string }
+  | { kind: 'webhook-serve'; host: string; port: number }
+  | { kind: 'forge-poll'; repository: string; everyMs: number; stop: boolean };
+
 export type AgentCommand =
   | { kind: 'help'; topic?: readonly string[] }
   | RunCommand
@@ -127,6 +135,7 @@ export type AgentCommand =
   | FactCommand
   | OperationCommand
   | RewindCommand
+  | PullRequestCommand
   | { kind: 'worker'; role: 'brain' | 'hands' | 'dev' }
   | { kind: 'server'; action: 'start' | 'stop' | 'status' }
   | { kind: 'setup' }

@@ -35,6 +35,7 @@ import type {
   EventsCommand,
   FactCommand,
   OperationCommand,
+  PullRequestCommand,
   RewindCommand,
   RunCommand,
   SandboxCommand,
@@ -616,6 +617,83 @@ function parseTaskFlags(argv: readonly string[]): TaskSpecArgs {
   return taskSpecOf(flags);
 }
 
+const pullRequests = async () => import('./pull-requests');
+const PR_ACTIONS = ['pause', 'resume', 'end'] as const;
+const loopId = { kind: 'one', what: 'pull request (loop id or <forge>:<owner>/<name>#<n>)', shown: '<pr>' } as const;
+
+const PULL_REQUESTS = [
+  command({
+    path: ['pr', 'ls'],
+    aliases: ['list'],
+    summary: 'the pull requests the harness looks after, with their state',
+    flags: { json },
+    positionals: { kind: 'none' },
+    build: ({ flags }): PullRequestCommand => ({ kind: 'pr-ls', json: flags.json === true }),
+    run: async (c) => (await pullRequests()).pullRequestCommand(c),
+  }),
+  command({
+    path: ['pr', 'status'],
+    summary: "a pull request's loop: its state, rounds, fix rounds left, replies waiting",
+    flags: { json },
+    positionals: loopId,
+    build: ({ flags, args }): PullRequestCommand => ({ kind: 'pr-status', id: args[0], json: flags.json === true }),
+    run: async (c) => (await pullRequests()).pullRequestCommand(c),
+  }),
+  ...PR_ACTIONS.map((action) =>
+    command({
+      path: ['pr', action],
+      summary:
+        action === 'pause'
+          ? 'stop starting rounds on a pull request (a running round finishes)'
+          : action === 'resume'
+            ? 'start rounds on a paused pull request again'
+            : 'stop looking after a pull request (a running round is cancelled)',
+      flags: { reason: text('"…"', 'why (shown in the Web UI)') },
+      positionals: loopId,
+      build: ({ flags, args }): PullRequestCommand => ({
+        kind: 'pr-control',
+        id: args[0],
+        action,
+        ...(flags.reason ? { reason: flags.reason } : {}),
+      }),
+      run: async (c) => (await pullRequests()).pullRequestCommand(c),
+    }),
+  ),
+  command({
+    path: ['webhook', 'serve'],
+    summary: "receive forges' webhooks (POST /webhooks/<forge>): signatures checked, each event handed to Temporal",
+    details: ['The forges, their webhook secrets and tokens come from AGENT_FORGES and the secret store.'],
+    flags: {
+      host: text('<address>', 'the address to listen on (default 127.0.0.1)'),
+      port: { value: '<port>', help: 'the port (default 8787)', schema: positiveInt(65_535) },
+    },
+    positionals: { kind: 'none' },
+    build: ({ flags }): PullRequestCommand => ({
+      kind: 'webhook-serve',
+      host: flags.host ?? '127.0.0.1',
+      port: flags.port ?? 8787,
+    }),
+    run: async (c) => (await pullRequests()).pullRequestCommand(c),
+  }),
+  command({
+    path: ['forge', 'poll'],
+    summary:
+      "read a repository's labelled issues and /agent comments on a timer: for forges whose webhooks cannot reach the harness",
+    flags: {
+      every: { value: '<duration>', help: 'how often (default 2m)', schema: duration },
+      stop: { help: 'stop polling the repository' },
+    },
+    positionals: { kind: 'one', what: 'repository (<forge>:<owner>/<name>)', shown: '<forge>:<owner>/<name>' },
+    build: ({ flags, args }): PullRequestCommand => ({
+      kind: 'forge-poll',
+      repository: args[0],
+      everyMs: flags.every ?? 120_000,
+      stop: flags.stop === true,
+    }),
+    run: async (c) => (await pullRequests()).pullRequestCommand(c),
+  }),
+];
+
 /** Command groups: the first word of a subcommand, and what `agent <group>` alone does. */
 export const GROUPS: Record<string, { summary: string; bare: 'help' | 'error' }> = {
   session: { summary: 'sessions', bare: 'error' },
@@ -623,6 +701,9 @@ export const GROUPS: Record<string, { summary: string; bare: 'help' | 'error' }>
   task: { summary: 'overnight coding tasks', bare: 'error' },
   schedule: { summary: 'coding tasks on Temporal Schedules', bare: 'error' },
   sandbox: { summary: "this host's sandboxes", bare: 'help' },
+  pr: { summary: 'pull requests the harness looks after', bare: 'help' },
+  webhook: { summary: "forges' webhooks", bare: 'help' },
+  forge: { summary: 'forges without webhooks', bare: 'help' },
 };
 
 /** Every command, in the order of `agent --help`. */
@@ -635,6 +716,7 @@ export const COMMANDS: ReadonlyArray<TableEntry<AgentCommand>> = [
   ...OPERATION,
   ...REWIND,
   ...TASKS,
+  ...PULL_REQUESTS,
   ...PROCESSES,
   ...SANDBOX,
   ...OPS,

@@ -1,7 +1,8 @@
 /**
  * The `agent` command's settings module: what it reads from the environment — the Temporal
  * connection, the task queues and the Web UI links — checked when a command that needs them starts,
- * with one error naming every wrong variable. `agent sandbox` and `agent doctor` act as this host's
+ * with one error naming every wrong variable. `agent webhook serve` reads the forges and the secret
+ * store too. `agent sandbox` and `agent doctor` act as this host's
  * hands worker and read its hands-host settings; `agent worker` and `--with-worker` read the
  * workers' (`workers/settings.ts`). With the workers' and the platform's, the one place that reads
  * `process.env`.
@@ -15,6 +16,8 @@ import { sandboxImageTag } from '../platform/sandbox-image';
 import { COMMAND_LINE_PART, DOCKER_PART, SANDBOX_IMAGE_PART } from '../platform/settings';
 import { HANDS_HOST_PART, type HandsHost } from '../workers/hands-host';
 import type { WorkspaceQuota } from '../activities/hands/workspace-quota';
+import { FORGES_PART, type Forges } from '../activities/forge/settings';
+import { SECRETS_PART, type SecretStore } from '../activities/secrets/store';
 
 export interface CliSettings {
   temporal: TemporalSettings;
@@ -24,6 +27,17 @@ export interface CliSettings {
 /** The connection and the queues; throws a SettingsError naming every wrong variable. */
 export function cliSettings(env: Environment = process.env): CliSettings {
   return readParts('agent', { temporal: CONNECTION_PART, queues: QUEUES_PART }, env);
+}
+
+/** `agent webhook serve`: the connection, the queues, the forges and the secret store (their webhook secrets). */
+export function forgeReceiverSettings(
+  env: Environment = process.env,
+): CliSettings & { forges: Forges; secrets: SecretStore } {
+  return readParts(
+    'agent webhook serve',
+    { temporal: CONNECTION_PART, queues: QUEUES_PART, forges: FORGES_PART, secrets: SECRETS_PART },
+    env,
+  );
 }
 
 const sandboxesPart = () => handsPart({ imageDir: path.join(DATA_DIR, 'workspaces') });
@@ -55,6 +69,7 @@ export const CLI_RUNTIME: RuntimeSettings = {
     CONNECTION_PART,
     QUEUES_PART,
     COMMAND_LINE_PART,
+    FORGES_PART,
     HANDS_HOST_PART,
     sandboxesPart(),
     SANDBOX_IMAGE_PART,

@@ -352,9 +352,15 @@ export interface TaskPullRequestOutcome {
 
 /** What the agent said of one comment, from `.agent/pr-replies.json`. */
 export interface CommentReply {
-  commentId: number;
+  /** The comment's reference in the round's goal: `review-comment-<id>`, `review-<id>`, `comment-<id>`. */
+  ref: string;
   addressed: boolean;
   reply: string;
+}
+
+/** How a round's goal and its replies file name a comment. */
+export function revisionCommentRef(comment: Pick<RevisionComment, 'kind' | 'id'>): string {
+  return `${comment.kind}-${comment.id}`;
 }
 
 export interface RevisionOutcome {

@@ -96,6 +96,17 @@ export function isAgentBody(body: string): boolean {
   return body.includes(MARKER_PREFIX);
 }
 
+/** `body` with the section `name` set to `markdown` (between its two markers; appended when absent). */
+export function withSection(body: string, name: string, markdown: string): string {
+  const start = agentMarker(`section:${name}`);
+  const end = agentMarker(`section-end:${name}`);
+  const block = `${start}\n${markdown.trim()}\n${end}`;
+  const from = body.indexOf(start);
+  const to = body.indexOf(end);
+  if (from >= 0 && to > from) return `${body.slice(0, from)}${block}${body.slice(to + end.length)}`;
+  return `${body.trimEnd()}\n\n${block}\n`;
+}
+
 /** `body` ending with the marker of `key` (a body that already has it is returned as it is). */
 export function withMarker(body: string, key: string): string {
   const marker = agentMarker(key);
@@ -236,6 +247,8 @@ export interface ReadPullRequestInput extends ForgeRepository {
   handledComments: IdRanges;
   /** Read the head commit's checks, with the logs of failing ones. */
   checks: boolean;
+  /** Heads whose checks are not read again (their round ran, or was given up on). */
+  skipCheckHeads?: string[];
 }
 
 export interface PullRequestActivity {
@@ -285,8 +298,10 @@ export interface ForgeActivities {
   upsertPullRequest(input: UpsertPullRequestInput): Promise<UpsertPullRequestResult>;
   /** The pull request with what happened on it that the caller has not handled, and its head's checks. */
   readPullRequest(input: ReadPullRequestInput): Promise<PullRequestActivity>;
-  /** Edits the body of a pull request (a round appended to its report). */
-  updatePullRequestBody(input: ForgeRepository & { number: number; body: string; markerKey: string }): Promise<void>;
+  /** Rewrites one section of a pull request's body (added at its end the first time); the rest stays. */
+  updatePullRequestSection(
+    input: ForgeRepository & { number: number; section: string; markdown: string },
+  ): Promise<void>;
   /** Writes a comment or a review reply once (found by its marker when it is already there). */
   postComment(input: PostCommentInput): Promise<PostCommentResult>;
   /** The head commit's statuses and checks, with the end of each failing one's log. */
@@ -308,6 +323,8 @@ export interface ForgeActivities {
 export interface ForgeTaskSettings {
   label: string;
   webUrl: string;
+  /** The Temporal Web UI's page of workflows (`<ui>/namespaces/<ns>/workflows/`): a workflow's link is it plus its id. */
+  workflowsUrl?: string;
   /** Coding-task fields the forge's tasks start with (`common/pull-request.ts`'s `forgeTaskDefaultsSchema`). */
   tasks: Readonly<Record<string, unknown>>;
 }
@@ -428,4 +445,28 @@ export interface PollRepositoryResult {
   commands: Array<{ issue: number; isPull: boolean; commentId: number; body: string; author: string }>;
   /** The forge's time of this read: the next poll's `since`. */
   readAt: string;
+}
+
+export const FORGE_POLLER_WORKFLOW_TYPE = 'forgePoller';
+
+/** `forge-poller-<forge>-<owner>-<name>`: one poller per repository. */
+export function forgePollerId(repo: ForgeRepository): string {
+  return `forge-poller-${idPart(repo.forge)}-${idPart(repo.repository.replace('/', '-'))}`;
+}
+
+export const forgePollerInputSchema = z.strictObject({
+  forge: forgeNameSchema,
+  repository: repositoryNameSchema,
+  /** How often the repository is read (default 2 min). */
+  intervalMs: z.int().min(5_000).max(86_400_000).default(120_000),
+});
+export type ForgePollerInput = z.input<typeof forgePollerInputSchema>;
+
+/** What survives the poller's continue-as-new. */
+export interface ForgePollerCarry {
+  since?: string;
+  handledComments: IdRanges;
+  handledIssues: IdRanges;
+  polls: number;
+  lastError?: string;
 }

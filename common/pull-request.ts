@@ -9,10 +9,13 @@
  * Deterministic (imported by workflow code): zod, Temporal definitions and types only.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+/** What starting a workflow whose id is taken throws (workflow code sees `@temporalio/common` only through here). */
+export { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { z } from 'zod';
 import { codingTaskFields, type CommentReply } from './coding-task';
 import { forgeNameSchema, repositoryNameSchema, type CheckState, type IdRanges } from './forge';
 import type { TokenUsage } from './model-types';
+import { PR_REPLIES_FILE_PATH } from './task-prompts';
 
 export const PULL_REQUEST_LOOP_WORKFLOW_TYPE = 'pullRequestLoop';
 
@@ -73,7 +76,12 @@ export interface PullRequestRound {
 
 /** What survives continue-as-new (field names are part of recorded histories: keep them). */
 export interface PullRequestLoopCarry {
+  /** `waiting`, `working`, or how it ended (`paused` is the flag below). */
   state: PullRequestLoopState;
+  /** A person paused it: no new round starts until they resume it. */
+  paused?: boolean;
+  /** What the forge says of each author who asked for work: may they write? */
+  writers: Record<string, boolean>;
   /** Reviews and comments answered (or left alone on purpose): never answered twice. */
   handledReviews: IdRanges;
   handledComments: IdRanges;
@@ -90,8 +98,9 @@ export interface PullRequestLoopCarry {
   reason?: string;
   /** The head commit and its checks as last read. */
   head?: { sha: string; checks: CheckState };
-  /** The loop told the pull request its fix rounds are spent (once). */
-  toldFixBudgetSpent?: boolean;
+  /** The last time reading the forge failed, and why (cleared by the next read). */
+  forgeError?: string;
+  startedAtMs: number;
 }
 
 export interface PullRequestLoopStatus {
@@ -132,20 +141,20 @@ export const pullRequestControlUpdate = defineUpdate<{ state: PullRequestLoopSta
 );
 
 /** The file a review round's agent writes its per-comment replies to. */
-export const PR_REPLIES_FILE = '.agent/pr-replies.json';
+export const PR_REPLIES_FILE = PR_REPLIES_FILE_PATH;
 
 export const prRepliesSchema = z.array(
   z.strictObject({
-    commentId: z.int().positive(),
+    ref: z.string().min(1).max(100),
     addressed: z.boolean(),
     reply: z.string().trim().min(1).max(10_000),
   }),
 );
 
-/** The replies of `.agent/pr-replies.json` for `commentIds`, or why the file is unusable. */
+/** The replies of `.agent/pr-replies.json` for the comments `refs` names, or why the file is unusable. */
 export function parsePrReplies(
   text: string | undefined,
-  commentIds: readonly number[],
+  refs: readonly string[],
 ): { replies: CommentReply[]; problem?: string } {
   if (text === undefined) return { replies: [], problem: `${PR_REPLIES_FILE} was not written` };
   let json: unknown;
@@ -157,11 +166,11 @@ export function parsePrReplies(
   const parsed = prRepliesSchema.safeParse(json);
   if (!parsed.success)
     return { replies: [], problem: `${PR_REPLIES_FILE} is malformed: ${parsed.error.issues[0]?.message}` };
-  const wanted = new Set(commentIds);
-  const seen = new Set<number>();
+  const wanted = new Set(refs);
+  const seen = new Set<string>();
   const replies = parsed.data.filter((entry) => {
-    if (!wanted.has(entry.commentId) || seen.has(entry.commentId)) return false;
-    seen.add(entry.commentId);
+    if (!wanted.has(entry.ref) || seen.has(entry.ref)) return false;
+    seen.add(entry.ref);
     return true;
   });
   return { replies };

@@ -71,8 +71,8 @@ export interface CheckWorkspaceInput {
   branch: string;
   /** The last commit the harness accepted: the branch must still contain it. */
   acceptedCommit: string;
-  /** The harness's record of the feature list (`passes` as the harness set them). */
-  features: Feature[];
+  /** The harness's record of the feature list (`passes` as the harness set them); `null`: the branch has none. */
+  features: Feature[] | null;
 }
 
 export interface CheckWorkspaceResult {
@@ -112,8 +112,13 @@ export interface CommitAcceptedInput {
   branch: string;
   /** The last accepted commit: the new commit's parent. */
   parent: string;
-  /** The harness's record with this operation's `passes` applied: written before the commit. */
-  features: Feature[];
+  /**
+   * The harness's record with this operation's `passes` applied: written before the commit. `null`:
+   * the branch has no feature list (a review round on a branch no task made) and none is written.
+   */
+  features: Feature[] | null;
+  /** Make no commit when nothing changed since `parent` (the result's `unchanged`). */
+  skipIfUnchanged?: boolean;
   subject: string;
   /** `Agent-Task`, `Agent-Feature` … trailers; also how a retried call recognises its commit. */
   trailers: Record<string, string>;
@@ -121,6 +126,8 @@ export interface CommitAcceptedInput {
 
 export interface CommitAcceptedResult {
   commit: string;
+  /** Nothing changed since the parent and `skipIfUnchanged` was set: no commit was made (`commit` is the parent). */
+  unchanged?: boolean;
   /** `git diff --name-status parent commit`, one `<status>\t<path>` per line, cut to 200 entries. */
   changes: Array<{ status: string; path: string }>;
   /** Existing test or verification files modified or deleted by the commit. */
@@ -179,6 +186,8 @@ export interface RepoActivities {
   writeReport(input: WriteReportInput): Promise<{ path: string }>;
   /** `feature_list.json` in the workspace as the initializer left it (undefined when missing). */
   readFeatureList(input: { sessionId: string }): Promise<{ text?: string }>;
+  /** A review round's replies, `.agent/pr-replies.json` in the workspace (undefined when missing). */
+  readRevisionReplies(input: { sessionId: string }): Promise<{ text?: string }>;
   /** Removes the host's clone of a task run whose accepted commits are all on the remote. */
   releaseHostRepository(input: { sessionId: string }): Promise<void>;
 }

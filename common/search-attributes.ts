@@ -13,7 +13,7 @@ export const SEARCH_ATTRIBUTES = {
   repo: defineSearchAttributeKey('AgentRepo', SearchAttributeType.KEYWORD),
   /** The lane of the session the operation runs on (`main`, `subagent:<id>`, ...). */
   lane: defineSearchAttributeKey('AgentLane', SearchAttributeType.KEYWORD),
-  /** Kind of workflow: run | compaction | coding-task | session. */
+  /** Kind of workflow: run | compaction | coding-task | session | pull-request | forge-event | forge-poller. */
   kind: defineSearchAttributeKey('AgentKind', SearchAttributeType.KEYWORD),
   /** Total tokens (input + cache write + cache read + output) consumed so far. */
   tokens: defineSearchAttributeKey('AgentTokens', SearchAttributeType.INT),
@@ -21,6 +21,10 @@ export const SEARCH_ATTRIBUTES = {
   costUsd: defineSearchAttributeKey('AgentCostUsd', SearchAttributeType.DOUBLE),
   /** Model turns taken so far. */
   turns: defineSearchAttributeKey('AgentTurns', SearchAttributeType.INT),
+  /** The pull request a workflow looks after or works for: `<forge>:<owner>/<name>#<number>`. */
+  pullRequest: defineSearchAttributeKey('AgentPr', SearchAttributeType.KEYWORD),
+  /** A pull-request loop's state: waiting | working | paused | merged | closed | ended. */
+  pullRequestState: defineSearchAttributeKey('AgentPrState', SearchAttributeType.KEYWORD),
 } as const;
 
 /**

@@ -8,6 +8,10 @@
  */
 import { FEATURE_ID_RULE, FEATURE_LIST_FILE, HANDOFF_FILE, INIT_SCRIPT_FILE, type Feature } from './feature-list';
 import type { WorkspaceSnapshot } from './repo';
+import { revisionCommentRef, type TaskRevision } from './coding-task';
+
+/** Where a review round's agent writes its replies (`common/pull-request.ts` reads it). */
+export const PR_REPLIES_FILE_PATH = '.agent/pr-replies.json';
 
 export const INITIALIZER_HEADING = '# Initialize a long-running coding task';
 export const FEATURE_HEADING = '# Implement one feature of a long-running coding task';
@@ -135,5 +139,83 @@ export function featureGoal(input: FeatureGoalInput): string {
     `## ${INIT_SCRIPT_FILE}`,
     '',
     snapshot.initScript?.trim() ? ['```sh', snapshot.initScript.trim(), '```'].join('\n') : '(there is no init.sh)',
+  ].join('\n');
+}
+
+export const REVISION_HEADING = '# Revise a pull request';
+
+export interface RevisionGoalInput {
+  branch: string;
+  revision: TaskRevision;
+  attempt: number;
+  maxAttempts: number;
+  taskVerify?: string;
+  snapshot: WorkspaceSnapshot;
+  previousFailure?: string;
+  /** The branch has a feature list the harness owns. */
+  featureList: boolean;
+}
+
+const REVISION_INTRO: Record<TaskRevision['kind'], string> = {
+  review: 'People reviewed the pull request of this branch. Address their comments below.',
+  checks: "The pull request's checks failed on its latest commit. Make them pass.",
+  command: 'Someone asked for a change to the pull request of this branch (an `/agent` comment).',
+};
+
+/** The goal of a review round: the request and the comments, what to reply, and the workspace as it is. */
+export function revisionGoal(input: RevisionGoalInput): string {
+  const { revision, snapshot } = input;
+  const comments = revision.comments.map((comment) => {
+    const where = comment.path ? ` on \`${comment.path}\`${comment.line ? ` line ${comment.line}` : ''}` : '';
+    return [
+      `### ${revisionCommentRef(comment)} — ${comment.author}${where}`,
+      '',
+      ...(comment.diffHunk ? ['```diff', comment.diffHunk.trim(), '```', ''] : []),
+      comment.body.trim() || '(no text)',
+    ].join('\n');
+  });
+  return [
+    REVISION_HEADING,
+    '',
+    `You are working on the branch \`${input.branch}\` of this repository (at /workspace)${revision.pullRequest ? `, the head of pull request #${revision.pullRequest}` : ''},`,
+    `with a fresh context. ${REVISION_INTRO[revision.kind]}`,
+    `attempt ${input.attempt} of ${input.maxAttempts}`,
+    '',
+    '## The request',
+    '',
+    revision.instructions.trim(),
+    ...(comments.length ? ['', '## The comments', '', ...comments.flatMap((c) => [c, ''])] : []),
+    ...(input.previousFailure ? ['', '## The previous attempt', '', input.previousFailure] : []),
+    '',
+    '## How to work',
+    '',
+    '1. Check `git log`, `git status` and the handoff (if any) below; where they disagree, git wins.',
+    '2. Make the changes on this branch and test them.',
+    input.taskVerify
+      ? `3. The harness then runs \`${input.taskVerify}\` itself; only when it exits 0 is your work committed and pushed.`
+      : '3. The harness then commits your work as one commit and pushes it to the branch.',
+    '4. Commit your work (`git add -A && git commit -m "…"`). Do not push and do not rewrite history.',
+    ...(revision.comments.length
+      ? [
+          `5. Write \`${PR_REPLIES_FILE_PATH}\`: a JSON array with one entry per comment above,`,
+          '   `{"ref": "<the comment\'s reference, e.g. review-comment-12>", "addressed": true|false, "reply": "…"}` —',
+          '   what you changed, or why you did not. The harness posts each reply under its comment.',
+        ]
+      : []),
+    ...(input.featureList
+      ? [`Do not edit \`${FEATURE_LIST_FILE}\`: the harness owns it and restores any change.`]
+      : []),
+    '',
+    `## ${HANDOFF_FILE}`,
+    '',
+    snapshot.handoff?.trim() || '(there is no handoff file)',
+    '',
+    '## git log (newest first)',
+    '',
+    snapshot.gitLog || '(no commits)',
+    '',
+    '## git status --short',
+    '',
+    snapshot.gitStatus || '(clean)',
   ].join('\n');
 }

@@ -6,7 +6,7 @@
 import type { Worker } from '@temporalio/worker';
 import { requireDocker } from '../platform/docker-engine';
 import { ContextCache } from '../activities/brain/context-cache';
-import { connectClient } from '../client/connection';
+import { connectClient, workflowUrl } from '../client/connection';
 import { connectWorker } from './connection';
 import { installRuntime } from './runtime';
 import { harnessMetricsOfProcess, watchLiveSandboxes } from '../activities/metrics';
@@ -54,6 +54,8 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
         mcp: brain.mcp,
         secrets: brain.secrets,
         forges: settings.forges,
+        workflowsUrl: `${workflowUrl(temporal, '')}`,
+        handsTaskQueue: queues.hands,
         cache: options.cache,
         settings: brain.tuning,
         // A prebuilt bundle (tests, benchmark) saves bundling at every start.

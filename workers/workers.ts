@@ -83,6 +83,10 @@ export interface BrainWorkerOptions extends CommonWorkerOptions {
   secrets?: SecretStore;
   /** The forges pull requests are opened on (default: `AGENT_FORGES`). */
   forges?: Forges;
+  /** The Temporal Web UI's page of workflows (`<ui>/namespaces/<ns>/workflows/`), for links the harness writes on forges. */
+  workflowsUrl?: string;
+  /** The hands queue the tasks a forge starts run on, unless the forge's `tasks` name one (`AGENT_HANDS_QUEUE`). */
+  handsTaskQueue?: string;
   /**
    * Sticky failover and workflow-task slots (default: `AGENT_STICKY_FAILOVER`,
    * `AGENT_WORKFLOW_TASK_SLOTS`; see `worker-settings.ts`).
@@ -193,7 +197,10 @@ async function workflowCode(
 export const WITHOUT_STACK_TRACES = 'Error.stackTraceLimit = 0;';
 
 export function brainActivities(
-  options: Pick<BrainWorkerOptions, 'client' | 'modelSettings' | 'cache' | 'mcp' | 'secrets' | 'forges'>,
+  options: Pick<
+    BrainWorkerOptions,
+    'client' | 'modelSettings' | 'cache' | 'mcp' | 'secrets' | 'forges' | 'workflowsUrl' | 'handsTaskQueue'
+  >,
 ) {
   const anthropic: Anthropic = createAnthropicClient(options.modelSettings);
   const secrets = options.secrets ?? secretStoreFromEnv();
@@ -207,7 +214,12 @@ export function brainActivities(
     // MCP servers run beside the model calls: on the brain's host, never in the sandbox.
     ...createMcpActivities({ settings: options.mcp ?? mcpSettingsFromEnv(), secrets }),
     // Pull requests, reviews, comments and checks: short API calls that need no workspace.
-    ...createForgeActivities({ forges: options.forges ?? forgesFromEnv(), secrets }),
+    ...createForgeActivities({
+      forges: options.forges ?? forgesFromEnv(),
+      secrets,
+      ...(options.workflowsUrl ? { workflowsUrl: options.workflowsUrl } : {}),
+      ...(options.handsTaskQueue ? { handsTaskQueue: options.handsTaskQueue } : {}),
+    }),
     ...createHealthActivities(),
     // A rewind's plan reads the operation's history, as the context rebuild does.
     ...createRewindActivities({ client: options.client }),

@@ -4,3 +4,6 @@ export { healthCheck } from './shared/health';
 export { operation } from './operation/operation';
 export { session } from './session/session';
 export { rewind } from './rewind/rewind';
+export { pullRequestLoop } from './pull-request/loop';
+export { forgeEvent } from './forge/event';
+export { forgePoller } from './forge/poller';

@@ -14,6 +14,10 @@ export interface ForgeActivitiesDeps {
   forges: Forges;
   secrets: SecretStore;
   fetch?: typeof fetch;
+  /** The Temporal Web UI's page of workflows, for links in pull requests and comments. */
+  workflowsUrl?: string;
+  /** The deployment's hands queue (`AGENT_HANDS_QUEUE`): where a forge's tasks run unless its `tasks` say otherwise. */
+  handsTaskQueue?: string;
 }
 
 /** The settings of the forge `name`, or a failure that says how to configure it. */
@@ -60,7 +64,7 @@ export function createForgeActivities(deps: ForgeActivitiesDeps): ForgeActivitie
   return {
     upsertPullRequest: call((forge, input) => forge.upsertPullRequest(input)),
     readPullRequest: call((forge, input) => forge.readPullRequest(input)),
-    updatePullRequestBody: call((forge, input) => forge.updatePullRequestBody(input)),
+    updatePullRequestSection: call((forge, input) => forge.updatePullRequestSection(input)),
     postComment: call((forge, input) => forge.postComment(input)),
     readChecks: call((forge, input) => forge.readChecks(input)),
     readIssue: call((forge, input) => forge.readIssue(input, input.number)),
@@ -74,7 +78,12 @@ export function createForgeActivities(deps: ForgeActivitiesDeps): ForgeActivitie
     pollRepository: call((forge, input) => forge.pollRepository(input)),
     forgeTaskSettings: async (input) => {
       const forge = forgeOf(deps.forges, input.forge);
-      return { label: forge.label, tasks: forge.tasks, webUrl: forge.url };
+      return {
+        label: forge.label,
+        tasks: { ...(deps.handsTaskQueue ? { handsTaskQueue: deps.handsTaskQueue } : {}), ...forge.tasks },
+        webUrl: forge.url,
+        ...(deps.workflowsUrl ? { workflowsUrl: deps.workflowsUrl } : {}),
+      };
     },
   };
 }

@@ -10,6 +10,7 @@ import {
   isAgentBody,
   markerKeys,
   withMarker,
+  withSection,
   type BranchCheck,
   type CheckResult,
   type CommitChecks,
@@ -152,12 +153,13 @@ export class ForgeClient {
     }
   }
 
-  async updatePullRequestBody(
-    input: ForgeRepository & { number: number; body: string; markerKey: string },
+  async updatePullRequestSection(
+    input: ForgeRepository & { number: number; section: string; markdown: string },
   ): Promise<void> {
-    await this.http.request('PATCH', `${this.repoPath(input)}/pulls/${input.number}`, {
-      body: { body: withMarker(input.body, input.markerKey) },
-    });
+    const path = `${this.repoPath(input)}/pulls/${input.number}`;
+    const { body: pull } = await this.http.request<RawPull>('GET', path);
+    const body = withSection(pull.body ?? '', input.section, input.markdown);
+    if (body !== pull.body) await this.http.request('PATCH', path, { body: { body } });
   }
 
   async pullRequest(repo: ForgeRepository, number: number): Promise<PullRequestInfo> {
@@ -207,7 +209,7 @@ export class ForgeClient {
       reviews,
       reviewComments,
       issueComments,
-      ...(input.checks && pullRequest.state === 'open'
+      ...(input.checks && pullRequest.state === 'open' && !input.skipCheckHeads?.includes(pullRequest.headSha)
         ? { checks: await this.readChecks({ ...input, sha: pullRequest.headSha }) }
         : {}),
     };

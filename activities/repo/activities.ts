@@ -11,7 +11,7 @@ import { commitAccepted } from './commit-accepted';
 import { repoContext, type RepoActivitiesDeps, type RepoContext } from './deps';
 import { prepareRepository } from './prepare';
 import { pushBranch } from './push';
-import { readFeatureList, releaseHostRepository, shelveAttempt, writeReport } from './records';
+import { readFeatureList, readRevisionReplies, releaseHostRepository, shelveAttempt, writeReport } from './records';
 import { seedBranch } from './seed-branch';
 import { workspaceSnapshot } from './snapshot';
 import { verifyWorkspace } from './verify';
@@ -41,6 +41,7 @@ export function createRepoActivities(deps: RepoActivitiesDeps): RepoActivities {
     shelveAttempt: beating('shelveAttempt', shelveAttempt),
     writeReport: beating('writeReport', writeReport),
     readFeatureList: beating('readFeatureList', readFeatureList),
+    readRevisionReplies: beating('readRevisionReplies', readRevisionReplies),
     releaseHostRepository: beating('releaseHostRepository', releaseHostRepository),
   };
 }

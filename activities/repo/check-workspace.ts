@@ -43,6 +43,8 @@ export async function checkWorkspace(ctx: RepoContext, input: CheckWorkspaceInpu
   try {
     await ctx.sandboxes.lifecycle.ensure(input.sessionId);
     const historyRewritten = await guardHistory(ctx, input);
+    // A branch without a feature list (a review round on a branch no task made): history only.
+    if (input.features === null) return historyRewritten ? { violations: [], historyRewritten } : { violations: [] };
     const text = await readWorkspaceFile(ctx.sandboxes, input.sessionId, FEATURE_LIST_FILE);
     const expected = featureListText(input.features);
     const violations = compareFeatureList(input.features, text);

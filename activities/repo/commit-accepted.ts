@@ -29,6 +29,14 @@ git log --reverse --no-color --format='%s' "$1..HEAD" 2>/dev/null | head -n 50
 true
 `;
 
+/** $1 parent: prints `unchanged` when HEAD is the parent and the work tree (but .agent/) is clean. */
+const UNCHANGED = String.raw`
+cd /workspace
+${EXCLUDE_AGENT_DIR}
+if [ "$(git rev-parse HEAD)" = "$1" ] && [ -z "$(git status --porcelain -- . ':(exclude).agent')" ]; then echo unchanged; fi
+true
+`;
+
 /** $1 branch, $2 parent, $3 message file, $4 author name, $5 author email: prints the new commit. */
 const SQUASH = String.raw`
 set -e
@@ -54,6 +62,13 @@ export async function commitAccepted(ctx: RepoContext, input: CommitAcceptedInpu
     let commit: string;
     if (found.startsWith('done ')) {
       commit = found.slice(5).trim();
+    } else if (
+      input.skipIfUnchanged &&
+      (
+        await workspaceScript(ctx.sandboxes, input.sessionId, 'looking for changes', UNCHANGED, [input.parent])
+      ).trim() === 'unchanged'
+    ) {
+      return { commit: input.parent, unchanged: true, changes: [], changedTestFiles: [] };
     } else {
       const agentSubjects = found.split('\n').slice(1).filter(Boolean);
       const body = agentSubjects.length
@@ -61,7 +76,7 @@ export async function commitAccepted(ctx: RepoContext, input: CommitAcceptedInpu
         : '';
       const message = `${input.subject}${body}\n\n${trailers.join('\n')}\n`;
       await ctx.sandboxes.files.put(input.sessionId, [
-        { path: FEATURE_LIST_FILE, content: featureListText(input.features) },
+        ...(input.features ? [{ path: FEATURE_LIST_FILE, content: featureListText(input.features) }] : []),
         { path: MESSAGE_FILE, content: message },
       ]);
       const out = await workspaceScript(ctx.sandboxes, input.sessionId, 'committing the accepted work', SQUASH, [

@@ -7,6 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FEATURE_LIST_FILE } from '../../common/feature-list';
+import { PR_REPLIES_FILE } from '../../common/pull-request';
 import type { ShelveAttemptInput, WriteReportInput } from '../../common/repo';
 import { hostRepositoryOf, type RepoContext } from './deps';
 import { toRepoFailure } from './failures';
@@ -64,6 +65,16 @@ export async function readFeatureList(ctx: RepoContext, input: { sessionId: stri
   try {
     await ctx.sandboxes.lifecycle.ensure(input.sessionId);
     const text = await readWorkspaceFile(ctx.sandboxes, input.sessionId, FEATURE_LIST_FILE);
+    return text === undefined ? {} : { text };
+  } catch (err) {
+    throw toRepoFailure(err);
+  }
+}
+
+export async function readRevisionReplies(ctx: RepoContext, input: { sessionId: string }): Promise<{ text?: string }> {
+  try {
+    await ctx.sandboxes.lifecycle.ensure(input.sessionId);
+    const text = await readWorkspaceFile(ctx.sandboxes, input.sessionId, PR_REPLIES_FILE);
     return text === undefined ? {} : { text };
   } catch (err) {
     throw toRepoFailure(err);

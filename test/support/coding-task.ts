@@ -27,6 +27,8 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../../script
 import { installRuntime } from '../../workers/runtime';
 import { createBrainWorker, createHandsHostWorkers } from '../../workers/workers';
 import { testPlatform } from './env';
+import type { Forges } from '../../activities/forge/settings';
+import type { SecretStore } from '../../activities/secrets/store';
 import { testModelSettings } from './operation-harness';
 import { connectTestTemporal, type TestTemporal } from './temporal';
 
@@ -104,6 +106,9 @@ export interface TaskHarnessOptions {
   script?: ModelScript;
   /** Another remote than textkit's, made in the harness's folder. */
   remote?: (dir: string) => TestRemote;
+  /** The forges and secret store of the in-process workers (default: from the environment). */
+  forges?: Forges;
+  secrets?: SecretStore;
 }
 
 async function connectTo(address: string): Promise<TestTemporal> {
@@ -147,6 +152,10 @@ export async function startTaskHarness(
             client: temporal.client,
             modelSettings: testModelSettings(model.url),
             workflowBundle: { codePath: workflowBundlePath },
+            ...(options.forges ? { forges: options.forges } : {}),
+            ...(options.secrets ? { secrets: options.secrets } : {}),
+            workflowsUrl: 'http://web-ui.test/namespaces/default/workflows/',
+            handsTaskQueue: handsQueue,
           }),
           // A hands host as `agent worker hands` runs one: the shared queue and the host's own.
           ...(await createHandsHostWorkers({
@@ -157,6 +166,8 @@ export async function startTaskHarness(
             docker,
             image: sandboxImage,
             tasksDir,
+            ...(options.forges ? { forges: options.forges } : {}),
+            ...(options.secrets ? { secrets: options.secrets } : {}),
           })),
         ];
   const running = workers.map((worker) => worker.run());

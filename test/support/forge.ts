@@ -167,3 +167,29 @@ export async function pushChange(
     fs.rmSync(work, { recursive: true, force: true });
   }
 }
+
+/**
+ * A coding task's result, waiting as long as a loaded machine needs; a task that does not end in
+ * that time fails the test with where it stood (its phase, its operation, its report so far).
+ */
+export async function settledTask(
+  client: import('@temporalio/client').Client,
+  taskId: string,
+  timeoutMs = 900_000,
+): Promise<import('../../common/coding-task').CodingTaskResult> {
+  const { taskStatusQuery } = await import('../../common/coding-task');
+  const { codingTaskResult } = await import('../../client/task-result');
+  const handle = client.workflow.getHandle(taskId);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const description = await handle.describe().catch(() => undefined);
+    if (description && description.status.name !== 'RUNNING') return codingTaskResult(handle);
+    if (Date.now() > deadline) {
+      const status = await handle.query(taskStatusQuery).catch((err: Error) => err.message);
+      throw new Error(
+        `task ${taskId} did not end in ${timeoutMs} ms; it stood at: ${JSON.stringify(status).slice(0, 4000)}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}

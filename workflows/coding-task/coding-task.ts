@@ -31,6 +31,8 @@ import { abortUpdate } from '../../common/operation';
 import { renderTaskReport } from '../../common/task-report';
 import { acceptTaskApprovals, spentTaskBudget, startTaskDeadline, taskEndUnlessExtended } from './budget';
 import { prepareTask } from './prepare';
+import { openPullRequest } from './pull-request';
+import { reviseBranch } from './revision';
 import { attemptFeature } from './feature';
 import { claimTaskHost, hostGit, taskSandbox, taskWorkspace } from './repo';
 import { startTaskRun, TaskEnd, type TaskCarry, type TaskRun } from './state';
@@ -63,6 +65,7 @@ async function runTask(task: TaskRun, rawInput: unknown): Promise<TaskEnd> {
     const end = await prepareTask(task);
     if (end) return end;
   }
+  if (task.settings.revision) return reviseBranch(task);
   for (;;) {
     const end = reasonToStop(task);
     if (end) return end;
@@ -156,10 +159,16 @@ async function finishTask(task: TaskRun): Promise<CodingTaskResult> {
       .releaseHostRepository({ sessionId: task.sessionId })
       .catch(() => undefined);
   }
+  await openPullRequest(task, data);
   task.phase = 'done';
   publishTaskAttributes(task, 'state');
   showTaskDetails(task);
-  const result: CodingTaskResult = { ...data, report, ...(reportPath ? { reportPath } : {}) };
+  const result: CodingTaskResult = {
+    ...data,
+    ...(carry.pullRequest ? { pullRequest: carry.pullRequest } : {}),
+    report,
+    ...(reportPath ? { reportPath } : {}),
+  };
   if (task.ended!.state === 'failed') {
     throw ApplicationFailure.create({
       type: CODING_TASK_FAILURES.failed,

@@ -59,6 +59,16 @@ export async function prepareTask(task: TaskRun): Promise<TaskEnd | undefined> {
     carry.initializer = 'not needed';
     return undefined;
   }
+  if (settings.revision) {
+    // A review round on a branch no task made: no feature list, and none is made.
+    if (!prepared.branchExisted)
+      throw taskFailure(
+        `the branch ${task.branch} does not exist on the remote: a revision works on an existing branch`,
+      );
+    carry.noFeatureList = true;
+    carry.initializer = 'not needed';
+    return undefined;
+  }
   const spec = settings.spec ?? prepared.spec?.text;
   if (spec === undefined) {
     throw taskFailure(

@@ -14,7 +14,7 @@ import {
   SANDBOX_ACTIVITY_OPTIONS,
   TASK_WORKSPACE_ACTIVITY_OPTIONS,
 } from '../shared/policies';
-import { TaskEnd, type TaskRun } from './state';
+import { featureRecord, TaskEnd, type TaskRun } from './state';
 import { taskActivities } from './stuck';
 
 /**
@@ -65,7 +65,7 @@ export async function guardWorkspace(
     sessionId: task.sessionId,
     branch: task.branch,
     acceptedCommit: carry.accepted,
-    features: carry.features,
+    features: featureRecord(task),
   });
   const notes: IntegrityNote[] = result.violations.map((violation) => ({
     ...where,
@@ -94,8 +94,8 @@ export async function guardWorkspace(
  */
 export async function commitAndPush(
   task: TaskRun,
-  commit: { operationId: string; subject: string; featureId?: string },
-): Promise<{ sha: string; changedTestFiles: string[]; end?: TaskEnd }> {
+  commit: { operationId: string; subject: string; featureId?: string; skipIfUnchanged?: boolean },
+): Promise<{ sha: string; changedTestFiles: string[]; end?: TaskEnd; unchanged?: boolean }> {
   const { carry } = task;
   task.phase = 'pushing';
   const parent = carry.accepted;
@@ -103,7 +103,8 @@ export async function commitAndPush(
     sessionId: task.sessionId,
     branch: task.branch,
     parent,
-    features: carry.features,
+    features: featureRecord(task),
+    ...(commit.skipIfUnchanged ? { skipIfUnchanged: true } : {}),
     subject: commit.subject,
     trailers: {
       'Agent-Task': task.taskId,
@@ -111,6 +112,7 @@ export async function commitAndPush(
       'Agent-Operation': commit.operationId,
     },
   });
+  if (accepted.unchanged) return { sha: parent, changedTestFiles: [], unchanged: true };
   carry.accepted = accepted.commit;
   const record: TaskCommit = {
     sha: accepted.commit,

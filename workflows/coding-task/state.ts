@@ -14,7 +14,9 @@ import {
   type CodingTaskStatus,
   type IntegrityNote,
   type LedgerEntry,
+  type RevisionOutcome,
   type TaskCommit,
+  type TaskPullRequestOutcome,
 } from '../../common/coding-task';
 import type { PreparedEnvironment } from '../../common/environment';
 import type { Feature } from '../../common/feature-list';
@@ -73,6 +75,12 @@ export interface TaskCarry {
   budgetAsks?: BudgetAsks;
   /** The repository's own hooks, read at preparation where the hands worker allows them (`common/hooks.ts`). */
   repositoryHooks?: HooksInput;
+  /** The branch has no feature list (a review round on a branch no task made): the guard and the commit leave it alone. */
+  noFeatureList?: boolean;
+  /** A review round's attempts and, once it ended, its outcome. */
+  revision?: { attempts: number; lastError?: string; outcome?: RevisionOutcome };
+  /** The branch's pull request, once the run opened or updated it. */
+  pullRequest?: TaskPullRequestOutcome;
 }
 
 export type TaskEndState = 'completed' | 'failed' | 'aborted';
@@ -177,6 +185,11 @@ function newCarry(): TaskCarry {
     costUsd: 0,
     sandboxUsed: false,
   };
+}
+
+/** The feature list the guard and the commits work with: none on a branch that has none. */
+export function featureRecord(task: TaskRun): Feature[] | null {
+  return task.carry.noFeatureList ? null : task.carry.features;
 }
 
 export function progressOf(task: TaskRun, featureId: string): FeatureProgress {

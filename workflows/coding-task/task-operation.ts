@@ -34,6 +34,8 @@ export interface TaskOperation {
 
 export interface OperationOutcome {
   entry: LedgerEntry;
+  /** The operation's closing text. */
+  finalText: string;
   /** The model could not be reached or refused the requests: another attempt would fail the same way. */
   modelUnavailable: boolean;
 }
@@ -60,7 +62,11 @@ export async function runTaskOperation(task: TaskRun, op: TaskOperation): Promis
   carry.usage = addUsage(carry.usage, result.usage);
   carry.costUsd += result.costUsd;
   publishTaskAttributes(task, 'counters');
-  return { entry, modelUnavailable: result.state === 'failed' && result.reason.startsWith('model step failed') };
+  return {
+    entry,
+    finalText: result.finalText,
+    modelUnavailable: result.state === 'failed' && result.reason.startsWith('model step failed'),
+  };
 }
 
 /** The operation's input: the task's settings, and the budgets the run has left (the task asks, not its operations). */

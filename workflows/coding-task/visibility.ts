@@ -47,6 +47,8 @@ export function reportData(task: TaskRun): TaskReportData {
     workspaceVolume: volumeNameOf(task.sessionId),
     ...(carry.prepared && carry.unpushed.length > 0 ? { hostRepository: carry.prepared.hostRepository } : {}),
     ...(carry.environment ? { environment: carry.environment } : {}),
+    ...(carry.pullRequest ? { pullRequest: carry.pullRequest } : {}),
+    ...(carry.revision?.outcome ? { revision: carry.revision.outcome } : {}),
   };
 }
 

@@ -23,6 +23,7 @@
  * | checkpoint            | 10 min             | 10 s      | 3        | 1 s ×2 … 30 s      |
  * | restore a checkpoint  | 30 min             | 10 s      | 5        | 1 s ×2 … 30 s      |
  * | plan a rewind         | 2 min              | –         | 5        | 1 s ×2 … 30 s      |
+ * | forge API call        | 2 min              | –         | 8        | 1 s ×2 … 60 s (or the forge's retry-after) |
  *
  * An operation's `heartbeatTimeoutMs` overrides the heartbeat of its model, tool and sandbox calls.
  *
@@ -44,6 +45,7 @@ import { CHECKPOINT_FAILURE_TYPES } from '../../common/checkpoints';
 import { MODEL_NON_RETRYABLE_FAILURE_TYPES } from '../../common/model-types';
 import { HANDS_NON_RETRYABLE_FAILURE_TYPES } from '../../common/hands';
 import { REPO_NON_RETRYABLE_FAILURE_TYPES } from '../../common/repo';
+import { FORGE_NON_RETRYABLE_FAILURE_TYPES } from '../../common/forge';
 import { HOOK_TIMEOUT_DEFAULT_S, HOOK_TIMEOUT_MAX_S, type Hook } from '../../common/hooks';
 import { toolRunTimeoutMs, type ToolName } from '../../common/tools';
 
@@ -236,6 +238,24 @@ export const HOST_GIT_ACTIVITY_OPTIONS: ActivityOptions = {
     maximumInterval: '60 seconds',
     maximumAttempts: 6,
     nonRetryableErrorTypes: REPO_NON_RETRYABLE,
+  },
+};
+
+/**
+ * Forge API calls (pull requests, comments, checks, permissions): seconds each, on the brain's
+ * queue. A forge that is down or rate-limits is retried for about four minutes (a 429's or 503's
+ * `retry-after` sets the wait); refused credentials, a missing repository or a refused request are
+ * not (`FORGE_NON_RETRYABLE_FAILURE_TYPES`). Writes find what an earlier attempt wrote (the branch's
+ * pull request, a comment's marker), so retrying them is safe.
+ */
+export const FORGE_ACTIVITY_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '2 minutes',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '60 seconds',
+    maximumAttempts: 8,
+    nonRetryableErrorTypes: [...FORGE_NON_RETRYABLE_FAILURE_TYPES],
   },
 };
 
