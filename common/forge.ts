@@ -14,6 +14,7 @@
  *
  * Deterministic: zod, types and pure functions (imported by workflow code).
  */
+import { defineQuery } from '@temporalio/workflow';
 import { z } from 'zod';
 
 export const FORGE_KINDS = ['gitea', 'github'] as const;
@@ -461,6 +462,9 @@ export const forgePollerInputSchema = z.strictObject({
   intervalMs: z.int().min(5_000).max(86_400_000).default(120_000),
 });
 export type ForgePollerInput = z.input<typeof forgePollerInputSchema>;
+
+/** The poller's reads so far and its last error (`forgePollerStatus`). */
+export const forgePollerStatusQuery = defineQuery<ForgePollerCarry>('forgePollerStatus');
 
 /** What survives the poller's continue-as-new. */
 export interface ForgePollerCarry {

@@ -37,6 +37,10 @@ import { forgeServerSettings } from '../platform/settings';
 
 const BOT = 'agent-bot';
 const FORGE_NAME = 'local';
+/** The secrets `agent.env` defines (`AGENT_SECRET_<NAME>` each) and `AGENT_FORGES` names. */
+const TOKEN_SECRET = 'LOCAL_FORGE_TOKEN';
+const WEBHOOK_SECRET = 'LOCAL_FORGE_WEBHOOK_SECRET';
+const secretVariable = (name: string) => `AGENT_SECRET_${name}`;
 
 function envFile(dir: string): string {
   return path.join(dir, 'agent.env');
@@ -56,21 +60,21 @@ function readEnvFile(file: string): Record<string, string> {
 async function ensureBot(admin: GiteaAdmin, dir: string): Promise<Record<string, string>> {
   const file = envFile(dir);
   const existing = readEnvFile(file);
-  if (existing.AGENT_SECRET_LOCAL_FORGE_TOKEN) return existing;
+  if (existing[secretVariable(TOKEN_SECRET)]) return existing;
   const token = await giteaUserWithToken(admin, BOT);
   const forges = {
     [FORGE_NAME]: {
       kind: 'gitea',
       url: admin.url,
-      token: 'LOCAL_FORGE_TOKEN',
-      webhookSecret: 'LOCAL_FORGE_WEBHOOK_SECRET',
+      token: TOKEN_SECRET,
+      webhookSecret: WEBHOOK_SECRET,
       label: 'agent',
     },
   };
   const values = {
     AGENT_FORGES: JSON.stringify(forges),
-    AGENT_SECRET_LOCAL_FORGE_TOKEN: token,
-    AGENT_SECRET_LOCAL_FORGE_WEBHOOK_SECRET: randomBytes(24).toString('hex'),
+    [secretVariable(TOKEN_SECRET)]: token,
+    [secretVariable(WEBHOOK_SECRET)]: randomBytes(24).toString('hex'),
   };
   fs.writeFileSync(
     file,
@@ -145,7 +149,7 @@ runMain(async (args) => {
       const from = option(args, '--from');
       if (from) await giteaPushDirectory(repo, adminToken, path.resolve(from));
       const webhook = option(args, '--webhook');
-      if (webhook) await giteaWebhook(admin, repo, webhook, env.AGENT_SECRET_LOCAL_FORGE_WEBHOOK_SECRET!);
+      if (webhook) await giteaWebhook(admin, repo, webhook, env[secretVariable(WEBHOOK_SECRET)]!);
       console.log(
         `${url}/${fullName}: ${BOT} is an admin collaborator, label "agent"${from ? `, ${from} pushed` : ''}${webhook ? `, webhook to ${webhook}` : ''}`,
       );

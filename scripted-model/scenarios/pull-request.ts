@@ -94,3 +94,6 @@ function revisionTurn(goal: string, step: number, ids: () => string, hold: boole
 function shellQuote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
 }
+
+/** The default script, for `npm run scripted-model -- --port N --script scripted-model/scenarios/pull-request.ts`. */
+export default pullRequestScenario();

@@ -13,6 +13,7 @@ import {
   continueAsNew,
   ParentClosePolicy,
   proxyActivities,
+  setHandler,
   sleep,
   startChild,
   upsertSearchAttributes,
@@ -24,6 +25,7 @@ import {
   FORGE_EVENT_WORKFLOW_TYPE,
   forgeEventWorkflowId,
   forgePollerInputSchema,
+  forgePollerStatusQuery,
   type ForgeActivities,
   type ForgeEventInput,
   type ForgePollerCarry,
@@ -47,6 +49,7 @@ export async function forgePoller(rawInput: unknown, carried?: ForgePollerCarry)
   const settings = parsed.data;
   const repo = { forge: settings.forge, repository: settings.repository };
   const carry: ForgePollerCarry = carried ?? { handledComments: [], handledIssues: [], polls: 0 };
+  setHandler(forgePollerStatusQuery, () => carry);
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.kind, value: 'forge-poller' },
     { key: SEARCH_ATTRIBUTES.repo, value: `${settings.forge}:${settings.repository}` },
