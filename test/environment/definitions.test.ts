@@ -99,7 +99,10 @@ describe('detection', () => {
     );
     expect(found.python).toEqual({ specifier: '>=3.9', from: 'pyproject.toml requires-python' });
     expect(found.go).toEqual({ version: '1.22.5', from: 'go.mod toolchain line' });
-    expect(found.node).toEqual({ range: '>=20 <23', from: 'package.json engines.node' });
+    expect(found.node).toEqual({
+      ranges: [{ range: '>=20 <23', from: 'package.json engines.node' }],
+      from: 'package.json engines.node',
+    });
     expect(found.java).toEqual({ release: '11', build: 'maven', wrapper: false, from: 'pom.xml' });
     expect(found.files).toEqual(['pyproject.toml', 'go.mod', 'package.json', 'pom.xml']);
   });
@@ -117,7 +120,7 @@ describe('detection', () => {
       ),
     );
     expect(found.python).toEqual({ from: 'requirements-dev.txt' });
-    expect(found.node).toEqual({ range: '20', from: '.nvmrc' });
+    expect(found.node).toEqual({ ranges: [{ range: '20', from: '.nvmrc' }], from: '.nvmrc' });
     expect(found.java).toEqual({ release: '8', build: 'gradle', wrapper: true, from: 'build.gradle' });
   });
 
