@@ -49,8 +49,11 @@ export interface Requirements {
   /** `version` as written (`1.22.5`, `1.22`); absent: the newest release. */
   go?: { version?: string; from: string };
   java?: { release?: string; build: 'maven' | 'gradle'; wrapper: boolean; from: string };
-  /** `version`: the lowest Rust that builds it (`1.85`); `channel`: a named channel (`nightly`, `beta`). */
-  rust?: { version?: string; channel?: string; from: string };
+  /**
+   * `version`: the lowest Rust that builds it (`1.85`: a `rust-version`, an edition), or the one a
+   * toolchain file pins (`pinned`); `channel`: a named channel other than stable (`nightly`, `beta`).
+   */
+  rust?: { version?: string; pinned?: boolean; channel?: string; from: string };
   nodeTools?: Array<ToolAsk<NodeToolName>>;
   pythonTools?: Array<ToolAsk<PythonToolName>>;
   /** A Gradle wrapper's distribution (`gradle/wrapper/gradle-wrapper.properties`). */
@@ -405,7 +408,9 @@ function detectRust(files: RepoFiles, found: Requirements): void {
     ask(found, file, `rust ${channel}`);
     const numbered = /^(\d+\.\d+(?:\.\d+)?)$/.exec(channel)?.[1];
     const from = origin(dir, `${name} channel`);
-    consider(numbered ? { version: numbered, from } : channel === 'stable' ? { from } : { channel, from });
+    consider(
+      numbered ? { version: numbered, pinned: true, from } : channel === 'stable' ? { from } : { channel, from },
+    );
   }
   if (rust) found.rust = rust;
 }

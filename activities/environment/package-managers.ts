@@ -51,6 +51,16 @@ export async function nodeToolsPlan(
         `${tool.name}: ${tool.from} asks for ${tool.name}@${tool.version}, which the npm registry does not have (${pkg})`,
       );
     const manifest = await readPackageJson(packed.file);
+    // pnpm ≥ 12 is a launcher whose native binary is an optional dependency per platform; without
+    // it the launcher downloads one and insists on a registry signature (refused here): it is
+    // placed where the launcher looks, `node_modules/` beside it.
+    const native = Object.keys(manifest.optionalDependencies ?? {}).filter((name) => /[./-]linux-x64$/.test(name));
+    const natives = await Promise.all(
+      native.map(async (name) => ({
+        name,
+        packed: await npmPack(host, `${name}@${manifest.optionalDependencies![name]}`, tool.name),
+      })),
+    );
     const bins =
       typeof manifest.bin === 'string'
         ? { [tool.name]: manifest.bin }
@@ -60,16 +70,26 @@ export async function nodeToolsPlan(
     plan.toolchains[tool.name] = { version: packed.version, from: tool.from };
     plan.steps.push({
       kind: 'files',
-      title: `${tool.name} ${packed.version} from the npm registry (${pkg})`,
-      digest: packed.integrity,
+      title: `${tool.name} ${packed.version} from the npm registry (${[pkg, ...native].join(', ')})`,
+      digest: [packed.integrity, ...natives.map((n) => n.packed.integrity)].join(' '),
       pack: async (into, progress) => {
         await repack(
           packed.file,
           into,
-          (name) => (name.startsWith('package/') ? `${home}/${name.slice('package/'.length)}` : undefined),
+          // Below the tarball's one top folder (`package/` by convention).
+          (name) => (name.includes('/') ? `${home}/${name.slice(name.indexOf('/') + 1)}` : undefined),
           progress,
           (name) => targets.has(name.slice(home.length + 1)),
         );
+        for (const { name, packed: nativePacked } of natives)
+          await repack(
+            nativePacked.file,
+            into,
+            (entry) =>
+              entry.includes('/') ? `${home}/node_modules/${name}/${entry.slice(entry.indexOf('/') + 1)}` : undefined,
+            progress,
+            () => false,
+          );
         for (const [command, target] of Object.entries(bins))
           into.entry({
             name: `usr/local/bin/${command}`,
@@ -80,6 +100,19 @@ export async function nodeToolsPlan(
       },
     });
   }
+  if (tools.some((tool) => tool.name === 'pnpm')) pnpmSwitchOff(plan);
+}
+
+/**
+ * pnpm is already the version the repository pins: its own switch to that version (on by default
+ * from pnpm 10) is not needed, and would fetch platform binaries it then refuses unsigned.
+ */
+export function pnpmSwitchOff(plan: ToolchainPlan): void {
+  plan.steps.push({
+    kind: 'env',
+    title: 'pnpm does not switch versions itself (it is the one asked for)',
+    set: { npm_config_manage_package_manager_versions: 'false', pnpm_config_manage_package_manager_versions: 'false' },
+  });
 }
 
 export async function pythonToolsPlan(

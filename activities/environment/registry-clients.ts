@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import * as tar from 'tar-stream';
 import { EnvironmentError } from './errors';
 import type { ToolchainHost } from './plan';
+import { compareVersions, parseVersion } from './versions';
 
 const execFileAsync = promisify(execFile);
 
@@ -43,11 +44,11 @@ export async function npmPack(
       timeout: 120_000,
     });
     const viewed = JSON.parse(stdout) as unknown;
-    // A range can match several versions: npm then prints an array, newest last.
-    const info = (Array.isArray(viewed) ? viewed[viewed.length - 1] : viewed) as {
-      version: string;
-      'dist.integrity': string;
-    };
+    // A range can match several versions: npm then prints an array, in no promised order.
+    type Viewed = { version: string; 'dist.integrity': string };
+    const info = Array.isArray(viewed)
+      ? (viewed as Viewed[]).reduce((a, b) => (byNewest(a.version, b.version) <= 0 ? a : b))
+      : (viewed as Viewed);
     const name = spec.slice(0, spec.lastIndexOf('@'));
     const file = path.join(dir, `${name.replace('/', '-')}-${info.version}.tgz`);
     if (!fs.existsSync(file)) {
@@ -118,18 +119,26 @@ export async function repack(
 }
 
 /** A package tarball's `package.json` (its `bin` map, say). */
-export async function readPackageJson(file: string): Promise<{ bin?: string | Record<string, string>; name?: string }> {
+export interface PackageManifest {
+  name?: string;
+  bin?: string | Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+}
+
+export async function readPackageJson(file: string): Promise<PackageManifest> {
   const { createGunzip } = await import('node:zlib');
   const extract = tar.extract();
   let found: string | undefined;
   const done = new Promise<void>((resolve, reject) => {
     extract.on('entry', (header, stream, next) => {
       const chunks: Buffer[] = [];
+      // The tarball's one top folder is `package/` by convention, not always.
+      const manifest = /^[^/]+\/package\.json$/.test(header.name) && found === undefined;
       stream.on('data', (chunk: Buffer) => {
-        if (header.name === 'package/package.json') chunks.push(chunk);
+        if (manifest) chunks.push(chunk);
       });
       stream.on('end', () => {
-        if (header.name === 'package/package.json') found = Buffer.concat(chunks).toString('utf8');
+        if (manifest) found = Buffer.concat(chunks).toString('utf8');
         next();
       });
       stream.on('error', reject);
@@ -139,8 +148,8 @@ export async function readPackageJson(file: string): Promise<{ bin?: string | Re
   });
   fs.createReadStream(file).pipe(createGunzip()).pipe(extract);
   await done;
-  if (found === undefined) throw new Error(`${path.basename(file)} has no package/package.json`);
-  return JSON.parse(found) as { bin?: string | Record<string, string>; name?: string };
+  if (found === undefined) throw new Error(`${path.basename(file)} has no package.json`);
+  return JSON.parse(found) as PackageManifest;
 }
 
 /** A package's released versions on the host's Python package index, as its pip lists them (`pip index versions`). */
@@ -162,6 +171,14 @@ export async function pypiVersions(host: ToolchainHost, name: string): Promise<s
       `${name}: its versions could not be listed with the hands host's pip (python3 -m pip index versions ${name}): ${describeExecError(err)}`,
     );
   }
+}
+
+/** Newest first: negative when `a` is newer (versions this module cannot read sort last). */
+function byNewest(a: string, b: string): number {
+  const va = parseVersion(a);
+  const vb = parseVersion(b);
+  if (!va || !vb) return va ? -1 : vb ? 1 : 0;
+  return compareVersions(vb, va);
 }
 
 export function describeExecError(err: unknown): string {

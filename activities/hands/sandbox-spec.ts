@@ -86,7 +86,9 @@ const CACHE_ENV = [
   `GRADLE_USER_HOME=${DEPENDENCY_CACHE_DIR}/gradle`,
   `YARN_CACHE_FOLDER=${DEPENDENCY_CACHE_DIR}/yarn`,
   `YARN_GLOBAL_FOLDER=${DEPENDENCY_CACHE_DIR}/yarn-berry`,
+  // pnpm ≤ 10 reads npm's variables, pnpm ≥ 11 its own.
   `npm_config_store_dir=${DEPENDENCY_CACHE_DIR}/pnpm-store`,
+  `pnpm_config_store_dir=${DEPENDENCY_CACHE_DIR}/pnpm-store`,
   `CARGO_HOME=${DEPENDENCY_CACHE_DIR}/cargo`,
   `CARGO_TARGET_DIR=${DEPENDENCY_CACHE_DIR}/cargo-target`,
   `UV_CACHE_DIR=${DEPENDENCY_CACHE_DIR}/uv`,
