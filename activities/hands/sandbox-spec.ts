@@ -89,6 +89,8 @@ const CACHE_ENV = [
   // pnpm ≤ 10 reads npm's variables, pnpm ≥ 11 its own.
   `npm_config_store_dir=${DEPENDENCY_CACHE_DIR}/pnpm-store`,
   `pnpm_config_store_dir=${DEPENDENCY_CACHE_DIR}/pnpm-store`,
+  `npm_config_cache_dir=${DEPENDENCY_CACHE_DIR}/pnpm-cache`,
+  `pnpm_config_cache_dir=${DEPENDENCY_CACHE_DIR}/pnpm-cache`,
   `CARGO_HOME=${DEPENDENCY_CACHE_DIR}/cargo`,
   `CARGO_TARGET_DIR=${DEPENDENCY_CACHE_DIR}/cargo-target`,
   `UV_CACHE_DIR=${DEPENDENCY_CACHE_DIR}/uv`,
