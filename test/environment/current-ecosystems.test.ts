@@ -6,8 +6,9 @@
  * environment and dependency cache the first one left:
  *  - networkx 3.7, the sdist from PyPI (`requires-python = ">=3.12"`; pytest): Python 3.13 on the
  *    default image's Debian trixie twin, made on the hands host for it;
- *  - either 1.19.0, the crate from crates.io (its Cargo.lock; serde_json for its tests): Rust from
- *    Debian, crates through the egress proxy, `~/.cargo` and `target/` in the cache volume;
+ *  - either 1.19.0, the crate from crates.io (its authors' Cargo.toml.orig and the Cargo.lock it
+ *    ships, kept in the repository; serde_json for its tests): Rust from Debian, crates through the egress proxy, `~/.cargo` and `target/` in
+ *    the cache volume;
  *  - a monorepo laid out here from two real packages: github.com/google/uuid v1.6.0 from the Go
  *    module proxy in `services/uuid/`, and minimist 1.2.8 from the npm registry in `web/minimist/`
  *    as a pnpm project (`packageManager: pnpm@10.34.9`, its pnpm-lock.yaml made here by that pnpm;
@@ -17,8 +18,7 @@
  *    0.13.9 from PyPI, pytest in a dev group): uv from PyPI on the default image's Python 3.11.
  * The second runs of the Rust, monorepo and uv projects may reach nothing at all (egress `none`):
  * their init.sh and tests can only pass from the cache. pip has no offline mode (it asks its index
- * every time), so networkx's second run keeps the registries and shows the image and pip's cache
- * reused.
+ * every time), so networkx's second run keeps the registries and shows the image reused.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -174,7 +174,15 @@ async function fetchEither(dir: string): Promise<string> {
   const crate = path.join(dir, 'either.crate');
   fs.writeFileSync(crate, Buffer.from(await (await fetch(url)).arrayBuffer()));
   run('tar', ['-xzf', crate], dir);
-  return path.join(dir, 'either-1.19.0');
+  // The manifest as its authors wrote it: the published one is normalized for the registry (its
+  // test targets listed, a new file under tests/ not found).
+  const source = path.join(dir, 'either-1.19.0');
+  fs.renameSync(path.join(source, 'Cargo.toml.orig'), path.join(source, 'Cargo.toml'));
+  // The crate ships its Cargo.lock, and the repository keeps it (cargo's advice for libraries since
+  // 2023), though this one's .gitignore still names it.
+  const ignore = path.join(source, '.gitignore');
+  fs.writeFileSync(ignore, fs.readFileSync(ignore, 'utf8').replace(/^\/Cargo\.lock\n/m, ''));
+  return source;
 }
 
 /** google/uuid from the Go module proxy and minimist from the npm registry, laid out as one repository. */
@@ -333,16 +341,16 @@ describe('a PyPI project that needs Python ≥ 3.12 (networkx 3.7)', () => {
     expectPassed(result, NETWORKX);
     expect(result.environment).toMatchObject({
       source: 'detected',
-      files: ['pyproject.toml'],
+      files: ['pyproject.toml', 'setup.cfg'],
       toolchains: { python: { version: expect.stringMatching(/^3\.13\./), from: 'pyproject.toml requires-python' } },
       asks: [{ file: 'pyproject.toml', wants: 'python >=3.12,!=3.14.1' }],
     });
     expect(result.report).toMatch(/asked for by pyproject\.toml \(python >=3\.12,!=3\.14\.1\)/);
   });
 
-  it('second run: the image is reused and pip takes pytest from the cache volume', async () => {
-    const first = await firstRuns.get(NETWORKX)!;
-    expect(await inVolume(first.environment!.cache!, 'find /cache/pip -type f | wc -l')).not.toBe('0\n');
+  it('second run: the image (and the twin under it) is reused, not built', async () => {
+    // pip asks its index on every install and caches only what the registry marks cacheable (the
+    // registry here marks nothing): what its second night reuses is the environment.
     await secondRun(NETWORKX);
   });
 });
