@@ -107,7 +107,7 @@ export async function nodeToolsPlan(
  * pnpm is already the version the repository pins: its own switch to that version (on by default
  * from pnpm 10) is not needed, and would fetch platform binaries it then refuses unsigned.
  */
-export function pnpmSwitchOff(plan: ToolchainPlan): void {
+function pnpmSwitchOff(plan: ToolchainPlan): void {
   plan.steps.push({
     kind: 'env',
     title: 'pnpm does not switch versions itself (it is the one asked for)',
