@@ -312,7 +312,9 @@ async function inVolume(volume: string, script: string): Promise<string> {
 }
 
 function expectPassed(result: CodingTaskResult, project: RealProject): void {
-  expect({ state: result.state, reason: result.reason }).toEqual({ state: 'completed', reason: 'all features pass' });
+  // A failed run says why in its report (the verify's output among it).
+  if (result.state !== 'completed' || result.reason !== 'all features pass')
+    throw new Error(`${project.name}: ${result.state}, ${result.reason}\n${result.report}`);
   expect(result.features).toEqual([
     expect.objectContaining({ id: project.feature.id, passes: true, passedThisRun: true }),
   ]);
