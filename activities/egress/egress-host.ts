@@ -156,12 +156,36 @@ export class EgressHost implements SandboxEgressWiring {
     await this.registriesLoading;
   }
 
+  /** Whether `url`'s host is one of the host's registries (what the `registries` policy reaches). */
+  async isRegistry(url: string): Promise<boolean> {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return false;
+    }
+    const port = parsed.port ? Number(parsed.port) : parsed.protocol === 'http:' ? 80 : 443;
+    const host = parsed.hostname.toLowerCase();
+    return (await this.registriesLoading).hosts.some(
+      (h) => h.host === host && (h.port === undefined || h.port === port),
+    );
+  }
+
   env(): string[] {
     const proxy = `http://127.0.0.1:${SANDBOX_PROXY_PORT}`;
     return [
-      ...['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'NPM_CONFIG_PROXY', 'NPM_CONFIG_HTTPS_PROXY'].map(
-        (name) => `${name}=${proxy}`,
-      ),
+      // The usual variables, and the tools that read only their own: npm's, yarn's, cargo's.
+      ...[
+        'HTTP_PROXY',
+        'HTTPS_PROXY',
+        'http_proxy',
+        'https_proxy',
+        'NPM_CONFIG_PROXY',
+        'NPM_CONFIG_HTTPS_PROXY',
+        'YARN_HTTP_PROXY',
+        'YARN_HTTPS_PROXY',
+        'CARGO_HTTP_PROXY',
+      ].map((name) => `${name}=${proxy}`),
       'NO_PROXY=localhost,127.0.0.1,::1',
       'no_proxy=localhost,127.0.0.1,::1',
       ...[
@@ -172,6 +196,9 @@ export class EgressHost implements SandboxEgressWiring {
         'REQUESTS_CA_BUNDLE',
         'GIT_SSL_CAINFO',
         'CURL_CA_BUNDLE',
+        // cargo ignores SSL_CERT_FILE.
+        'CARGO_HTTP_CAINFO',
+        'YARN_CA_FILE_PATH',
       ].map((name) => `${name}=${CA_FILE}`),
       ...(this.registries?.env ?? []),
     ];

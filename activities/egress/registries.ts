@@ -10,7 +10,11 @@
  * | pip   | `pip config list` / `PIP_INDEX_URL`, `PIP_EXTRA_INDEX_URL`; else pip's own default index and its file host |
  * | Go    | `GOPROXY` / `go env GOPROXY GOSUMDB`                                      |
  * | Maven | `~/.m2/settings.xml` mirrors; else, when `mvn` is installed, its built-in central |
+ * | cargo | when `cargo` is installed or configured: crates.io's sparse index (or the registry `$CARGO_HOME/config.toml` replaces it with) and the download host its `config.json` names |
  * | apt   | `/etc/apt/sources.list`, `/etc/apt/sources.list.d/*.list` and `*.sources` |
+ *
+ * The sandbox's yarn is pointed at npm's registry (yarn defaults to a host of its own), uv and pdm
+ * at pip's index when one is configured.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -38,6 +42,9 @@ const PIP_DEFAULT_INDEX = 'https://pypi.org/simple';
 const PIP_DEFAULT_FILES = 'https://files.pythonhosted.org';
 /** Maven's built-in central repository (its super-POM default). */
 const MAVEN_DEFAULT_CENTRAL = 'https://repo.maven.apache.org/maven2';
+/** cargo's built-in registry: crates.io's sparse index, and the host its crates come from when the index does not say. */
+const CARGO_DEFAULT_INDEX = 'https://index.crates.io/';
+const CARGO_DEFAULT_DOWNLOADS = 'https://static.crates.io/crates';
 
 /** Reads the registries of this host. Tools that are not installed contribute nothing. */
 export async function readHostRegistries(env: Readonly<Record<string, string | undefined>>): Promise<HostRegistries> {
@@ -51,14 +58,18 @@ export async function readHostRegistries(env: Readonly<Record<string, string | u
   const npm = await npmRegistries();
   for (const [key, url] of npm) {
     add(url, `npm ${key}`);
-    if (key === 'registry') sandboxEnv.push(`NPM_CONFIG_REGISTRY=${url}`);
+    // yarn 1 and yarn 2+ each default to a registry host of their own: the same registry as npm.
+    if (key === 'registry')
+      sandboxEnv.push(`NPM_CONFIG_REGISTRY=${url}`, `YARN_REGISTRY=${url}`, `YARN_NPM_REGISTRY_SERVER=${url}`);
   }
 
   const pip = await pipIndexes(env);
   for (const url of pip.urls) add(url, 'pip');
   if (pip.configured) {
-    if (pip.index) sandboxEnv.push(`PIP_INDEX_URL=${pip.index}`);
-    if (pip.extra.length) sandboxEnv.push(`PIP_EXTRA_INDEX_URL=${pip.extra.join(' ')}`);
+    if (pip.index)
+      sandboxEnv.push(`PIP_INDEX_URL=${pip.index}`, `UV_DEFAULT_INDEX=${pip.index}`, `PDM_PYPI_URL=${pip.index}`);
+    if (pip.extra.length)
+      sandboxEnv.push(`PIP_EXTRA_INDEX_URL=${pip.extra.join(' ')}`, `UV_INDEX=${pip.extra.join(' ')}`);
   }
 
   const go = await goSettings(env);
@@ -73,6 +84,7 @@ export async function readHostRegistries(env: Readonly<Record<string, string | u
   }
 
   for (const url of await mavenRepositories()) add(url, 'maven');
+  for (const url of await cargoRegistries(env)) add(url, 'cargo');
   for (const url of aptSources()) add(url, 'apt');
   return { hosts, env: sandboxEnv };
 }
@@ -149,6 +161,45 @@ async function mavenRepositories(): Promise<string[]> {
   const mirrors = [...text.matchAll(/<url>\s*([^<\s]+)\s*<\/url>/g)].map((m) => m[1]!);
   if (mirrors.length) return mirrors;
   return (await output('mvn', ['--version'])) !== undefined ? [MAVEN_DEFAULT_CENTRAL] : [];
+}
+
+/**
+ * The hosts cargo fetches crates from: the sparse index crates.io is replaced with in the host's
+ * `$CARGO_HOME/config.toml` (source replacement), else crates.io's; and the download (`dl`) and API
+ * hosts that index's `config.json` names. Nothing when cargo is neither installed nor configured.
+ */
+async function cargoRegistries(env: NodeJS.ProcessEnv): Promise<string[]> {
+  const home = env.CARGO_HOME || path.join(os.homedir(), '.cargo');
+  let config = '';
+  for (const name of ['config.toml', 'config']) {
+    try {
+      config = fs.readFileSync(path.join(home, name), 'utf8');
+      break;
+    } catch {
+      // Not there: the next name, or cargo's defaults.
+    }
+  }
+  if (!config && (await output('cargo', ['--version'])) === undefined) return [];
+  const replacement = /\[source\.crates-io\][^[]*?replace-with\s*=\s*["']([^"']+)["']/s.exec(config)?.[1];
+  const replaced = replacement
+    ? new RegExp(
+        `\\[source\\.${replacement.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\][^[]*?registry\\s*=\\s*["']([^"']+)["']`,
+        's',
+      ).exec(config)?.[1]
+    : undefined;
+  const index = (replaced ?? CARGO_DEFAULT_INDEX).replace(/^sparse\+/, '');
+  const urls = [index];
+  // A sparse index says where its crates and API are.
+  try {
+    const response = await fetch(new URL('config.json', index.endsWith('/') ? index : `${index}/`), {
+      signal: AbortSignal.timeout(10_000),
+    });
+    const indexConfig = (await response.json()) as { dl?: unknown; api?: unknown };
+    for (const url of [indexConfig.dl, indexConfig.api]) if (typeof url === 'string') urls.push(url);
+  } catch {
+    if (!replaced) urls.push(CARGO_DEFAULT_DOWNLOADS);
+  }
+  return urls;
 }
 
 function aptSources(): string[] {

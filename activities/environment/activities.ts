@@ -31,6 +31,7 @@ import type { Sandboxes } from '../hands/sandboxes';
 import { checkSeedSource, redactUserinfo } from '../hands/seed-source';
 import type { EgressHost } from '../egress/egress-host';
 import { EnvironmentBuilder, type BuildProgress } from './builder';
+import { DebianTwins, type SandboxImageDefinition } from './debian-twin';
 import { EnvironmentError, toEnvironmentFailure } from './errors';
 import { cloneFiles, commitFiles, directoryFiles, type RepoFiles } from './repo-files';
 import { resolveEnvironment } from './resolve';
@@ -45,6 +46,10 @@ export interface EnvironmentDeps {
   hostEnv: NodeJS.ProcessEnv;
   /** Where fetched toolchains are kept. */
   toolchainCacheDir: string;
+  /** What the default image is made of: its twins on other Debian suites can then be made (Python 3.13, Java 21/25). */
+  sandboxImage?: SandboxImageDefinition;
+  /** The Debian security archive the host's apt uses (Rust on bookworm comes from bookworm-security). */
+  debianSecurity?: string;
   heartbeatEveryMs?: number;
 }
 
@@ -64,16 +69,27 @@ export function createEnvironmentActivities(
     sandboxTools: deps.sandboxes.lifecycle.sandboxTools,
     ...(deps.egress ? { egress: deps.egress } : {}),
   });
+  const twins = deps.sandboxImage ? new DebianTwins(builder, deps.sandboxImage, toolchainHost(deps)) : undefined;
   return {
     builder,
-    prepareEnvironment: (input) => prepareEnvironment(deps, builder, input),
+    prepareEnvironment: (input) => prepareEnvironment(deps, builder, twins, input),
     setUpWorkspace: (input) => setUpWorkspace(deps, input),
+  };
+}
+
+function toolchainHost(deps: EnvironmentDeps) {
+  return {
+    env: deps.hostEnv,
+    cacheDir: deps.toolchainCacheDir,
+    ...(deps.debianSecurity ? { debianSecurity: deps.debianSecurity } : {}),
+    ...(deps.egress ? { isRegistry: (url: string) => deps.egress!.isRegistry(url) } : {}),
   };
 }
 
 async function prepareEnvironment(
   deps: EnvironmentDeps,
   builder: EnvironmentBuilder,
+  twins: DebianTwins | undefined,
   input: PrepareEnvironmentInput,
 ): Promise<PreparedEnvironment> {
   const activity = currentActivity();
@@ -88,26 +104,48 @@ async function prepareEnvironment(
     const existing = await manager.workspaceEnvironment(input.sessionId);
     if (existing) return keptEnvironment(existing);
     files = await repositoryFiles(deps, input);
+    const progressOf =
+      (what: string) =>
+      (progress: BuildProgress): void => {
+        const line = `building ${what} ${progress.hash.slice(0, 12)}: step ${progress.step}/${progress.steps} ${progress.title}`;
+        heartbeat.merge({ environment: line, tail: progress.tail });
+        live.publish(line, progress.tail);
+      };
+    let twinMs = 0;
     const resolved = await resolveEnvironment({
       ...(files ? { files } : {}),
       ...(input.environment !== undefined ? { input: input.environment } : {}),
       defaultImage: manager.defaultImage,
       probe: (image) => builder.probe(image),
-      host: { env: deps.hostEnv, cacheDir: deps.toolchainCacheDir },
+      host: toolchainHost(deps),
+      ...(twins
+        ? {
+            twin: async (suite) => {
+              const twin = await twins.image(
+                suite,
+                manager.defaultImage,
+                progressOf(`the Debian ${suite} base`),
+                activity?.cancellationSignal,
+              );
+              twinMs += twin.ms;
+              return twin.image;
+            },
+          }
+        : {}),
     });
     let image = manager.defaultImage;
     let hash = '';
     let built = false;
     let buildMs: number | undefined;
     if (resolved.recipe) {
-      const onProgress = (progress: BuildProgress) => {
-        const line = `building environment ${progress.hash.slice(0, 12)}: step ${progress.step}/${progress.steps} ${progress.title}`;
-        heartbeat.merge({ environment: line, tail: progress.tail });
-        live.publish(line, progress.tail);
-      };
-      const outcome = await builder.build(resolved.recipe, onProgress, activity?.cancellationSignal);
+      const outcome = await builder.build(resolved.recipe, progressOf('environment'), activity?.cancellationSignal);
       ({ image, hash, built } = outcome);
-      if (built) buildMs = outcome.ms;
+      if (built || twinMs) buildMs = outcome.ms + twinMs;
+    }
+    // Debian's Rust is whatever its archive has now (at least the version planned): the built image says which.
+    if (resolved.toolchains.rust && resolved.recipe) {
+      const rust = (await builder.probe(image)).rust;
+      if (rust) resolved.toolchains.rust = { ...resolved.toolchains.rust, version: rust };
     }
     const cache = input.cacheKey ? cacheVolumeNameOf(digest(input.cacheKey), manager.namePrefix) : undefined;
     const assigned = await manager.assignEnvironment(
@@ -124,6 +162,8 @@ async function prepareEnvironment(
       hash,
       image: assigned.image,
       toolchains: resolved.toolchains,
+      ...(resolved.asks?.length ? { asks: resolved.asks } : {}),
+      ...(resolved.notes.length ? { notes: resolved.notes } : {}),
       update: resolved.update,
       unsupported: resolved.unsupported,
       built,

