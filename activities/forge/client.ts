@@ -128,6 +128,11 @@ export class ForgeClient {
     if (latest && !this.dialect.isMerged(latest))
       return { outcome: 'closed-before', pullRequest: this.pullInfo(latest) };
     const branch = await this.checkBranch({ ...input, branch: input.head });
+    if (input.head === (input.base ?? branch.defaultBranch))
+      throw forgeFailure(
+        FORGE_FAILURE_TYPES.refused,
+        `${input.head} is the pull request's own base: there is nothing to propose`,
+      );
     // Gitea lists a pushed branch about a second after the push: the retry's wait covers it.
     if (!branch.exists)
       throw forgeFailure(

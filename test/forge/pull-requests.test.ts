@@ -296,6 +296,30 @@ describe('what starts nothing', () => {
   });
 });
 
+describe('what the harness never does', () => {
+  it('never pushes to the default branch of a forge repository, whatever the input says', async () => {
+    const handle = await h.start({
+      repo: { kind: 'forge', ...repo() },
+      branch: 'main',
+      spec: 'Add the slug command',
+      verify: 'npm test',
+    });
+    const result = await settledTask(h.temporal.client, handle.workflowId);
+    expect(result.state).toBe('failed');
+    expect(result.reason).toContain('UnsafeBranch: the harness never pushes to main: it is the default branch of');
+    expect(result.pullRequest).toMatchObject({
+      outcome: 'not opened',
+      reason: expect.stringContaining("is the pull request's own base"),
+    });
+    const main = await forge.api<{ commit: { message: string } }>(
+      forge.reviewerToken,
+      'GET',
+      `/repos/${forge.repo.fullName}/branches/main`,
+    );
+    expect(main.commit.message.trim()).toBe('textkit: upper');
+  });
+});
+
 describe('the end of a pull request', () => {
   it('ends the loop when the pull request is closed, even paused', async () => {
     const handle = h.temporal.client.workflow.getHandle(pullRequestLoopId(repo(), number));
