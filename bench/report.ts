@@ -3,7 +3,7 @@
  * scenario, notes) and `latest.svg`, a chart of the main figures drawn here as plain SVG (grouped bar
  * panels; no chart library).
  */
-import type { BenchResults } from './results';
+import type { BenchResults, CacheWriteCauses } from './results';
 
 // ---- SVG ----
 
@@ -575,6 +575,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
       ),
     );
     out.push('');
+    out.push(...notReadSection(t));
   }
 
   const f = results.ttft;
@@ -722,6 +723,73 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   );
   out.push('');
   return out.join('\n');
+}
+
+const CAUSES = [
+  ['tail', 'new tail'],
+  ['start', 'cold start'],
+  ['compaction', 'compaction'],
+  ['clearBatch', 'clear batches'],
+  ['missed', 'sent before, not read'],
+  ['changed', 'other changes'],
+] as const;
+
+const causeCells = (causes: CacheWriteCauses): string[] => CAUSES.map(([key]) => n(causes[key], 0));
+
+/** Where the tokens not read from the cache came from, per way and per request of the harness way. */
+function notReadSection(t: NonNullable<BenchResults['tokens']>): string[] {
+  const out: string[] = [
+    'Prompt tokens not read from the cache, by cause (`bench/cache-writes.ts`): the new tail (the last reply and the tool results after it, written once whatever the harness does), the prefix a request starts from when nothing of it was sent before (a new conversation, a cold cache, another model), and content sent again — by compaction (the summary call and the first request after it), by clear batches (the prefix after the first cleared result), sent before in exactly that prefix but not read (a breakpoint moved, past the lookback, expired), or changed otherwise (system prompt, tools):',
+    '',
+  ];
+  const ways = [
+    ['naive loop', t.naive],
+    ['loop with breakpoints', t.cachedFullOutput],
+    ['spill only', t.spillOnly],
+    ['spill + editing', t.spillEditing],
+    ['harness (defaults)', t.harness],
+    ...t.editingSweep.map((point) => [`sweep: ${point.name}`, point] as const),
+  ] as const;
+  out.push(
+    table(
+      ['run', ...CAUSES.map(([, label]) => label), 'cache hit'],
+      ways.map(([label, w]) => [label, ...causeCells(w.notRead), pct(w.cacheHitRate)]),
+    ),
+  );
+  out.push('');
+  const again = t.harnessRequests.filter((row) => row.kind !== 'turn' || row.start + row.missed + row.changed > 0);
+  out.push(
+    `The harness way's requests that sent content again (${again.length} of ${t.harnessRequests.length}; every other request read its whole prefix and wrote only its tail):`,
+  );
+  out.push('');
+  out.push(
+    table(
+      [
+        'request',
+        'what',
+        'prompt',
+        'cache read',
+        'cache write',
+        'new tail',
+        'cold start',
+        'sent before, not read',
+        'changed',
+      ],
+      again.map((row) => [
+        row.index,
+        row.label,
+        n(row.prompt, 0),
+        n(row.cacheRead, 0),
+        n(row.cacheWrite, 0),
+        n(row.tail, 0),
+        n(row.start, 0),
+        n(row.missed, 0),
+        n(row.changed, 0),
+      ]),
+    ),
+  );
+  out.push('');
+  return out;
 }
 
 function floorSection(floor: NonNullable<BenchResults['floor']>, results: BenchResults): string[] {

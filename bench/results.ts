@@ -170,6 +170,43 @@ export const historyPointSchema = z.strictObject({
 
 const firstLast = z.strictObject({ first: num, last: num });
 
+/** The prompt tokens of requests that were not read from the cache, by cause (`bench/cache-writes.ts`). */
+export const cacheWriteCausesSchema = z.strictObject({
+  /** New content: the last reply and the tool results after it. */
+  tail: num,
+  /** The prefix of a request that found nothing of its prompt sent before: a new conversation, a cold cache, another model. */
+  start: num,
+  /** Sent again by compaction calls and the first request after each compaction. */
+  compaction: num,
+  /** Sent again by requests carrying a clear batch (the prefix after the first cleared result). */
+  clearBatch: num,
+  /** Sent before in exactly that prefix and not read back (breakpoint moved or missing, lookback, TTL). */
+  missed: num,
+  /** Anything else sent again: a changed system prompt, tools or model. */
+  changed: num,
+});
+
+/** One answered request of a run, and where its prompt tokens came from. */
+export const cacheWriteRowSchema = z.strictObject({
+  /** 1-based, in the order the server answered them. */
+  index: num,
+  /** `turn 12`, `turn 40 + clear batch 2 (17 results)`, `compaction 1 (threshold)`. */
+  label: z.string(),
+  kind: z.enum(['turn', 'clearBatch', 'compaction', 'afterCompaction']),
+  prompt: num,
+  cacheRead: num,
+  cacheWrite: num,
+  uncached: num,
+  /** Not read, new: the last reply and the tool results after it. */
+  tail: num,
+  /** Not read, and nothing of the prompt sent before: the prefix a conversation starts with. */
+  start: num,
+  /** Not read, sent before in exactly that prefix. */
+  missed: num,
+  /** Not read, sent before but changed (an edit, a compaction, another system prompt or model). */
+  changed: num,
+});
+
 export const tokenWaySchema = z.strictObject({
   /** Requests answered (model turns, and compaction calls where there are any). */
   requests: num,
@@ -193,6 +230,8 @@ export const tokenWaySchema = z.strictObject({
   completed: z.boolean(),
   costUsd: num,
   wallMs: num,
+  /** The not-read prompt tokens by cause. */
+  notRead: cacheWriteCausesSchema,
 });
 
 export const editingSweepPointSchema = z.strictObject({
@@ -209,6 +248,7 @@ export const editingSweepPointSchema = z.strictObject({
   compactions: num,
   peakContextPct: num,
   costUsd: num,
+  notRead: cacheWriteCausesSchema,
 });
 
 export const recoveryMeasurementSchema = z.strictObject({
@@ -346,8 +386,12 @@ const clusterSideSchema = z.strictObject({
 });
 
 export const resultsSchema = z.strictObject({
-  /** 2: the tokens section has five ways, the window figures and the editing sweep. */
-  schemaVersion: z.literal(2),
+  /**
+   * 3: every token way says where its prompt tokens not read from the cache came from (`notRead`), and
+   * the harness way's requests are listed (`harnessRequests`); 2: the tokens section has five ways,
+   * the window figures and the editing sweep.
+   */
+  schemaVersion: z.literal(3),
   profile: z.enum(['full', 'quick', 'smoke']),
   startedAt: z.string(),
   finishedAt: z.string(),
@@ -441,6 +485,8 @@ export const resultsSchema = z.strictObject({
       costReduction: z.strictObject({ vsNaive: num, vsCachedFullOutput: num, vsSpillOnly: num }),
       /** Context-editing settings on a shorter run (compaction on, against the window): cache writes against tokens saved. */
       editingSweep: z.array(editingSweepPointSchema),
+      /** The harness way's requests, one row each: where the prompt tokens not read from the cache came from. */
+      harnessRequests: z.array(cacheWriteRowSchema),
     })
     .optional(),
   ttft: z
@@ -562,6 +608,8 @@ export type HistoryPoint = z.infer<typeof historyPointSchema>;
 export type TokensResult = NonNullable<BenchResults['tokens']>;
 export type TokenWay = z.infer<typeof tokenWaySchema>;
 export type EditingSweepPoint = z.infer<typeof editingSweepPointSchema>;
+export type CacheWriteCauses = z.infer<typeof cacheWriteCausesSchema>;
+export type CacheWriteRow = z.infer<typeof cacheWriteRowSchema>;
 export type TtftResult = NonNullable<BenchResults['ttft']>;
 export type ConcurrencyResult = NonNullable<BenchResults['concurrency']>;
 export type ClusterResult = NonNullable<BenchResults['cluster']>;

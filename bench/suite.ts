@@ -93,7 +93,7 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
 
   const finished = Date.now();
   const base: Omit<BenchResults, 'targets' | 'notes'> = {
-    schemaVersion: 2,
+    schemaVersion: 3,
     profile: options.profile,
     startedAt: new Date(started).toISOString(),
     finishedAt: new Date(finished).toISOString(),

@@ -48,6 +48,12 @@ export interface OperationTokenReport {
   consistent: boolean | null;
 }
 
+/** Every recorded context step of a workflow (all its runs, in order), from its latest run back. */
+export async function recordedStepsOf(client: Client, workflowId: string): Promise<RecordedStep[]> {
+  const description = await client.workflow.getHandle(workflowId).describe();
+  return stepsOf(client, workflowId, description.runId);
+}
+
 async function stepsOf(client: Client, workflowId: string, runId: string): Promise<RecordedStep[]> {
   const runs: RecordedStep[][] = [];
   let next: string | undefined = runId;
