@@ -121,6 +121,33 @@ describe('context parts', () => {
     expect(countCacheBreakpoints(placeCacheBreakpoints({ messages }, '5m', 'gone'))).toBe(1);
   });
 
+  it('marks where a clear batch starts as well as the new frontier, in place of the tools', () => {
+    const turn = (n: number) => [
+      { role: 'assistant' as const, content: [{ type: 'tool_use' as const, id: `t${n}`, name: 'bash', input: {} }] },
+      { role: 'user' as const, content: [{ type: 'tool_result' as const, tool_use_id: `t${n}`, content: `r${n}` }] },
+    ];
+    const messages = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'goal' }] }, ...turn(1)];
+    messages.push(...turn(2), ...turn(3), ...turn(4));
+    const marked = (index: number) => (params: ReturnType<typeof placeCacheBreakpoints>) =>
+      (params.messages[index]!.content as Array<{ cache_control?: unknown }>)[0]!.cache_control;
+    // The request that clears t1 and t2: the cached prefix ends before t1 (read back there), the
+    // next batch starts at t3 (written there), the tail; the system prompt's mark covers the tools.
+    const params = placeCacheBreakpoints({ system: 'sys', tools: [READ_TOOL], messages }, '5m', 't3', 't1');
+    expect(countCacheBreakpoints(params)).toBe(4);
+    expect(params.tools![0]).not.toHaveProperty('cache_control');
+    expect(params.system).toEqual([{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }]);
+    expect(marked(1)(params)).toEqual({ type: 'ephemeral' });
+    expect(marked(5)(params)).toEqual({ type: 'ephemeral' });
+    expect(marked(8)(params)).toEqual({ type: 'ephemeral' });
+    // Without a system prompt the tools keep their mark: still four.
+    const noSystem = placeCacheBreakpoints({ tools: [READ_TOOL], messages }, '5m', 't3', 't1');
+    expect(countCacheBreakpoints(noSystem)).toBe(4);
+    // A batch start that is not in the request changes nothing.
+    const gone = placeCacheBreakpoints({ system: 'sys', tools: [READ_TOOL], messages }, '5m', 't3', 'gone');
+    expect(gone.tools![0]).toHaveProperty('cache_control');
+    expect(countCacheBreakpoints(gone)).toBe(4);
+  });
+
   it('joins a resumed paused turn to the paused message', () => {
     let context = withReply(
       emptyContext('s'),
