@@ -709,6 +709,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   const e = results.environment;
   if (e) out.push(...environmentSection(e));
   if (results.cluster) out.push(...clusterSection(results.cluster));
+  if (results.continue) out.push(...continueSection(results.continue));
 
   if (results.notes.length) {
     out.push('## Notes');
@@ -790,6 +791,87 @@ function notReadSection(t: NonNullable<BenchResults['tokens']>): string[] {
   );
   out.push('');
   return out;
+}
+
+function continueSection(c: NonNullable<BenchResults['continue']>): string[] {
+  const ways = [
+    ['resume: the transcript carried, context management off, no window', c.resume],
+    ['resume + compaction: the same, the harness managing the context, against the window', c.resumeCompaction],
+    ['handoff: a coding task, one fresh operation per feature', c.handoff],
+  ] as const;
+  const sw = c.modelSwitch;
+  const switchRow = (label: string, s: NonNullable<BenchResults['continue']>['modelSwitch']['boundary']) => [
+    label,
+    n(s.promptTokens, 0),
+    `${n(s.sameModel.cacheRead, 0)} read, ${n(s.sameModel.cacheWrite, 0)} written: $${s.sameModel.costUsd.toFixed(4)}`,
+    `${n(s.otherModel.cacheRead, 0)} read, ${n(s.otherModel.cacheWrite, 0)} written: $${s.otherModel.costUsd.toFixed(4)}`,
+    `$${s.extraUsd.toFixed(4)}`,
+  ];
+  return [
+    '## 9. Continuing the work: handoff against resuming the transcript',
+    '',
+    `Seed 000: a project of ${c.features} features (a module, its test and a page of notes each, ${n(c.docBytes / 1000, 0)} kB); one agent did the first ${c.firstHalf} in one conversation, ` +
+      `and the remaining ${c.features - c.firstHalf} are done three ways with the same nine turns per feature (read its notes and those of the feature before, read the modules it builds on, write the module and its test, run the tests, fix, run them again, commit; replies of ${n(c.replyChars, 0)} characters). ` +
+      `Resuming takes over a conversation of ${n(c.takenOverTokens, 0)} tokens, which ends at ${n(c.transcriptTokens, 0)}; the window is ${n(c.windowTokens, 0)}. ` +
+      "Only the continuation is counted, from a cold cache (the first half ran long enough ago); usage as the scripted server's prompt-cache simulation answered it, cost from `common/pricing.ts`.",
+    '',
+    table(
+      [
+        'way',
+        'operations',
+        'requests',
+        'uncached input',
+        'cache write',
+        'cache read',
+        'output',
+        'prompt tokens',
+        'peak context',
+        'cache hit',
+        'compactions',
+        'clear batches',
+        'cost',
+        'wall',
+      ],
+      ways.map(([label, w]) => [
+        label,
+        w.operations,
+        w.requests,
+        n(w.uncachedInput, 0),
+        n(w.cacheWrite, 0),
+        n(w.cacheRead, 0),
+        n(w.output, 0),
+        n(w.promptTokens, 0),
+        `${n(w.peakContext, 0)} (${n(w.peakContextPct, 1)} %)`,
+        pct(w.cacheHitRate),
+        w.compactions,
+        w.editBatches,
+        `$${w.costUsd.toFixed(2)}`,
+        `${(w.wallMs / 1000).toFixed(1)} s`,
+      ]),
+    ),
+    '',
+    `Handoff ÷ resume: ${pct(c.handoffVsResume.cost)} of the cost, ${pct(c.handoffVsResume.promptTokens)} of the prompt tokens; ` +
+      `handoff ÷ resume + compaction: ${pct(c.handoffVsResumeCompaction.cost)} of the cost, ${pct(c.handoffVsResumeCompaction.promptTokens)} of the prompt tokens. ` +
+      `Wall: the resume way's ${(c.resume.wallMs / 1000).toFixed(0)} s against the handoff's ${(c.handoff.wallMs / 1000).toFixed(0)} s (the handoff also verifies, commits and pushes every feature on the host).`,
+    '',
+    'Prompt tokens not read from the cache, by cause (as in section 3):',
+    '',
+    table(
+      ['way', ...CAUSES.map(([, label]) => label)],
+      ways.map(([label, w]) => [label.split(':')[0]!, ...causeCells(w.notRead)]),
+    ),
+    '',
+    `A model switch (to \`${sw.toModel}\`, priced like the bench's model): one request on the same model against the same request on the other, whose cache holds nothing of it.`,
+    '',
+    table(
+      ['where', 'prompt tokens', 'same model', 'other model', 'the switch costs'],
+      [
+        switchRow("at an operation boundary (a fresh context like a feature operation's first request)", sw.boundary),
+        switchRow("inside the long context (the resumed lane's next request)", sw.inside),
+      ],
+    ),
+    '',
+  ];
 }
 
 function floorSection(floor: NonNullable<BenchResults['floor']>, results: BenchResults): string[] {

@@ -251,6 +251,39 @@ export const editingSweepPointSchema = z.strictObject({
   notRead: cacheWriteCausesSchema,
 });
 
+/** One way of continuing the work (the continuation's requests only). */
+export const continueWaySchema = z.strictObject({
+  /** Operations the continuation ran (1 for the resume ways; one per feature for the handoff). */
+  operations: num,
+  requests: num,
+  uncachedInput: num,
+  cacheWrite: num,
+  cacheRead: num,
+  output: num,
+  /** uncachedInput + cacheWrite + cacheRead. */
+  promptTokens: num,
+  peakContext: num,
+  /** `peakContext` as a percentage of the model's window (`continue.windowTokens`). */
+  peakContextPct: num,
+  /** Answered requests over the window (the resume way runs without one). */
+  overWindowRequests: num,
+  rejectedRequests: num,
+  cacheHitRate: num,
+  compactions: num,
+  editBatches: num,
+  costUsd: num,
+  wallMs: num,
+  notRead: cacheWriteCausesSchema,
+});
+
+/** One request on the same model and the same request on another, and what the switch added. */
+export const modelSwitchSchema = z.strictObject({
+  promptTokens: num,
+  sameModel: z.strictObject({ cacheWrite: num, cacheRead: num, costUsd: num }),
+  otherModel: z.strictObject({ cacheWrite: num, cacheRead: num, costUsd: num }),
+  extraUsd: num,
+});
+
 export const recoveryMeasurementSchema = z.strictObject({
   /** What the worker was doing when it was killed: a `bash` call, or a model call. */
   during: z.enum(['tool', 'model']),
@@ -387,11 +420,11 @@ const clusterSideSchema = z.strictObject({
 
 export const resultsSchema = z.strictObject({
   /**
-   * 3: every token way says where its prompt tokens not read from the cache came from (`notRead`), and
-   * the harness way's requests are listed (`harnessRequests`); 2: the tokens section has five ways,
-   * the window figures and the editing sweep.
+   * 4: the continue section; 3: every token way says where its prompt tokens not read from the cache
+   * came from (`notRead`), and the harness way's requests are listed (`harnessRequests`); 2: the
+   * tokens section has five ways, the window figures and the editing sweep.
    */
-  schemaVersion: z.literal(3),
+  schemaVersion: z.literal(4),
   profile: z.enum(['full', 'quick', 'smoke']),
   startedAt: z.string(),
   finishedAt: z.string(),
@@ -487,6 +520,33 @@ export const resultsSchema = z.strictObject({
       editingSweep: z.array(editingSweepPointSchema),
       /** The harness way's requests, one row each: where the prompt tokens not read from the cache came from. */
       harnessRequests: z.array(cacheWriteRowSchema),
+    })
+    .optional(),
+  continue: z
+    .strictObject({
+      features: num,
+      /** Features the first agent did before the work is continued. */
+      firstHalf: num,
+      docBytes: num,
+      replyChars: num,
+      windowTokens: num,
+      /** The one conversation at the end of the resume way (its largest prompt). */
+      transcriptTokens: num,
+      /** The conversation the resume way took over (its first continuation request). */
+      takenOverTokens: num,
+      resume: continueWaySchema,
+      resumeCompaction: continueWaySchema,
+      handoff: continueWaySchema,
+      /** handoff ÷ resume, in cost and in prompt tokens. */
+      handoffVsResume: z.strictObject({ cost: num, promptTokens: num }),
+      handoffVsResumeCompaction: z.strictObject({ cost: num, promptTokens: num }),
+      /** A model switch at an operation boundary (a fresh context) and inside the long context. */
+      modelSwitch: z.strictObject({
+        /** The model switched to (priced like the bench's model, so only the cache differs). */
+        toModel: z.string(),
+        boundary: modelSwitchSchema,
+        inside: modelSwitchSchema,
+      }),
     })
     .optional(),
   ttft: z
@@ -611,6 +671,9 @@ export type EditingSweepPoint = z.infer<typeof editingSweepPointSchema>;
 export type CacheWriteCauses = z.infer<typeof cacheWriteCausesSchema>;
 export type CacheWriteRow = z.infer<typeof cacheWriteRowSchema>;
 export type TtftResult = NonNullable<BenchResults['ttft']>;
+export type ContinueResult = NonNullable<BenchResults['continue']>;
+export type ContinueWay = z.infer<typeof continueWaySchema>;
+export type ModelSwitchFigures = z.infer<typeof modelSwitchSchema>;
 export type ConcurrencyResult = NonNullable<BenchResults['concurrency']>;
 export type ClusterResult = NonNullable<BenchResults['cluster']>;
 export type ClusterSide = z.infer<typeof clusterSideSchema>;
@@ -633,6 +696,7 @@ export const SCENARIOS = [
   'overhead',
   'history',
   'tokens',
+  'continue',
   'ttft',
   'concurrency',
   'recovery',
@@ -669,7 +733,9 @@ export const TARGET_UNCACHED_REDUCTION = 0.7;
 /** The harness's largest prompt, as % of the window (the compaction threshold). */
 export const TARGET_PEAK_CONTEXT_PCT = 70;
 /** Cache reads / prompt tokens of the harness. */
-export const TARGET_CACHE_HIT = 0.9;
+export const TARGET_CACHE_HIT = 0.97;
+/** The handoff's cost as a share of resuming the transcript's. */
+export const TARGET_HANDOFF_COST_SHARE = 0.05;
 /** lazy TTFT ≤ this × no-sandbox TTFT. */
 export const TARGET_LAZY_TTFT = 1.1;
 /** Start of an operation in a cached environment ≤ this × the same operation on the default image. */
@@ -793,6 +859,16 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
     `≥ ${pct(TARGET_CACHE_HIT)}`,
     t && pct(t.cacheHitRate),
     t && t.cacheHitRate >= TARGET_CACHE_HIT,
+  );
+
+  const w = results.continue;
+  add(
+    'continue-handoff-cost',
+    `continuing the work (${w ? `${w.features - w.firstHalf} of ${w.features} features` : 'the second half'}): handoff vs resuming the transcript, cost`,
+    `≤ ${pct(TARGET_HANDOFF_COST_SHARE)} of resume's`,
+    w &&
+      `${pct(w.handoffVsResume.cost)} ($${w.handoff.costUsd.toFixed(2)} vs $${w.resume.costUsd.toFixed(2)}; prompt tokens ${pct(w.handoffVsResume.promptTokens)})`,
+    w && w.handoffVsResume.cost <= TARGET_HANDOFF_COST_SHARE,
   );
 
   const f = results.ttft;
