@@ -76,7 +76,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
       profiledSteps: 100,
     },
     history: { points: [10, 100, 500] },
-    tokens: { turns: 200, minBytes: 20 * 1024, maxBytes: 200 * 1024, replyChars: 4000, sweepTurns: 60 },
+    tokens: { turns: 200, minBytes: 20 * 1024, maxBytes: 200 * 1024, replyChars: 4000, sweepTurns: 120 },
     continue: { features: 48, docBytes: 15_000, replyChars: 400 },
     ttft: { runs: 15 },
     concurrency: { operations: 200, steps: 20 },

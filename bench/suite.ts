@@ -357,6 +357,8 @@ export function continueNote(c: NonNullable<BenchResults['continue']>): string {
     reads: (w.cacheRead * CACHE_READ_MULTIPLIER * price.input) / 1_000_000,
   });
   const [h, r] = [parts(c.handoff), parts(c.resume)];
+  // The work itself: the replies and the new content each request adds, written once — every way pays it.
+  const work = r.output + (c.resume.notRead.tail * CACHE_WRITE_MULTIPLIER * price.input) / 1_000_000;
   const ratio = c.handoffVsResume.cost;
   const scale = ratio / TARGET_HANDOFF_COST_SHARE;
   const pct = (value: number) => `${(value * 100).toFixed(1)} %`;
@@ -364,7 +366,8 @@ export function continueNote(c: NonNullable<BenchResults['continue']>): string {
   return (
     `Continue the work: the handoff cost ${usd(c.handoff.costUsd)} (output ${usd(h.output)}, cache writes ${usd(h.writes)}, reads ${usd(h.reads)}), ` +
     `resuming ${usd(c.resume.costUsd)} (output ${usd(r.output)}, writes ${usd(r.writes)}, reads ${usd(r.reads)}): ${pct(ratio)} of the cost, ${pct(c.handoffVsResume.promptTokens)} of the prompt tokens. ` +
-    "The output and the new content written once are the work itself, which both ways pay; what resuming adds is reading the whole carried conversation on every request, and what the handoff adds is each operation's fresh start (its goal, the handoff and the orientation turn written again). " +
+    `The work itself — the replies and the new content each request adds, written once — costs ${usd(work)} (${pct(work / c.resume.costUsd)} of resuming): every way of continuing pays it, so no way goes below that share at this size. ` +
+    "What resuming adds is reading the whole carried conversation on every request; what the handoff adds is each operation's fresh start (its goal, the handoff and the orientation turn written again) and the reads of its own short contexts. " +
     `Resuming grows with the square of the features carried and the handoff linearly, so the ratio falls about as 1/F: ${pct(TARGET_HANDOFF_COST_SHARE)} would take about ${Math.ceil(c.features * scale)} features, ` +
     `a conversation of about ${int(c.transcriptTokens * scale)} tokens at the end (this one: ${int(c.transcriptTokens)})${c.transcriptTokens * scale > 1_000_000 ? " — more than any model's window" : ''}. ` +
     `A model switch inside the long context wrote its ${int(sw.inside.promptTokens)} tokens again: ${usd(sw.inside.extraUsd)} more than the same request on the same model; at an operation boundary, ${usd(sw.boundary.extraUsd)} (only the tools and system prompt are written again).`

@@ -13,7 +13,8 @@
  * (`overWindowRequests` counts the requests a real model would have refused).
  *
  * Then the editing sweep: the same task, shorter, run as the harness runs it (compaction on, against
- * the window) with several editing settings — off, every turn, early and late batches — to weigh
+ * the window) with several editing settings — off, every turn, early and late batches, and at the
+ * compaction's own threshold (a batch where it keeps the context under it, else the compaction) — to weigh
  * the cache each clear batch rewrites against the prompt tokens it saves and the compactions it
  * spares (the defaults in `common/context.ts` are picked from it).
  *
@@ -264,6 +265,7 @@ export const EDITING_SWEEP: ReadonlyArray<{ name: string; atPct?: number; keepTu
     { name: 'early', atPct: 30, keepTurns: 4, minClearPct: 5 },
     { name: 'late', atPct: 55, keepTurns: 4, minClearPct: 15 },
     { name: 'before compaction (default)', atPct: 65, keepTurns: 4, minClearPct: 25 },
+    { name: 'at the compaction threshold', atPct: 70, keepTurns: 4, minClearPct: 25 },
   ];
 
 async function runEditingSweep(
