@@ -15,7 +15,8 @@ import { benchModelSettings } from './model';
 import { createSandboxes } from '../activities/hands/sandboxes';
 import { ensureSandboxTools } from '../platform/sandbox-tools';
 
-const BENCH_LOOP_LIMITS = { sameCallRepeats: 1_000_000, alternations: 1_000_000, errorTurns: 1_000_000 };
+/** Loop detection's limits for the bench: its scenarios repeat calls on purpose. */
+export const BENCH_LOOP_LIMITS = { sameCallRepeats: 1_000_000, alternations: 1_000_000, errorTurns: 1_000_000 };
 
 export interface BenchPlatform {
   address: string;

@@ -40,6 +40,11 @@ export interface BenchProfile {
     /** Turns of each editing-sweep run. */
     sweepTurns: number;
   };
+  /**
+   * Continue the work: features of the project (the first half done by one agent), bytes of each
+   * feature's notes, characters of each reply, the window (default: the bench model's).
+   */
+  continue: { features: number; docBytes: number; replyChars: number; windowTokens?: number };
   ttft: { runs: number };
   concurrency: { operations: number; steps: number };
   /** The cluster scenario's load, run on the dev server and on the cluster. */
@@ -71,7 +76,8 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
       profiledSteps: 100,
     },
     history: { points: [10, 100, 500] },
-    tokens: { turns: 200, minBytes: 20 * 1024, maxBytes: 200 * 1024, replyChars: 4000, sweepTurns: 60 },
+    tokens: { turns: 200, minBytes: 20 * 1024, maxBytes: 200 * 1024, replyChars: 4000, sweepTurns: 120 },
+    continue: { features: 48, docBytes: 15_000, replyChars: 400 },
     ttft: { runs: 15 },
     concurrency: { operations: 200, steps: 20 },
     cluster: { operations: 100, steps: 10 },
@@ -96,6 +102,8 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
       windowTokens: 50_000,
       sweepTurns: 14,
     },
+    // A smaller window, so that the resumed conversation does not fit it either.
+    continue: { features: 8, docBytes: 15_000, replyChars: 400, windowTokens: 30_000 },
     ttft: { runs: 5 },
     concurrency: { operations: 20, steps: 5 },
     cluster: { operations: 20, steps: 5 },
@@ -112,6 +120,7 @@ export const PROFILES: Record<ProfileName, BenchProfile> = {
     },
     history: { points: [2, 4] },
     tokens: { turns: 2, minBytes: 20 * 1024, maxBytes: 40 * 1024, replyChars: 200, sweepTurns: 2 },
+    continue: { features: 4, docBytes: 4_000, replyChars: 200, windowTokens: 7_000 },
     ttft: { runs: 1 },
     concurrency: { operations: 2, steps: 2 },
     cluster: { operations: 2, steps: 2 },

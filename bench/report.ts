@@ -3,7 +3,7 @@
  * scenario, notes) and `latest.svg`, a chart of the main figures drawn here as plain SVG (grouped bar
  * panels; no chart library).
  */
-import type { BenchResults } from './results';
+import type { BenchResults, CacheWriteCauses } from './results';
 
 // ---- SVG ----
 
@@ -575,6 +575,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
       ),
     );
     out.push('');
+    out.push(...notReadSection(t));
   }
 
   const f = results.ttft;
@@ -708,6 +709,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   const e = results.environment;
   if (e) out.push(...environmentSection(e));
   if (results.cluster) out.push(...clusterSection(results.cluster));
+  if (results.continue) out.push(...continueSection(results.continue));
 
   if (results.notes.length) {
     out.push('## Notes');
@@ -722,6 +724,154 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
   );
   out.push('');
   return out.join('\n');
+}
+
+const CAUSES = [
+  ['tail', 'new tail'],
+  ['start', 'cold start'],
+  ['compaction', 'compaction'],
+  ['clearBatch', 'clear batches'],
+  ['missed', 'sent before, not read'],
+  ['changed', 'other changes'],
+] as const;
+
+const causeCells = (causes: CacheWriteCauses): string[] => CAUSES.map(([key]) => n(causes[key], 0));
+
+/** Where the tokens not read from the cache came from, per way and per request of the harness way. */
+function notReadSection(t: NonNullable<BenchResults['tokens']>): string[] {
+  const out: string[] = [
+    'Prompt tokens not read from the cache, by cause (`bench/cache-writes.ts`): the new tail (the last reply and the tool results after it, written once whatever the harness does), the prefix a request starts from when nothing of it was sent before (a new conversation, a cold cache, another model), and content sent again — by compaction (the summary call and the first request after it), by clear batches (the prefix after the first cleared result), sent before in exactly that prefix but not read (a breakpoint moved, past the lookback, expired), or changed otherwise (system prompt, tools):',
+    '',
+  ];
+  const ways = [
+    ['naive loop', t.naive],
+    ['loop with breakpoints', t.cachedFullOutput],
+    ['spill only', t.spillOnly],
+    ['spill + editing', t.spillEditing],
+    ['harness (defaults)', t.harness],
+    ...t.editingSweep.map((point) => [`sweep: ${point.name}`, point] as const),
+  ] as const;
+  out.push(
+    table(
+      ['run', ...CAUSES.map(([, label]) => label), 'cache hit'],
+      ways.map(([label, w]) => [label, ...causeCells(w.notRead), pct(w.cacheHitRate)]),
+    ),
+  );
+  out.push('');
+  const again = t.harnessRequests.filter((row) => row.kind !== 'turn' || row.start + row.missed + row.changed > 0);
+  out.push(
+    `The harness way's requests that sent content again (${again.length} of ${t.harnessRequests.length}; every other request read its whole prefix and wrote only its tail):`,
+  );
+  out.push('');
+  out.push(
+    table(
+      [
+        'request',
+        'what',
+        'prompt',
+        'cache read',
+        'cache write',
+        'new tail',
+        'cold start',
+        'sent before, not read',
+        'changed',
+      ],
+      again.map((row) => [
+        row.index,
+        row.label,
+        n(row.prompt, 0),
+        n(row.cacheRead, 0),
+        n(row.cacheWrite, 0),
+        n(row.tail, 0),
+        n(row.start, 0),
+        n(row.missed, 0),
+        n(row.changed, 0),
+      ]),
+    ),
+  );
+  out.push('');
+  return out;
+}
+
+function continueSection(c: NonNullable<BenchResults['continue']>): string[] {
+  const ways = [
+    ['resume: the transcript carried, context management off, no window', c.resume],
+    ['resume + compaction: the same, the harness managing the context, against the window', c.resumeCompaction],
+    ['handoff: a coding task, one fresh operation per feature', c.handoff],
+  ] as const;
+  const sw = c.modelSwitch;
+  const switchRow = (label: string, s: NonNullable<BenchResults['continue']>['modelSwitch']['boundary']) => [
+    label,
+    n(s.promptTokens, 0),
+    `${n(s.sameModel.cacheRead, 0)} read, ${n(s.sameModel.cacheWrite, 0)} written: $${s.sameModel.costUsd.toFixed(4)}`,
+    `${n(s.otherModel.cacheRead, 0)} read, ${n(s.otherModel.cacheWrite, 0)} written: $${s.otherModel.costUsd.toFixed(4)}`,
+    `$${s.extraUsd.toFixed(4)}`,
+  ];
+  return [
+    '## 9. Continuing the work: handoff against resuming the transcript',
+    '',
+    `Seed 000: a project of ${c.features} features (a module, its test and a page of notes each, ${n(c.docBytes / 1000, 0)} kB); one agent did the first ${c.firstHalf} in one conversation, ` +
+      `and the remaining ${c.features - c.firstHalf} are done three ways with the same nine turns per feature (read its notes and those of the feature before, read the modules it builds on, write the module and its test, run the tests, fix, run them again, commit; replies of ${n(c.replyChars, 0)} characters). ` +
+      `Resuming takes over a conversation of ${n(c.takenOverTokens, 0)} tokens, which ends at ${n(c.transcriptTokens, 0)}; the window is ${n(c.windowTokens, 0)}. ` +
+      "Only the continuation is counted, from a cold cache (the first half ran long enough ago); usage as the scripted server's prompt-cache simulation answered it, cost from `common/pricing.ts`.",
+    '',
+    table(
+      [
+        'way',
+        'operations',
+        'requests',
+        'uncached input',
+        'cache write',
+        'cache read',
+        'output',
+        'prompt tokens',
+        'peak context',
+        'cache hit',
+        'compactions',
+        'clear batches',
+        'cost',
+        'wall',
+      ],
+      ways.map(([label, w]) => [
+        label,
+        w.operations,
+        w.requests,
+        n(w.uncachedInput, 0),
+        n(w.cacheWrite, 0),
+        n(w.cacheRead, 0),
+        n(w.output, 0),
+        n(w.promptTokens, 0),
+        `${n(w.peakContext, 0)} (${n(w.peakContextPct, 1)} %)`,
+        pct(w.cacheHitRate),
+        w.compactions,
+        w.editBatches,
+        `$${w.costUsd.toFixed(2)}`,
+        `${(w.wallMs / 1000).toFixed(1)} s`,
+      ]),
+    ),
+    '',
+    `Handoff ÷ resume: ${pct(c.handoffVsResume.cost)} of the cost, ${pct(c.handoffVsResume.promptTokens)} of the prompt tokens; ` +
+      `handoff ÷ resume + compaction: ${pct(c.handoffVsResumeCompaction.cost)} of the cost, ${pct(c.handoffVsResumeCompaction.promptTokens)} of the prompt tokens. ` +
+      `Wall: the resume way's ${(c.resume.wallMs / 1000).toFixed(0)} s against the handoff's ${(c.handoff.wallMs / 1000).toFixed(0)} s (the handoff also verifies, commits and pushes every feature on the host).`,
+    '',
+    'Prompt tokens not read from the cache, by cause (as in section 3):',
+    '',
+    table(
+      ['way', ...CAUSES.map(([, label]) => label)],
+      ways.map(([label, w]) => [label.split(':')[0]!, ...causeCells(w.notRead)]),
+    ),
+    '',
+    `A model switch (to \`${sw.toModel}\`, priced like the bench's model): one request on the same model against the same request on the other, whose cache holds nothing of it.`,
+    '',
+    table(
+      ['where', 'prompt tokens', 'same model', 'other model', 'the switch costs'],
+      [
+        switchRow("at an operation boundary (a fresh context like a feature operation's first request)", sw.boundary),
+        switchRow("inside the long context (the resumed lane's next request)", sw.inside),
+      ],
+    ),
+    '',
+  ];
 }
 
 function floorSection(floor: NonNullable<BenchResults['floor']>, results: BenchResults): string[] {

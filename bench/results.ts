@@ -170,6 +170,43 @@ export const historyPointSchema = z.strictObject({
 
 const firstLast = z.strictObject({ first: num, last: num });
 
+/** The prompt tokens of requests that were not read from the cache, by cause (`bench/cache-writes.ts`). */
+export const cacheWriteCausesSchema = z.strictObject({
+  /** New content: the last reply and the tool results after it. */
+  tail: num,
+  /** The prefix of a request that found nothing of its prompt sent before: a new conversation, a cold cache, another model. */
+  start: num,
+  /** Sent again by compaction calls and the first request after each compaction. */
+  compaction: num,
+  /** Sent again by requests carrying a clear batch (the prefix after the first cleared result). */
+  clearBatch: num,
+  /** Sent before in exactly that prefix and not read back (breakpoint moved or missing, lookback, TTL). */
+  missed: num,
+  /** Anything else sent again: a changed system prompt, tools or model. */
+  changed: num,
+});
+
+/** One answered request of a run, and where its prompt tokens came from. */
+export const cacheWriteRowSchema = z.strictObject({
+  /** 1-based, in the order the server answered them. */
+  index: num,
+  /** `turn 12`, `turn 40 + clear batch 2 (17 results)`, `compaction 1 (threshold)`. */
+  label: z.string(),
+  kind: z.enum(['turn', 'clearBatch', 'compaction', 'afterCompaction']),
+  prompt: num,
+  cacheRead: num,
+  cacheWrite: num,
+  uncached: num,
+  /** Not read, new: the last reply and the tool results after it. */
+  tail: num,
+  /** Not read, and nothing of the prompt sent before: the prefix a conversation starts with. */
+  start: num,
+  /** Not read, sent before in exactly that prefix. */
+  missed: num,
+  /** Not read, sent before but changed (an edit, a compaction, another system prompt or model). */
+  changed: num,
+});
+
 export const tokenWaySchema = z.strictObject({
   /** Requests answered (model turns, and compaction calls where there are any). */
   requests: num,
@@ -193,6 +230,8 @@ export const tokenWaySchema = z.strictObject({
   completed: z.boolean(),
   costUsd: num,
   wallMs: num,
+  /** The not-read prompt tokens by cause. */
+  notRead: cacheWriteCausesSchema,
 });
 
 export const editingSweepPointSchema = z.strictObject({
@@ -209,6 +248,40 @@ export const editingSweepPointSchema = z.strictObject({
   compactions: num,
   peakContextPct: num,
   costUsd: num,
+  notRead: cacheWriteCausesSchema,
+});
+
+/** One way of continuing the work (the continuation's requests only). */
+export const continueWaySchema = z.strictObject({
+  /** Operations the continuation ran (1 for the resume ways; one per feature for the handoff). */
+  operations: num,
+  requests: num,
+  uncachedInput: num,
+  cacheWrite: num,
+  cacheRead: num,
+  output: num,
+  /** uncachedInput + cacheWrite + cacheRead. */
+  promptTokens: num,
+  peakContext: num,
+  /** `peakContext` as a percentage of the model's window (`continue.windowTokens`). */
+  peakContextPct: num,
+  /** Answered requests over the window (the resume way runs without one). */
+  overWindowRequests: num,
+  rejectedRequests: num,
+  cacheHitRate: num,
+  compactions: num,
+  editBatches: num,
+  costUsd: num,
+  wallMs: num,
+  notRead: cacheWriteCausesSchema,
+});
+
+/** One request on the same model and the same request on another, and what the switch added. */
+export const modelSwitchSchema = z.strictObject({
+  promptTokens: num,
+  sameModel: z.strictObject({ cacheWrite: num, cacheRead: num, costUsd: num }),
+  otherModel: z.strictObject({ cacheWrite: num, cacheRead: num, costUsd: num }),
+  extraUsd: num,
 });
 
 export const recoveryMeasurementSchema = z.strictObject({
@@ -346,8 +419,12 @@ const clusterSideSchema = z.strictObject({
 });
 
 export const resultsSchema = z.strictObject({
-  /** 2: the tokens section has five ways, the window figures and the editing sweep. */
-  schemaVersion: z.literal(2),
+  /**
+   * 4: the continue section; 3: every token way says where its prompt tokens not read from the cache
+   * came from (`notRead`), and the harness way's requests are listed (`harnessRequests`); 2: the
+   * tokens section has five ways, the window figures and the editing sweep.
+   */
+  schemaVersion: z.literal(4),
   profile: z.enum(['full', 'quick', 'smoke']),
   startedAt: z.string(),
   finishedAt: z.string(),
@@ -441,6 +518,35 @@ export const resultsSchema = z.strictObject({
       costReduction: z.strictObject({ vsNaive: num, vsCachedFullOutput: num, vsSpillOnly: num }),
       /** Context-editing settings on a shorter run (compaction on, against the window): cache writes against tokens saved. */
       editingSweep: z.array(editingSweepPointSchema),
+      /** The harness way's requests, one row each: where the prompt tokens not read from the cache came from. */
+      harnessRequests: z.array(cacheWriteRowSchema),
+    })
+    .optional(),
+  continue: z
+    .strictObject({
+      features: num,
+      /** Features the first agent did before the work is continued. */
+      firstHalf: num,
+      docBytes: num,
+      replyChars: num,
+      windowTokens: num,
+      /** The one conversation at the end of the resume way (its largest prompt). */
+      transcriptTokens: num,
+      /** The conversation the resume way took over (its first continuation request). */
+      takenOverTokens: num,
+      resume: continueWaySchema,
+      resumeCompaction: continueWaySchema,
+      handoff: continueWaySchema,
+      /** handoff ÷ resume, in cost and in prompt tokens. */
+      handoffVsResume: z.strictObject({ cost: num, promptTokens: num }),
+      handoffVsResumeCompaction: z.strictObject({ cost: num, promptTokens: num }),
+      /** A model switch at an operation boundary (a fresh context) and inside the long context. */
+      modelSwitch: z.strictObject({
+        /** The model switched to (priced like the bench's model, so only the cache differs). */
+        toModel: z.string(),
+        boundary: modelSwitchSchema,
+        inside: modelSwitchSchema,
+      }),
     })
     .optional(),
   ttft: z
@@ -562,7 +668,12 @@ export type HistoryPoint = z.infer<typeof historyPointSchema>;
 export type TokensResult = NonNullable<BenchResults['tokens']>;
 export type TokenWay = z.infer<typeof tokenWaySchema>;
 export type EditingSweepPoint = z.infer<typeof editingSweepPointSchema>;
+export type CacheWriteCauses = z.infer<typeof cacheWriteCausesSchema>;
+export type CacheWriteRow = z.infer<typeof cacheWriteRowSchema>;
 export type TtftResult = NonNullable<BenchResults['ttft']>;
+export type ContinueResult = NonNullable<BenchResults['continue']>;
+export type ContinueWay = z.infer<typeof continueWaySchema>;
+export type ModelSwitchFigures = z.infer<typeof modelSwitchSchema>;
 export type ConcurrencyResult = NonNullable<BenchResults['concurrency']>;
 export type ClusterResult = NonNullable<BenchResults['cluster']>;
 export type ClusterSide = z.infer<typeof clusterSideSchema>;
@@ -585,6 +696,7 @@ export const SCENARIOS = [
   'overhead',
   'history',
   'tokens',
+  'continue',
   'ttft',
   'concurrency',
   'recovery',
@@ -621,7 +733,9 @@ export const TARGET_UNCACHED_REDUCTION = 0.7;
 /** The harness's largest prompt, as % of the window (the compaction threshold). */
 export const TARGET_PEAK_CONTEXT_PCT = 70;
 /** Cache reads / prompt tokens of the harness. */
-export const TARGET_CACHE_HIT = 0.9;
+export const TARGET_CACHE_HIT = 0.97;
+/** The handoff's cost as a share of resuming the transcript's. */
+export const TARGET_HANDOFF_COST_SHARE = 0.05;
 /** lazy TTFT ≤ this × no-sandbox TTFT. */
 export const TARGET_LAZY_TTFT = 1.1;
 /** Start of an operation in a cached environment ≤ this × the same operation on the default image. */
@@ -745,6 +859,16 @@ export function evaluateTargets(results: Omit<BenchResults, 'targets' | 'notes'>
     `≥ ${pct(TARGET_CACHE_HIT)}`,
     t && pct(t.cacheHitRate),
     t && t.cacheHitRate >= TARGET_CACHE_HIT,
+  );
+
+  const w = results.continue;
+  add(
+    'continue-handoff-cost',
+    `continuing the work (${w ? `${w.features - w.firstHalf} of ${w.features} features` : 'the second half'}): handoff vs resuming the transcript, cost`,
+    `≤ ${pct(TARGET_HANDOFF_COST_SHARE)} of resume's`,
+    w &&
+      `${pct(w.handoffVsResume.cost)} ($${w.handoff.costUsd.toFixed(2)} vs $${w.resume.costUsd.toFixed(2)}; prompt tokens ${pct(w.handoffVsResume.promptTokens)})`,
+    w && w.handoffVsResume.cost <= TARGET_HANDOFF_COST_SHARE,
   );
 
   const f = results.ttft;

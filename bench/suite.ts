@@ -11,8 +11,12 @@ import type { BenchContext } from './context';
 import { describeMachine, loadAverage } from './machine';
 import { BENCH_MODEL } from './model';
 import { PROFILES, type ProfileName } from './profiles';
+import { CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER, priceOf } from '../common/pricing';
 import {
   evaluateTargets,
+  TARGET_CACHE_HIT,
+  TARGET_HANDOFF_COST_SHARE,
+  TARGET_PEAK_CONTEXT_PCT,
   type BenchResults,
   type ConcurrencyResult,
   type CpuPerStep,
@@ -28,6 +32,7 @@ import { runHistory } from './scenarios/history';
 import { runOverhead } from './scenarios/overhead';
 import { runRecovery } from './scenarios/recovery';
 import { runTokens } from './scenarios/tokens';
+import { runContinue } from './scenarios/continue';
 import { runTtft } from './scenarios/ttft';
 
 export interface SuiteOptions {
@@ -72,6 +77,7 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
     },
     history: async () => void (sections.history = await runHistory(ctx, profile.history, suggestCan)),
     tokens: async () => void (sections.tokens = await runTokens(ctx, profile.tokens)),
+    continue: async () => void (sections.continue = await runContinue(ctx, profile.continue)),
     ttft: async () => void (sections.ttft = await runTtft(ctx, profile.ttft)),
     concurrency: async () => void (sections.concurrency = await runConcurrency(ctx, profile.concurrency)),
     recovery: async () => void (sections.recovery = await runRecovery(ctx)),
@@ -93,7 +99,7 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
 
   const finished = Date.now();
   const base: Omit<BenchResults, 'targets' | 'notes'> = {
-    schemaVersion: 2,
+    schemaVersion: 4,
     profile: options.profile,
     startedAt: new Date(started).toISOString(),
     finishedAt: new Date(finished).toISOString(),
@@ -159,7 +165,9 @@ function findings(results: Omit<BenchResults, 'targets' | 'notes'>, suggestCan: 
         'Tokens: with breakpoints every prompt token is either written to or read from the simulated cache (its minimum cacheable length is passed from the first request), so uncached input is 0 for the cached ways; the reductions are measured on total prompt tokens.',
       );
     }
+    notes.push(cacheHitNote(t));
   }
+  if (results.continue) notes.push(continueNote(results.continue));
   const f = results.ttft;
   if (f) {
     notes.push(
@@ -310,6 +318,60 @@ function stepBudgetNote(o: NonNullable<BenchResults['overhead']>): string {
       `${(gc * 100).toFixed(0)} % in garbage collection and ${(ours * 100).toFixed(0)} % in the harness's own code (the rest is Node's internals, V8 and native code the SDK calls).`;
   }
   return note;
+}
+
+const int = (value: number): string => Math.round(value).toLocaleString('en-US');
+const usd = (value: number): string => `$${value.toFixed(2)}`;
+
+/**
+ * What the harness way's cache-hit rate is made of, and what a higher one would take: the new tail
+ * (written once whatever the harness does) bounds the rate from the run's own prompt tokens.
+ */
+export function cacheHitNote(t: NonNullable<BenchResults['tokens']>): string {
+  const w = t.harness;
+  const prompt = w.uncachedInput + w.cacheWrite + w.cacheRead;
+  const { tail, start, compaction, clearBatch, missed, changed } = w.notRead;
+  const fresh = tail + start;
+  const ceiling = prompt > 0 ? 1 - fresh / prompt : 0;
+  const needed = fresh / (1 - TARGET_CACHE_HIT);
+  const price = priceOf(BENCH_MODEL).input / 1_000_000;
+  const readMore = Math.max(0, needed - prompt) * CACHE_READ_MULTIPLIER * price;
+  const pct = (value: number) => `${(value * 100).toFixed(1)} %`;
+  return (
+    `Cache hit: the harness way read ${int(w.cacheRead)} of its ${int(prompt)} prompt tokens (${pct(w.cacheHitRate)}). ` +
+    `${int(tail)} tokens are the new tail (each request's reply and tool results, content the model never saw as input, written once whatever the harness does) and ${int(start)} the first request's tools and system prompt; ` +
+    `${int(compaction + clearBatch + missed + changed)} were sent again (compactions ${int(compaction)}, clear batches ${int(clearBatch)}, sent before but not read ${int(missed)}, other changes ${int(changed)}). ` +
+    `With nothing sent again the rate would be ${pct(ceiling)}. ${pct(TARGET_CACHE_HIT)} with the same new content needs ${int(needed)} prompt tokens: an average prompt of ${int(needed / Math.max(1, w.requests))} ` +
+    `tokens per request against this run's ${int(prompt / Math.max(1, w.requests))}, when the peak may not pass ${TARGET_PEAK_CONTEXT_PCT} % of the window (${int((TARGET_PEAK_CONTEXT_PCT / 100) * t.windowTokens)}) ` +
+    `and compaction and clear batches bring the context down to stay under it; the extra reads alone would cost ${usd(readMore)} more. ` +
+    'The rate rises only with a larger average context (more reads, more cost) or less new content per request (a smaller head and tail kept of each long output).'
+  );
+}
+
+/** What the continue-the-work figures are made of, and what a smaller handoff ÷ resume ratio would take. */
+export function continueNote(c: NonNullable<BenchResults['continue']>): string {
+  const price = priceOf(BENCH_MODEL);
+  const parts = (w: NonNullable<BenchResults['continue']>['resume']) => ({
+    output: (w.output * price.output) / 1_000_000,
+    writes: (w.cacheWrite * CACHE_WRITE_MULTIPLIER * price.input) / 1_000_000,
+    reads: (w.cacheRead * CACHE_READ_MULTIPLIER * price.input) / 1_000_000,
+  });
+  const [h, r] = [parts(c.handoff), parts(c.resume)];
+  // The work itself: the replies and the new content each request adds, written once — every way pays it.
+  const work = r.output + (c.resume.notRead.tail * CACHE_WRITE_MULTIPLIER * price.input) / 1_000_000;
+  const ratio = c.handoffVsResume.cost;
+  const scale = ratio / TARGET_HANDOFF_COST_SHARE;
+  const pct = (value: number) => `${(value * 100).toFixed(1)} %`;
+  const sw = c.modelSwitch;
+  return (
+    `Continue the work: the handoff cost ${usd(c.handoff.costUsd)} (output ${usd(h.output)}, cache writes ${usd(h.writes)}, reads ${usd(h.reads)}), ` +
+    `resuming ${usd(c.resume.costUsd)} (output ${usd(r.output)}, writes ${usd(r.writes)}, reads ${usd(r.reads)}): ${pct(ratio)} of the cost, ${pct(c.handoffVsResume.promptTokens)} of the prompt tokens. ` +
+    `The work itself — the replies and the new content each request adds, written once — costs ${usd(work)} (${pct(work / c.resume.costUsd)} of resuming): every way of continuing pays it, so no way goes below that share at this size. ` +
+    "What resuming adds is reading the whole carried conversation on every request; what the handoff adds is each operation's fresh start (its goal, the handoff and the orientation turn written again) and the reads of its own short contexts. " +
+    `Resuming grows with the square of the features carried and the handoff linearly, so the ratio falls about as 1/F: ${pct(TARGET_HANDOFF_COST_SHARE)} would take about ${Math.ceil(c.features * scale)} features, ` +
+    `a conversation of about ${int(c.transcriptTokens * scale)} tokens at the end (this one: ${int(c.transcriptTokens)})${c.transcriptTokens * scale > 1_000_000 ? " — more than any model's window" : ''}. ` +
+    `A model switch inside the long context wrote its ${int(sw.inside.promptTokens)} tokens again: ${usd(sw.inside.extraUsd)} more than the same request on the same model; at an operation boundary, ${usd(sw.boundary.extraUsd)} (only the tools and system prompt are written again).`
+  );
 }
 
 /** Where the cold build's time goes, and what the environment step adds to a warm start. */

@@ -8,7 +8,14 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { sessionReport, type SessionReport } from '../client/session-report';
 import { codingTaskResult } from '../client/task-result';
-import { operationTokenReport, type OperationTokenReport, type StepRow } from '../client/token-report';
+import {
+  operationTokenReport,
+  taskTokenReport,
+  type GrowingContextEstimate,
+  type OperationTokenReport,
+  type StepRow,
+  type TaskTokenReport,
+} from '../client/token-report';
 import { CODING_TASK_WORKFLOW_TYPE, taskStatusQuery } from '../common/coding-task';
 import { totalTokens, type TokenUsage } from '../common/model-types';
 import { OPERATION_WORKFLOW_TYPE } from '../common/operation';
@@ -33,14 +40,17 @@ const REPORTS: Record<string, ReportPrinter> = {
   },
   [CODING_TASK_WORKFLOW_TYPE]: async (client, id, options) => {
     const handle = client.workflow.getHandle(id);
+    const tokens = await taskTokenReport(client, id);
     if (options.running) {
       const status = await handle.query(taskStatusQuery);
-      if (options.json) console.log(JSON.stringify(status, null, 2));
-      else console.log(`(the task is still running: ${status.phase})\n\n${status.report}`);
+      if (options.json) console.log(JSON.stringify({ ...status, tokens }, null, 2));
+      else console.log(`(the task is still running: ${status.phase})\n\n${status.report}\n${renderTaskTokens(tokens)}`);
       return 0;
     }
     const result = await codingTaskResult(handle);
-    console.log(options.json ? JSON.stringify(result, null, 2) : result.report);
+    console.log(
+      options.json ? JSON.stringify({ ...result, tokens }, null, 2) : `${result.report}\n${renderTaskTokens(tokens)}`,
+    );
     return 0;
   },
   [SESSION_WORKFLOW_TYPE]: async (client, id, options) => {
@@ -128,6 +138,46 @@ export function renderSessionReport(report: SessionReport): string {
   return lines.join('\n');
 }
 
+/** The conversation a growing estimate reaches, against the window. */
+function reached(growing: GrowingContextEstimate, windowTokens: number): string {
+  const times = growing.finalTokens / windowTokens;
+  return (
+    `the conversation reaching ${int(growing.finalTokens)} tokens` +
+    (times > 1
+      ? `, ${times.toFixed(1)}× the ${int(windowTokens)}-token window, which a real model refuses`
+      : ` (${pct(100 * times)} of the window)`)
+  );
+}
+
+/** The token section `agent report` adds to a coding task's morning report. */
+export function renderTaskTokens(report: TaskTokenReport): string {
+  const lines = [
+    '## Tokens',
+    '',
+    `cache hit ${pct(100 * report.cacheHitRate)} of prompt tokens · ${int(totalTokens(report.usage))} tokens · ${usd(report.costUsd)}`,
+  ];
+  const growing = report.resuming;
+  if (!growing) {
+    lines.push('', 'What the handoff saved against resuming is estimated once the task has ended.');
+    return lines.join('\n');
+  }
+  if (growing.requests === 0) {
+    lines.push('', 'No model turn was recorded: nothing to compare with resuming.');
+    return lines.join('\n');
+  }
+  const saved = growing.costUsd - report.costUsd;
+  lines.push(
+    '',
+    `handoff against resuming: the same ${growing.requests} model turns of the ${report.operations === 1 ? 'operation' : `${report.operations} operations`} carried in one growing conversation ` +
+      `(each operation resuming the ones before, as \`--resume\` does) would cost ≈ ${usd(growing.costUsd)} for ${int(growing.promptTokens)} prompt tokens, ` +
+      `${reached(growing, report.windowTokens)}; the handoff cost ${usd(report.costUsd)}: ` +
+      `${saved >= 0 ? `saved ≈ ${usd(saved)}` : `≈ ${usd(-saved)} more`} (${pct((100 * report.costUsd) / growing.costUsd)} of resuming's cost).`,
+    '',
+    "Estimated from the operations' recorded steps (4 characters a token), with the prompt cache reading every earlier request back.",
+  );
+  return lines.join('\n');
+}
+
 export function renderOperationReport(report: OperationTokenReport, options: Pick<ReportOptions, 'steps'>): string {
   const lines: string[] = [];
   const e = report.economy;
@@ -153,9 +203,13 @@ export function renderOperationReport(report: OperationTokenReport, options: Pic
     return lines.join('\n');
   }
   if (!report.consistent) lines.push(`ledger of the operation: ${usageLine(e.usage)} (differs from the history!)`);
+  const growing = report.growing;
+  const saved = growing.costUsd - e.costUsd;
   lines.push(
     `cost ${usd(e.costUsd)} (compactions ${usd(e.compactionCostUsd)}) · cache hit ${pct(100 * e.cacheHitRate)} of prompt tokens` +
       ` · peak context ${pct(e.peakContextPct)} of the window (${int(e.peakPromptTokens)} tokens)`,
+    `one growing context (every turn kept, as resuming a transcript keeps it): ≈ ${usd(growing.costUsd)} for ${int(growing.promptTokens)} prompt tokens, ` +
+      `${reached(growing, e.windowTokens)} → ${saved >= 0 ? `saved ≈ ${usd(saved)}` : `≈ ${usd(-saved)} more`} by compacting and clearing`,
     '',
     'saved:',
     `  ${'prompt caching'.padEnd(16)} ${usd(e.saved.promptCaching.usd).padStart(12)} vs the same requests uncached`,

@@ -4,14 +4,22 @@
  * history (all its runs); the totals of those; and the operation's own token economy — from its
  * result once it ended, from its status while it runs (`common/token-ledger.ts`). The two totals
  * are compared: the history is the ledger's source, so they must agree to the token.
+ *
+ * Beside it, what the same model turns would have cost carried in one growing conversation — what
+ * resuming a transcript does — estimated from the same recorded steps (`growingContextEstimate`);
+ * for a coding task (`taskTokenReport`), over all its operations in order, as if each had resumed
+ * the conversation of the ones before instead of starting fresh from the handoff.
  */
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { CODING_TASK_WORKFLOW_TYPE, taskStatusQuery, type LedgerEntry } from '../common/coding-task';
 import { addUsage, promptTokens, ZERO_USAGE, type TokenUsage } from '../common/model-types';
+import { contextWindowOf, estimateMessagesTokens } from '../common/models';
 import { statusQuery, type OperationResult } from '../common/operation';
-import { costUsd } from '../common/pricing';
+import { CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER, costUsd, priceOf } from '../common/pricing';
 import { readRecordedRun, stepUsage, type RecordedStep } from '../common/recorded-steps';
 import type { TokenEconomy } from '../common/token-ledger';
 import { operationResult } from './operation-result';
+import { codingTaskResult } from './task-result';
 
 export interface StepRow {
   /** 1-based, in the order the steps ran. */
@@ -46,6 +54,61 @@ export interface OperationTokenReport {
   economy: TokenEconomy | null;
   /** Whether `historyTotals.usage` equals `economy.usage` to the token (null without an economy). */
   consistent: boolean | null;
+  /** The same model turns carried in one growing conversation (nothing compacted or cleared). */
+  growing: GrowingContextEstimate;
+}
+
+/**
+ * What a sequence of model turns would cost in one conversation that only grows — every turn kept,
+ * as resuming a transcript keeps it — with the prompt cache working perfectly: each request reads
+ * the one before it and writes only what was added since (the last reply and the new tool results
+ * or instruction), priced at the cache's rates. The conversation starts as the first request did
+ * and grows by each reply's output and each next request's tail (its recorded input, estimated at 4
+ * characters a token); compaction calls are not made. An estimate: a real model refuses a
+ * conversation past its window (`finalTokens`).
+ */
+export interface GrowingContextEstimate {
+  requests: number;
+  promptTokens: number;
+  cacheWrite: number;
+  cacheRead: number;
+  output: number;
+  /** The conversation's size at its last request. */
+  finalTokens: number;
+  costUsd: number;
+}
+
+/** The growing-conversation estimate of the model steps among `steps`, in order (any number of operations). */
+export function growingContextEstimate(steps: readonly RecordedStep[], model: string | null): GrowingContextEstimate {
+  const estimate = { requests: 0, promptTokens: 0, cacheWrite: 0, cacheRead: 0, output: 0, finalTokens: 0 };
+  let previousOutput = 0;
+  for (const step of steps) {
+    if (step.kind !== 'model' || !step.result) continue;
+    const { usage } = step.result;
+    const size =
+      estimate.requests === 0
+        ? promptTokens(usage)
+        : estimate.finalTokens + previousOutput + estimateMessagesTokens([{ content: step.input.tail }]);
+    estimate.cacheRead += estimate.finalTokens;
+    estimate.cacheWrite += size - estimate.finalTokens;
+    estimate.promptTokens += size;
+    estimate.output += usage.output;
+    estimate.requests += 1;
+    estimate.finalTokens = size;
+    previousOutput = usage.output;
+  }
+  const price = priceOf(model);
+  const costUsd =
+    ((estimate.cacheWrite * CACHE_WRITE_MULTIPLIER + estimate.cacheRead * CACHE_READ_MULTIPLIER) * price.input +
+      estimate.output * price.output) /
+    1_000_000;
+  return { ...estimate, costUsd };
+}
+
+/** Every recorded context step of a workflow (all its runs, in order), from its latest run back. */
+export async function recordedStepsOf(client: Client, workflowId: string): Promise<RecordedStep[]> {
+  const description = await client.workflow.getHandle(workflowId).describe();
+  return stepsOf(client, workflowId, description.runId);
 }
 
 async function stepsOf(client: Client, workflowId: string, runId: string): Promise<RecordedStep[]> {
@@ -126,5 +189,82 @@ export async function operationTokenReport(client: Client, operationId: string):
     },
     economy,
     consistent: economy ? sameUsage(usage, economy.usage) : null,
+    growing: growingContextEstimate(steps, model),
   };
+}
+
+/** A coding task's tokens (`agent report <task>`): its cache-hit rate, and the handoff against resuming. */
+export interface TaskTokenReport {
+  taskId: string;
+  /** `running`, or how the task ended. */
+  state: string;
+  /** Operations the figures cover (all of them once the task ended; none while it runs). */
+  operations: number;
+  model: string | null;
+  windowTokens: number;
+  usage: TokenUsage;
+  costUsd: number;
+  /** Cache reads / prompt tokens over all the task's requests (0–1). */
+  cacheHitRate: number;
+  /**
+   * The operations' model turns carried in one growing conversation, each operation resuming the
+   * one before (null while the task runs: its operations are read once it ended).
+   */
+  resuming: GrowingContextEstimate | null;
+}
+
+const hitRate = (usage: TokenUsage): number => {
+  const prompt = promptTokens(usage);
+  return prompt > 0 ? usage.cacheRead / prompt : 0;
+};
+
+export async function taskTokenReport(client: Client, taskId: string): Promise<TaskTokenReport> {
+  const handle = client.workflow.getHandle(taskId);
+  const description = await handle.describe();
+  if (description.type !== CODING_TASK_WORKFLOW_TYPE) throw new Error(`${taskId} is not a coding task`);
+  if (description.status.name === 'RUNNING') {
+    const status = await handle.query(taskStatusQuery);
+    return {
+      taskId,
+      state: 'running',
+      operations: 0,
+      model: null,
+      windowTokens: contextWindowOf(null),
+      usage: status.usage,
+      costUsd: status.costUsd,
+      cacheHitRate: hitRate(status.usage),
+      resuming: null,
+    };
+  }
+  const result = await codingTaskResult(handle);
+  const steps: RecordedStep[] = [];
+  for (const entry of result.ledger) steps.push(...(await ledgerSteps(client, entry)));
+  const model = modelOfSteps(steps);
+  return {
+    taskId,
+    state: result.state,
+    operations: result.ledger.length,
+    model,
+    windowTokens: contextWindowOf(model),
+    usage: result.usage,
+    costUsd: result.costUsd,
+    cacheHitRate: hitRate(result.usage),
+    resuming: growingContextEstimate(steps, model),
+  };
+}
+
+/** The recorded steps of one of the task's operations (none when its history is gone). */
+async function ledgerSteps(client: Client, entry: LedgerEntry): Promise<RecordedStep[]> {
+  return recordedStepsOf(client, entry.operationId).catch((err: unknown) => {
+    if (err instanceof WorkflowNotFoundError) return [];
+    throw err;
+  });
+}
+
+function modelOfSteps(steps: readonly RecordedStep[]): string | null {
+  for (const step of steps) {
+    const model = step.kind === 'model' ? step.result?.message.model : step.result?.model;
+    if (model) return model;
+  }
+  return null;
 }

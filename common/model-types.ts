@@ -101,6 +101,11 @@ export interface ModelRequest {
    * breakpoint goes on the block before it, so the edit rewrites the cache only from there.
    */
   editFrontier?: string;
+  /**
+   * The `tool_use_id` of the first tool result the request's clear batch replaced (in conversation
+   * order): the cached prefix ends just before it, so a breakpoint goes there to read it back.
+   */
+  clearedFrom?: string;
 }
 
 /** The assistant message exactly as the API returned it (usage is normalised into `ModelReply.usage`). */

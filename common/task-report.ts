@@ -10,7 +10,7 @@
 import type { LedgerEntry, TaskReportData } from './coding-task';
 import { describeEnvironment } from './environment';
 import { describeViolation } from './feature-list';
-import { totalTokens, type TokenUsage } from './model-types';
+import { promptTokens, totalTokens, type TokenUsage } from './model-types';
 
 export function renderTaskReport(data: TaskReportData): string {
   const passing = data.features.filter((f) => f.passes);
@@ -30,6 +30,7 @@ export function renderTaskReport(data: TaskReportData): string {
     `| commits pushed | ${data.commits.length}${data.unpushed.length ? ` (${data.unpushed.length} not pushed)` : ''} |`,
     `| operations | ${data.ledger.length} (${plural(data.ledger.filter((e) => e.kind === 'feature').length, 'feature attempt')}; initializer: ${data.initializer}) |`,
     `| tokens | ${formatUsage(data.usage)} |`,
+    `| cache hit | ${formatCacheHit(data.usage)} |`,
     `| cost | $${data.costUsd.toFixed(4)} |`,
     `| wall time | ${formatDuration(data.wallMs)} |`,
     `| started from | ${data.startCommit ? `\`${data.startCommit.slice(0, 12)}\`` : '(not prepared)'} |`,
@@ -141,6 +142,12 @@ function nextRun(data: TaskReportData, remaining: string[]): string {
     return `The next run starts from ${from} with the initializer (there is no feature list yet).`;
   if (remaining.length === 0) return `Nothing is left: every feature passes at ${from}.`;
   return `The next run starts from ${from} with ${remaining.length} feature${remaining.length === 1 ? '' : 's'} left: ${remaining.map((id) => `\`${id}\``).join(', ')} (no initializer: the feature list is on the branch).`;
+}
+
+/** Cache reads as a share of all prompt tokens (`agent report` adds what the handoff saved against resuming). */
+export function formatCacheHit(usage: TokenUsage): string {
+  const prompt = promptTokens(usage);
+  return prompt > 0 ? `${((100 * usage.cacheRead) / prompt).toFixed(1)} % of prompt tokens` : '–';
 }
 
 export function formatUsage(usage: TokenUsage): string {

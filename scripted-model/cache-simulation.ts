@@ -9,7 +9,14 @@
  *  - Every breakpoint past the hit whose prefix is long enough is written; the tokens from the hit
  *    up to the last written breakpoint are `cache_creation_input_tokens` (split by TTL).
  *  - `input_tokens` is the rest: the uncached part only.
- * Entries live 5 minutes, or 1 hour for `ttl: "1h"`, measured on the injected clock.
+ * Entries live 5 minutes, or 1 hour for `ttl: "1h"`, measured on the injected clock. Caches are
+ * per model, as the API's are: a prefix written for one model is never read by another (a model
+ * switch mid-conversation writes the whole prefix again).
+ *
+ * Beside the usage, `process` says where the prompt's uncached part came from (`CacheDetail`): the
+ * longest prefix any earlier request of the model already sent (whether or not it was read back)
+ * and the tail the request added after the conversation's last reply — what a reader of a long run
+ * needs to tell new content from content sent again.
  */
 import { createHash } from 'node:crypto';
 import type { CacheTtl, PromptBlock } from './prompt';
@@ -30,6 +37,16 @@ export interface CacheUsage {
   cache_creation: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
 }
 
+/** Where a request's prompt tokens came from, besides the billed usage (for the bench's miss table). */
+export interface CacheDetail {
+  /**
+   * Tokens of the longest prefix of this prompt that an earlier request to the same model already
+   * sent, up to any block (read back or not). `seenTokens − cache_read_input_tokens` was sent before
+   * and not read from the cache (no breakpoint there, beyond the lookback, expired, or too short).
+   */
+  seenTokens: number;
+}
+
 const TTL_MS: Record<CacheTtl, number> = { '5m': 5 * 60_000, '1h': 60 * 60_000 };
 
 interface CacheEntry {
@@ -40,6 +57,8 @@ interface CacheEntry {
 
 export class PromptCacheSimulation {
   private readonly entries = new Map<string, CacheEntry>();
+  /** Every prefix (hash) any request sent, for `CacheDetail.seenTokens`. */
+  private readonly seen = new Set<string>();
   private readonly clock: () => number;
   readonly minCacheableTokens: number;
   readonly lookbackBlocks: number;
@@ -50,8 +69,10 @@ export class PromptCacheSimulation {
     this.lookbackBlocks = options.lookbackBlocks ?? 20;
   }
 
+  /** Forgets every entry (a cold cache, as after a long pause), and what was sent before. */
   clear(): void {
     this.entries.clear();
+    this.seen.clear();
   }
 
   /** Live entries: prefix length in tokens and TTL, for assertions. */
@@ -66,10 +87,18 @@ export class PromptCacheSimulation {
     return usage(total, 0, 0, 0);
   }
 
-  /** Looks the prompt up, writes its breakpoints, and returns the usage the API would report. */
-  process(blocks: readonly PromptBlock[]): CacheUsage {
+  /**
+   * Looks the prompt up in `model`'s cache, writes its breakpoints, and returns the usage the API
+   * would report.
+   */
+  process(blocks: readonly PromptBlock[], model = ''): CacheUsage {
+    return this.processDetailed(blocks, model).usage;
+  }
+
+  /** `process`, with where the prompt's tokens came from. */
+  processDetailed(blocks: readonly PromptBlock[], model = ''): { usage: CacheUsage; detail: CacheDetail } {
     const now = this.clock();
-    const hashes = prefixHashes(blocks);
+    const hashes = prefixHashes(blocks, model);
     const cumulative: number[] = [];
     blocks.reduce((sum, block, index) => (cumulative[index] = sum + block.tokens), 0);
     const total = cumulative[cumulative.length - 1] ?? 0;
@@ -106,7 +135,15 @@ export class PromptCacheSimulation {
       writtenUpTo = cumulative[index]!;
     }
     const creation = written['5m'] + written['1h'];
-    return usage(total - read - creation, creation, read, written['1h'], written['5m']);
+    let seenUpTo = -1;
+    hashes.forEach((hash, index) => {
+      if (seenUpTo === index - 1 && this.seen.has(hash)) seenUpTo = index;
+      this.seen.add(hash);
+    });
+    return {
+      usage: usage(total - read - creation, creation, read, written['1h'], written['5m']),
+      detail: { seenTokens: seenUpTo >= 0 ? cumulative[seenUpTo]! : 0 },
+    };
   }
 }
 
@@ -125,10 +162,10 @@ function usage(
   };
 }
 
-/** hash[i] identifies the exact prefix blocks[0..i]. */
-function prefixHashes(blocks: readonly PromptBlock[]): string[] {
+/** hash[i] identifies the exact prefix blocks[0..i] for `model`. */
+function prefixHashes(blocks: readonly PromptBlock[], model: string): string[] {
   const hashes: string[] = [];
-  let previous = '';
+  let previous = model === '' ? '' : createHash('sha256').update(`model:${model}`).digest('hex');
   for (const block of blocks) {
     previous = createHash('sha256').update(previous).update('\n').update(block.key).digest('hex');
     hashes.push(previous);

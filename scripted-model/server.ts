@@ -8,8 +8,9 @@
  */
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { CacheSimulationOptions, CacheUsage, PromptCacheSimulation } from './cache-simulation';
-import { promptBlocks } from './prompt';
+import { CacheDetail, CacheSimulationOptions, CacheUsage, PromptCacheSimulation } from './cache-simulation';
+import { contentBlocks, promptBlocks } from './prompt';
+import { blockTokens } from './token-estimate';
 import { buildReply, ScriptedReply, ScriptViolation } from './reply';
 import { ApiErrorType, ModelScript, ScriptedFault, scriptedRequest, ScriptedTurn } from './script';
 import { formatSse, messageEventGroups, SseEvent } from './sse';
@@ -71,6 +72,14 @@ export interface RecordedRequest {
   /** Usage answered (successful messages only). */
   usage: (CacheUsage & { output_tokens: number }) | null;
   /**
+   * Where the answered prompt's tokens came from (successful messages only): the prefix an earlier
+   * request to the same model already sent (`seenTokens`), and the tail this request added after the
+   * conversation's last reply (`tailTokens`: that reply and the messages after it; the whole
+   * conversation when it has no reply yet), and the model whose cache it used. Content sent again is
+   * `prompt − tailTokens`.
+   */
+  cacheDetail: (CacheDetail & { tailTokens: number; model: string }) | null;
+  /**
    * The usage the client was actually sent: the last usage figures written before the response
    * ended (a stream cut or abandoned after `message_start` reports its input tokens and one output
    * token), all of it for a JSON answer, null when no usage left the server (an HTTP error). The
@@ -106,6 +115,8 @@ export interface ScriptedModelServer {
   setScript(script: ModelScript): void;
   /** Turns consumed so far. */
   readonly turnsServed: number;
+  /** Enforces another context window from the next request on (`undefined`: none), as `contextWindowTokens`. */
+  setContextWindowTokens(tokens: number | undefined): void;
   /** Throws when a script error was recorded or (for an array script) turns are left. */
   assertScriptFinished(): void;
   stop(): Promise<void>;
@@ -129,6 +140,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
   url = '';
   port = 0;
   private script: ModelScript = [];
+  private contextWindow: number | undefined;
   private turns = 0;
   private toolUseIds = 0;
   private messageIds = 0;
@@ -137,6 +149,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
 
   constructor(private readonly options: ScriptedModelServerOptions) {
     this.cache = new PromptCacheSimulation(options);
+    this.contextWindow = options.contextWindowTokens;
     if (options.script) this.script = options.script;
     this.server = http.createServer((req, res) => {
       this.handle(req, res)
@@ -175,6 +188,10 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     });
     this.port = (this.server.address() as AddressInfo).port;
     this.url = `http://${host.includes(':') ? `[${host}]` : host}:${this.port}`;
+  }
+
+  setContextWindowTokens(tokens: number | undefined): void {
+    this.contextWindow = tokens;
   }
 
   setScript(script: ModelScript): void {
@@ -221,6 +238,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
       error: null,
       clientDisconnected: false,
       usage: null,
+      cacheDetail: null,
       reportedUsage: null,
     };
     this.requests.push(record);
@@ -270,7 +288,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
       const usage = PromptCacheSimulation.uncached(promptBlocks(body));
       return this.sendJson(res, record, 200, { input_tokens: usage.input_tokens });
     }
-    const window = this.options.contextWindowTokens;
+    const window = this.contextWindow;
     if (window !== undefined) {
       const prompt = PromptCacheSimulation.uncached(promptBlocks(body)).input_tokens;
       if (prompt > window)
@@ -338,8 +356,9 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
         `scripted model: off script at turn ${turnIndex}: ${error.message}`,
       );
     }
-    const usage = this.cache.process(promptBlocks(body));
+    const { usage, detail } = this.cache.processDetailed(promptBlocks(body), body.model);
     record.usage = { ...usage, output_tokens: reply.outputTokens };
+    record.cacheDetail = { ...detail, tailTokens: tailTokensOf(body), model: body.model };
     const identity = { id: `msg_scripted_${String(++this.messageIds).padStart(4, '0')}`, model: body.model };
 
     if (body.stream !== true) {
@@ -541,4 +560,20 @@ async function readBody(req: http.IncomingMessage, limit: number): Promise<strin
     if (!tooLarge) parts.push(chunk);
   }
   return tooLarge ? null : Buffer.concat(parts).toString('utf8');
+}
+
+/** Tokens of the conversation's last reply and every message after it (all messages without a reply). */
+function tailTokensOf(body: MessagesRequestBody): number {
+  const messages = body.messages;
+  let from = 0;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    if (messages[index]!.role === 'assistant') {
+      from = index;
+      break;
+    }
+  }
+  let tokens = 0;
+  for (const message of messages.slice(from))
+    for (const block of contentBlocks(message.content)) tokens += blockTokens(block);
+  return tokens;
 }

@@ -13,6 +13,7 @@ import type { Client } from '@temporalio/client';
 import { workflowUrl, type TemporalSettings } from '../client/connection';
 import { codingTaskResult } from '../client/task-result';
 import { CODING_TASK_WORKFLOW_TYPE, type CodingTaskInput } from '../common/coding-task';
+import { addUsage, promptTokens, totalTokens, ZERO_USAGE, type TokenUsage } from '../common/model-types';
 import { SEARCH_ATTRIBUTES } from '../common/search-attributes';
 import { followTask } from '../cli/task';
 import { PROJECT_ROOT } from '../platform/paths';
@@ -52,6 +53,8 @@ export async function runTaskDemo(ctx: TaskDemoContext): Promise<number> {
     handsTaskQueue: ctx.handsQueue,
   };
   let code = 0;
+  let usage: TokenUsage = { ...ZERO_USAGE };
+  let cost = 0;
   for (const [night, budget] of [
     [1, { featuresPerRun: 2 }],
     [2, {}],
@@ -75,7 +78,13 @@ export async function runTaskDemo(ctx: TaskDemoContext): Promise<number> {
     const result = await codingTaskResult(handle);
     console.log(`\n${result.report}`);
     if (result.state !== 'completed') code = 1;
+    usage = addUsage(usage, result.usage);
+    cost += result.costUsd;
   }
+  const prompt = promptTokens(usage);
+  ctx.say(
+    `both nights: ${totalTokens(usage).toLocaleString('en-US')} tokens · $${cost.toFixed(4)} · cache hit ${prompt > 0 ? ((100 * usage.cacheRead) / prompt).toFixed(1) : '0.0'} % of prompt tokens`,
+  );
   ctx.say(`the remote branch ${branch}:\n${git(remote, 'log', '--oneline', branch)}`);
   fs.rmSync(dir, { recursive: true, force: true });
   return code;

@@ -47,10 +47,13 @@ runMain(async (argv) => {
       : `sandbox image ${image.tag} is ready`,
   );
   const server = process.env.TEMPORAL_ADDRESS ? undefined : await startLocalServer(undefined, say);
-  if (server)
+  if (server) {
     say(
       `${server.reused ? 'reusing' : 'started'} the Temporal dev server on ${server.address} (Web UI ${server.uiUrl})`,
     );
+    // The workers and the client connect where it listens (TEMPORAL_PORT may have moved it off 7233).
+    process.env.TEMPORAL_ADDRESS = server.address;
+  }
 
   const scripted = process.env.ANTHROPIC_API_KEY
     ? undefined
@@ -124,6 +127,7 @@ runMain(async (argv) => {
     console.log(`\n=== diff (${diff.stat.trim().split('\n').pop() ?? 'no changes'})\n${diff.diff || '(no changes)'}`);
     console.log(
       `=== ${result.turns} turns · ${result.steps} steps · ${formatTokens(totalTokens(result.usage))} tokens · $${result.costUsd.toFixed(4)}` +
+        ` · cache hit ${(100 * result.tokens.cacheHitRate).toFixed(1)} %` +
         ` · ${history.events?.length ?? 0} history events (${(historyBytes / 1024).toFixed(1)} KiB) · ${formatElapsed(Date.now() - started)} wall`,
     );
     console.log(`=== Web UI: ${url}`);

@@ -67,6 +67,7 @@ async function modelStep(
     maxTokens: input.maxTokens,
     model: input.model,
     ...(input.editFrontier !== undefined ? { editFrontier: input.editFrontier } : {}),
+    ...clearedFromOf(base, input.clear),
   };
   crashPoint(`model: before request (turn ${input.turn})`);
   const live = new LiveText({
@@ -178,6 +179,18 @@ async function baseContext(
     );
   }
   return { context: rebuilt, rebuilt: true };
+}
+
+/** The first tool result (in conversation order) that `clear` replaces in `base`, if any. */
+function clearedFromOf(base: AssembledContext, clear: ModelStepInput['clear']): { clearedFrom?: string } {
+  if (!clear) return {};
+  const ids = new Set(clear.toolUseIds);
+  for (const message of base.messages) {
+    if (typeof message.content === 'string') continue;
+    for (const block of message.content)
+      if (block.type === 'tool_result' && ids.has(block.tool_use_id)) return { clearedFrom: block.tool_use_id };
+  }
+  return {};
 }
 
 /** The harness's tools, then the operation's MCP tools (`common/mcp.ts`) when it has any. */

@@ -14,6 +14,13 @@
  *     rewrites the cache only from the frontier on — without it, no cached prefix would end
  *     between the stable part and the first cleared result, and a batch would rewrite it all.
  * That is at most 4 breakpoints, the API's limit.
+ *
+ * A request that carries a clear batch needs two marks in the middle: one where its cached prefix
+ * ends — just before the first result it clears, the frontier every request since the previous
+ * batch has marked, so it is read back — and one at the new frontier, so that the next batch finds
+ * its prefix written. The API looks back only ~20 blocks from each mark and a batch clears far
+ * more than that, so one mark cannot do both. That request leaves the tools' mark out: the system
+ * prompt's mark covers the same prefix (the tools come first), and neither changes mid-operation.
  */
 import type {
   CacheControlEphemeral,
@@ -52,19 +59,28 @@ function marked<T extends object>(block: T, control: CacheControlEphemeral): T {
 
 /**
  * A copy of `params` with every existing mark removed and the harness's breakpoints placed;
- * `editFrontier` is the `tool_use_id` of the oldest tool result a later clear batch may replace.
+ * `editFrontier` is the `tool_use_id` of the oldest tool result a later clear batch may replace,
+ * `clearedFrom` that of the first tool result this request's clear batch replaced.
  */
 export function placeCacheBreakpoints<P extends CacheableParams>(
   params: P,
   ttl: PromptCacheTtl,
   editFrontier?: string,
+  clearedFrom?: string,
 ): P {
   const stripped = stripCacheBreakpoints(params);
-  const parts = markedParts(stripped, cacheControl(ttl));
-  if (editFrontier !== undefined && parts.messages) {
-    parts.messages = markBeforeToolResult(parts.messages, editFrontier, cacheControl(ttl));
+  const control = cacheControl(ttl);
+  const parts = markedParts(stripped, control);
+  let messages = parts.messages ?? stripped.messages;
+  if (clearedFrom !== undefined) {
+    const withReadPoint = markBeforeToolResult(messages, clearedFrom, control);
+    if (withReadPoint !== messages) {
+      messages = withReadPoint;
+      if (parts.system !== undefined) delete parts.tools;
+    }
   }
-  return { ...stripped, ...parts };
+  if (editFrontier !== undefined) messages = markBeforeToolResult(messages, editFrontier, control);
+  return { ...stripped, ...parts, messages };
 }
 
 /** Marks the last block that can carry a mark before the `tool_result` answering `toolUseId` (if it is there). */

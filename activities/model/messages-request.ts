@@ -63,7 +63,12 @@ export function buildMessagesParams(
   if (request.thinking !== undefined) params.thinking = request.thinking;
   if (request.stopSequences !== undefined) params.stop_sequences = request.stopSequences;
   if (request.promptCache === false) return stripCacheBreakpoints(params);
-  return placeCacheBreakpoints(params, request.promptCache?.ttl ?? settings.promptCacheTtl, request.editFrontier);
+  return placeCacheBreakpoints(
+    params,
+    request.promptCache?.ttl ?? settings.promptCacheTtl,
+    request.editFrontier,
+    request.clearedFrom,
+  );
 }
 
 export async function sendMessagesRequest(input: SendMessagesRequestInput): Promise<ModelReply> {

@@ -13,7 +13,8 @@
  * (`overWindowRequests` counts the requests a real model would have refused).
  *
  * Then the editing sweep: the same task, shorter, run as the harness runs it (compaction on, against
- * the window) with several editing settings — off, every turn, early and late batches — to weigh
+ * the window) with several editing settings — off, every turn, early and late batches, and at the
+ * compaction's own threshold (a batch where it keeps the context under it, else the compaction) — to weigh
  * the cache each clear batch rewrites against the prompt tokens it saves and the compactions it
  * spares (the defaults in `common/context.ts` are picked from it).
  *
@@ -25,6 +26,8 @@ import { createSandboxes } from '../../activities/hands/sandboxes';
 import { ensureSandboxTools } from '../../platform/sandbox-tools';
 import { createAnthropicClient } from '../../activities/model/client';
 import { operationResult } from '../../client/operation-result';
+import { recordedStepsOf } from '../../client/token-report';
+import type { RecordedStep } from '../../common/recorded-steps';
 import { COMPACTION_REQUEST_MARKER, type ContextPolicyInput } from '../../common/context';
 import { contextWindowOf } from '../../common/models';
 import { costUsd } from '../../common/pricing';
@@ -34,7 +37,8 @@ import { runId, startDurableHarness, type BenchContext } from '../context';
 import { BENCH_MODEL, benchModelSettings, markerText, usageOf } from '../model';
 import { runPlainLoop } from '../plain-loop';
 import type { BenchProfile } from '../profiles';
-import type { EditingSweepPoint, TokensResult, TokenWay } from '../results';
+import { cacheWriteCauses, cacheWriteRows } from '../cache-writes';
+import type { CacheWriteRow, EditingSweepPoint, TokensResult, TokenWay } from '../results';
 import { round } from '../stats';
 
 /** Output sizes per turn: spread over [min, max] by a fixed permutation, whole KiB. */
@@ -86,10 +90,16 @@ interface WayFigures {
   completed: boolean;
   compactions: number;
   editBatches: number;
+  /** The operation's recorded steps (the durable ways), to label the requests. */
+  steps?: RecordedStep[];
 }
 
-function wayOf(figures: WayFigures, windowTokens: number, wallMs: number): TokenWay {
+/** A way's figures, and its requests one row each. */
+type MeasuredWay = TokenWay & { rows: CacheWriteRow[] };
+
+function wayOf(figures: WayFigures, windowTokens: number, wallMs: number): MeasuredWay {
   const answered = figures.requests.filter((r) => r.status === 200 && r.usage);
+  const rows = cacheWriteRows(figures.requests, figures.steps);
   const { usage, peakContext } = usageOf(answered);
   const prompt = usage.input + usage.cacheWrite + usage.cacheRead;
   return {
@@ -108,8 +118,13 @@ function wayOf(figures: WayFigures, windowTokens: number, wallMs: number): Token
     completed: figures.completed,
     costUsd: round(costUsd(usage, BENCH_MODEL), 4),
     wallMs,
+    notRead: cacheWriteCauses(rows),
+    rows,
   };
 }
+
+/** The way without its request rows (only the harness way's are kept in the results). */
+const withoutRows = ({ rows: _rows, ...way }: MeasuredWay): TokenWay => way;
 
 const promptOf = (r: RecordedRequest): number =>
   r.usage ? r.usage.input_tokens + r.usage.cache_creation_input_tokens + r.usage.cache_read_input_tokens : 0;
@@ -131,7 +146,7 @@ export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens
     turns: number,
     run: (url: string, id: string, sizes: number[]) => Promise<Omit<WayFigures, 'requests'>>,
     enforceWindow = false,
-  ): Promise<TokenWay> => {
+  ): Promise<MeasuredWay> => {
     const sizes = outputSizes(turns, profile.minBytes, profile.maxBytes);
     const server = await startScriptedModelServer({
       script: tokensScript(sizes, profile.replyChars),
@@ -187,7 +202,12 @@ export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens
         );
         if (result.state !== 'completed')
           throw new Error(`tokens: harness run ended ${result.state}: ${result.reason}`);
-        return { completed: true, compactions: result.tokens.compactions, editBatches: result.tokens.editBatches };
+        return {
+          completed: true,
+          compactions: result.tokens.compactions,
+          editBatches: result.tokens.editBatches,
+          steps: await recordedStepsOf(ctx.client, id),
+        };
       } finally {
         await harness.close();
       }
@@ -214,11 +234,12 @@ export async function runTokens(ctx: BenchContext, profile: BenchProfile['tokens
       max: Math.max(...sizes),
       total: sizes.reduce((sum, size) => sum + size, 0),
     },
-    naive,
-    cachedFullOutput,
-    spillOnly,
-    spillEditing,
-    harness,
+    naive: withoutRows(naive),
+    cachedFullOutput: withoutRows(cachedFullOutput),
+    spillOnly: withoutRows(spillOnly),
+    spillEditing: withoutRows(spillEditing),
+    harness: withoutRows(harness),
+    harnessRequests: harness.rows,
     peakContextPct: harness.peakContextPct,
     cacheHitRate: harness.cacheHitRate,
     uncachedReduction: reduction(harness.uncachedInput, naive.uncachedInput),
@@ -244,6 +265,7 @@ export const EDITING_SWEEP: ReadonlyArray<{ name: string; atPct?: number; keepTu
     { name: 'early', atPct: 30, keepTurns: 4, minClearPct: 5 },
     { name: 'late', atPct: 55, keepTurns: 4, minClearPct: 15 },
     { name: 'before compaction (default)', atPct: 65, keepTurns: 4, minClearPct: 25 },
+    { name: 'at the compaction threshold', atPct: 70, keepTurns: 4, minClearPct: 25 },
   ];
 
 async function runEditingSweep(
@@ -275,6 +297,7 @@ async function runEditingSweep(
       compactions: w.compactions,
       peakContextPct: w.peakContextPct,
       costUsd: w.costUsd,
+      notRead: w.notRead,
     });
   }
   return points;

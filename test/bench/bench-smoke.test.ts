@@ -78,6 +78,50 @@ describe('bench smoke runs (smoke profile)', () => {
     // start on a busy machine: about a minute here, three times that on a slower machine of the same kind.
   }, 600_000);
 
+  it('measures the tokens and the continue-the-work scenarios, and says where the cache misses come from', async () => {
+    const { results, failures } = await runSmokeSuite(ctx, ['tokens', 'continue'], 'the test server');
+    expect(failures).toEqual([]);
+    expect(validateResults(JSON.parse(JSON.stringify(results)))).toEqual([]);
+    const t = results.tokens!;
+    // Every prompt token not read from the cache has one cause, request by request.
+    for (const way of [t.naive, t.cachedFullOutput, t.spillOnly, t.spillEditing, t.harness]) {
+      const causes = Object.values(way.notRead).reduce((sum, value) => sum + value, 0);
+      expect(causes).toBe(way.uncachedInput + way.cacheWrite);
+    }
+    expect(t.harnessRequests).toHaveLength(t.harness.requests);
+    expect(t.harnessRequests[0]).toMatchObject({ index: 1, kind: 'turn', cacheRead: 0 });
+    expect(t.naive.notRead.tail).toBeGreaterThan(0);
+
+    const c = results.continue!;
+    expect(c.firstHalf).toBe(2);
+    // Resuming takes over more than the (smoke) window; the harness compacts it (reduced) and stays
+    // inside it with no refused request; the handoff runs one operation per remaining feature.
+    expect(c.takenOverTokens).toBeGreaterThan(c.windowTokens);
+    expect(c.transcriptTokens).toBeGreaterThan(c.takenOverTokens);
+    expect(c.resume).toMatchObject({ operations: 1, compactions: 0, rejectedRequests: 0 });
+    expect(c.resume.notRead.start).toBeGreaterThan(0.9 * c.takenOverTokens);
+    expect(c.resumeCompaction.compactions).toBeGreaterThanOrEqual(1);
+    expect(c.resumeCompaction).toMatchObject({ rejectedRequests: 0, overWindowRequests: 0 });
+    expect(c.handoff).toMatchObject({ operations: 2, compactions: 0, rejectedRequests: 0 });
+    expect(c.handoffVsResume.cost).toBeCloseTo(c.handoff.costUsd / c.resume.costUsd, 3);
+    // A switch inside the long context writes the whole prefix again; at a boundary only a small one.
+    expect(c.modelSwitch.inside.otherModel).toMatchObject({
+      cacheRead: 0,
+      cacheWrite: c.modelSwitch.inside.promptTokens,
+    });
+    expect(c.modelSwitch.inside.sameModel.cacheRead).toBeGreaterThan(c.takenOverTokens);
+    expect(c.modelSwitch.inside.extraUsd).toBeGreaterThan(c.modelSwitch.boundary.extraUsd);
+    expect(results.targets.find((target) => target.id === 'continue-handoff-cost')?.verdict).not.toBe('not run');
+    expect(results.notes.find((note) => note.startsWith('Continue the work:'))).toContain('of the prompt tokens');
+    expect(results.notes.find((note) => note.startsWith('Cache hit:'))).toContain('With nothing sent again');
+
+    const markdown = renderMarkdown(results, 'latest.svg');
+    expect(markdown).toContain('## 3. Tokens with long tool outputs');
+    expect(markdown).toContain("The harness way's requests that sent content again");
+    expect(markdown).toContain('## 9. Continuing the work: handoff against resuming the transcript');
+    expect(markdown).toContain('inside the long context');
+  }, 900_000);
+
   it('builds a cold environment, times a cached one against the default image, and reports both', async () => {
     const { results, failures } = await runSmokeSuite(ctx, ['environment'], 'the test server');
     expect(failures).toEqual([]);

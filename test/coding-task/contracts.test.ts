@@ -257,6 +257,7 @@ describe('goals and the report', () => {
     expect(report).toContain('| skipped this run | 1 |');
     expect(report).toContain('| commits pushed | 2 |');
     expect(report).toContain('| tokens | 940 (input 200, cache write 40, cache read 600, output 100) |');
+    expect(report).toContain('| cache hit | 71.4 % of prompt tokens |');
     expect(report).toContain('| cost | $0.0300 |');
     expect(report).toContain('| wall time | 2 min 5 s |');
     expect(report).toContain('- `words`: failed 3 attempts; last error: exit 1');

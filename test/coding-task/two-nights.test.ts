@@ -119,7 +119,13 @@ describe('codingTask over two runs', () => {
       expect(night2).toMatch(new RegExp(`^task-${schedule}-`));
       h.track(night2!);
       second = await taskResult(h.temporal.client.workflow.getHandle(night2!));
-      expect((await agent('report', night2!)).stdout.trim()).toBe(second.report.trim());
+      // The morning report, then what the handoff saved against resuming (estimated from the operations).
+      const printed = (await agent('report', night2!)).stdout;
+      expect(printed.startsWith(second.report)).toBe(true);
+      expect(printed).toMatch(/## Tokens\n\ncache hit \d+\.\d% of prompt tokens · [\d,]+ tokens · \$\d+\.\d{4}/);
+      expect(printed).toMatch(
+        /handoff against resuming: the same \d+ model turns of the operation carried in one growing conversation/,
+      );
     } finally {
       await agent('schedule', 'delete', schedule);
     }

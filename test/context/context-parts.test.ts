@@ -15,6 +15,7 @@ import {
 import { countCacheBreakpoints, placeCacheBreakpoints } from '../../activities/model/cache-breakpoints';
 import { sendMessagesRequest } from '../../activities/model/messages-request';
 import { parseAgentArgs } from '../../cli/args';
+import { growingContextEstimate } from '../../client/token-report';
 import type { CompactContextInput, CompactContextResult } from '../../common/context';
 import type { ModelStepInput, ModelStepResult } from '../../common/model-step';
 import { MODEL_FAILURE_TYPES, type AssistantMessage } from '../../common/model-types';
@@ -119,6 +120,33 @@ describe('context parts', () => {
     ]);
     // A frontier in the tail's message, or one that is not in the request, adds nothing twice.
     expect(countCacheBreakpoints(placeCacheBreakpoints({ messages }, '5m', 'gone'))).toBe(1);
+  });
+
+  it('marks where a clear batch starts as well as the new frontier, in place of the tools', () => {
+    const turn = (n: number) => [
+      { role: 'assistant' as const, content: [{ type: 'tool_use' as const, id: `t${n}`, name: 'bash', input: {} }] },
+      { role: 'user' as const, content: [{ type: 'tool_result' as const, tool_use_id: `t${n}`, content: `r${n}` }] },
+    ];
+    const messages = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'goal' }] }, ...turn(1)];
+    messages.push(...turn(2), ...turn(3), ...turn(4));
+    const marked = (index: number) => (params: ReturnType<typeof placeCacheBreakpoints>) =>
+      (params.messages[index]!.content as Array<{ cache_control?: unknown }>)[0]!.cache_control;
+    // The request that clears t1 and t2: the cached prefix ends before t1 (read back there), the
+    // next batch starts at t3 (written there), the tail; the system prompt's mark covers the tools.
+    const params = placeCacheBreakpoints({ system: 'sys', tools: [READ_TOOL], messages }, '5m', 't3', 't1');
+    expect(countCacheBreakpoints(params)).toBe(4);
+    expect(params.tools![0]).not.toHaveProperty('cache_control');
+    expect(params.system).toEqual([{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }]);
+    expect(marked(1)(params)).toEqual({ type: 'ephemeral' });
+    expect(marked(5)(params)).toEqual({ type: 'ephemeral' });
+    expect(marked(8)(params)).toEqual({ type: 'ephemeral' });
+    // Without a system prompt the tools keep their mark: still four.
+    const noSystem = placeCacheBreakpoints({ tools: [READ_TOOL], messages }, '5m', 't3', 't1');
+    expect(countCacheBreakpoints(noSystem)).toBe(4);
+    // A batch start that is not in the request changes nothing.
+    const gone = placeCacheBreakpoints({ system: 'sys', tools: [READ_TOOL], messages }, '5m', 't3', 'gone');
+    expect(gone.tools![0]).toHaveProperty('cache_control');
+    expect(countCacheBreakpoints(gone)).toBe(4);
   });
 
   it('joins a resumed paused turn to the paused message', () => {
@@ -231,6 +259,52 @@ describe('context parts', () => {
     expect(economy.saved.outputSpill.tokens).toBe(1000);
     expect(economy.saved.outputSpill.grossUsd).toBeCloseTo(1000 * ((2550 * 3) / 1e6 / 10_100), 12);
     expect([economy.cacheWrite5m, economy.cacheWrite1h]).toEqual([600, 400]);
+  });
+
+  it('estimates what the same turns cost in one growing conversation (what resuming does)', () => {
+    const step = (
+      turn: number,
+      tail: ModelStepInput['tail'],
+      usage: { cacheWrite: number; cacheRead: number; output: number },
+    ): RecordedStep => ({
+      kind: 'model',
+      scheduledEventId: turn,
+      activityId: String(turn),
+      pending: false,
+      input: { operationId: 'op', lane: 'main', turn, maxTokens: 10, base: { messages: 0, lastReplyId: null }, tail },
+      result: {
+        ...reply(`a${turn}`, [call(`c${turn}`)]),
+        stopReason: 'tool_use',
+        usage: { input: 0, ...usage },
+        requestId: null,
+        rebuilt: false,
+      },
+    });
+    const text = (chars: number) => [{ type: 'text' as const, text: 'g'.repeat(chars) }];
+    const toolResult = (chars: number) => [
+      { type: 'tool_result' as const, tool_use_id: 'c', content: 'r'.repeat(chars) },
+    ];
+    const steps: RecordedStep[] = [
+      // The first request as it was sent: 1,000 tokens.
+      step(1, text(400), { cacheWrite: 1000, cacheRead: 0, output: 100 }),
+      // Compacted and cleared in the run (a small prompt); growing: 1,000 + 100 (reply) + 200 (result).
+      step(2, toolResult(800), { cacheWrite: 100, cacheRead: 200, output: 50 }),
+      // A second operation's first request: its goal (100 tokens) follows the conversation.
+      step(3, text(400), { cacheWrite: 300, cacheRead: 0, output: 10 }),
+    ];
+    steps.splice(2, 0, { ...steps[1]!, kind: 'compaction' } as unknown as RecordedStep);
+    const estimate = growingContextEstimate(steps, 'claude-sonnet-4-6');
+    expect(estimate).toMatchObject({
+      requests: 3,
+      promptTokens: 1000 + 1300 + 1450,
+      cacheWrite: 1000 + 300 + 150,
+      cacheRead: 1000 + 1300,
+      output: 160,
+      finalTokens: 1450,
+    });
+    // Writes at 1.25×, reads at 0.1× of $3/M, output at $15/M.
+    expect(estimate.costUsd).toBeCloseTo(((1450 * 1.25 + 2300 * 0.1) * 3 + 160 * 15) / 1e6, 12);
+    expect(growingContextEstimate([], null)).toMatchObject({ requests: 0, costUsd: 0 });
   });
 
   it('knows the models’ windows and validates the context policy', () => {

@@ -124,8 +124,18 @@ describe('the token ledger and agent report (real Temporal, Docker and scripted 
     expect(report.economy!.saved.promptCaching.usd).toBeGreaterThan(0);
     expect(report.steps.filter((s) => s.kind === 'compaction')).toHaveLength(report.economy!.compactions);
     expect(report.steps.some((s) => (s.clearedResults ?? 0) > 0)).toBe(true);
+    // The same model turns in one growing conversation: every answered turn, its output, and a
+    // conversation larger than anything this run sent (it compacted and cleared).
+    const modelTurns = report.steps.filter((s) => s.kind === 'model' && s.status === 'ok');
+    expect(report.growing.requests).toBe(modelTurns.length);
+    expect(report.growing.output).toBe(modelTurns.reduce((sum, s) => sum + s.usage!.output, 0));
+    expect(report.growing.finalTokens).toBeGreaterThan(report.economy!.peakPromptTokens);
+    expect(report.growing.cacheWrite + report.growing.cacheRead).toBe(report.growing.promptTokens);
 
     const text = (await agent(['report', handle.workflowId, '--steps'])).stdout;
+    expect(text).toMatch(
+      /one growing context \(every turn kept, as resuming a transcript keeps it\): ≈ \$\d+\.\d{4} for [\d,]+ prompt tokens, the conversation reaching [\d,]+ tokens/,
+    );
     expect(text).toContain(`operation ${handle.workflowId} — completed (end_turn)`);
     expect(text).toMatch(/cache hit \d+\.\d% of prompt tokens · peak context \d+\.\d% of the window/);
     expect(text).toContain('compaction 1 (too-large, reduced)');

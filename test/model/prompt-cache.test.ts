@@ -11,6 +11,7 @@ import {
   stripCacheBreakpoints,
 } from '../../activities/model/cache-breakpoints';
 import { buildMessagesParams, sendMessagesRequest } from '../../activities/model/messages-request';
+import { cacheWriteRows } from '../../bench/cache-writes';
 import { PromptCacheSimulation } from '../../scripted-model/cache-simulation';
 import { assertRequestsExtendPrefix } from '../../scripted-model/prefix';
 import type { PromptBlock } from '../../scripted-model/prompt';
@@ -147,6 +148,31 @@ describe('prompt cache simulation', () => {
     expect(cache.process(short)).toMatchObject({ input_tokens: 1023, cache_read_input_tokens: 0 });
   });
 
+  it('keeps a cache per model, and says how much of a prompt was sent before', () => {
+    const cache = new PromptCacheSimulation({ clock: () => 0, minCacheableTokens: 1 });
+    const prompt = [block('tools', 100, '5m'), block('m0', 50), block('m1', 50, '5m')];
+    expect(cache.processDetailed(prompt, 'model-a')).toEqual({
+      usage: expect.objectContaining({ cache_creation_input_tokens: 200, cache_read_input_tokens: 0 }),
+      detail: { seenTokens: 0 },
+    });
+    // Another model reads nothing of it: its cache is its own (a switch writes the whole prefix again).
+    expect(cache.processDetailed(prompt, 'model-b')).toEqual({
+      usage: expect.objectContaining({ cache_creation_input_tokens: 200, cache_read_input_tokens: 0 }),
+      detail: { seenTokens: 0 },
+    });
+    // A longer prompt on the first model: 150 tokens sent before, all of it read back.
+    const longer = [block('tools', 100, '5m'), block('m0', 50), block('m1', 50), block('m2', 30, '5m')];
+    expect(cache.processDetailed(longer, 'model-a')).toEqual({
+      usage: expect.objectContaining({ cache_creation_input_tokens: 30, cache_read_input_tokens: 200 }),
+      detail: { seenTokens: 200 },
+    });
+    // Without breakpoints nothing is read, but the server knows it was all sent before.
+    const unmarked = longer.map(({ key, tokens }) => ({ key, tokens }));
+    expect(cache.processDetailed(unmarked, 'model-a').detail).toEqual({ seenTokens: 230 });
+    cache.clear();
+    expect(cache.processDetailed(unmarked, 'model-a').detail).toEqual({ seenTokens: 0 });
+  });
+
   it('looks back 20 blocks from each breakpoint for a hit', () => {
     const cache = new PromptCacheSimulation({ clock: () => 0, minCacheableTokens: 1 });
     const base = Array.from({ length: 5 }, (_, i) => block(`m${i}`, 10));
@@ -228,6 +254,23 @@ describe('usage over a 10-turn scripted conversation', () => {
       expect(usages.reduce(addUsage, ZERO_USAGE)).toEqual(u(2670, 5130, 13650, 91));
       // Every prompt is accounted for exactly once: 21450 = sum of 1200 + 210 (k - 1) for k = 1..10.
       expect(2670 + 5130 + 13650).toBe(21450);
+
+      // Where each prompt's tokens not read came from (the bench's miss table): the new tail (210 a
+      // turn: the reply and the tool result), the first request's tools and system prompt, and what
+      // was sent before but not read (request 6 after the pause, 8 without breakpoints, and 9, whose
+      // breakpoint found request 7's tail but not request 8's).
+      expect(cacheWriteRows(server.requests).map((row) => [row.tail, row.start, row.missed, row.changed])).toEqual([
+        [100, 1100, 0, 0],
+        [210, 0, 0, 0],
+        [210, 0, 0, 0],
+        [210, 0, 0, 0],
+        [210, 0, 0, 0],
+        [210, 0, 2040, 0],
+        [210, 0, 0, 0],
+        [210, 0, 2460, 0],
+        [210, 0, 210, 0],
+        [210, 0, 0, 0],
+      ]);
 
       server.assertScriptFinished();
       assertRequestsExtendPrefix(server.requests);

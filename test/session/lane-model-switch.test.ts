@@ -66,4 +66,39 @@ describe("a lane's next operation on a model with a smaller window", () => {
     expect(JSON.stringify(messages.at(-1))).toContain('switch two');
     expect(r2.tokens.peakContextPct).toBeLessThan(100);
   });
+
+  it('compacts a reduced copy when the context it takes over is larger than the whole window', async () => {
+    const turns: ScriptedTurn[] = [print(1), print(2), print(3), print(4), { text: 'one done' }, { text: 'two done' }];
+    let next = 0;
+    s.h.model.setScript((request) =>
+      isCompactionRequest(request) ? { text: 'Summary: printed four outputs.' } : turns[next++],
+    );
+    const sessionId = s.newSession('over-window');
+    const first = s.h.model.requests.length;
+    const one = await s.submit(sessionId, 'over one');
+    const r1 = await s.result(one.operationId);
+    expect(r1.state).toBe('completed');
+    const carried = r1.context!.tokens!;
+
+    // A window the carried context does not fit at all: a summary call carrying it would be refused.
+    const windowTokens = Math.max(4_096, Math.floor(carried * 0.8));
+    expect(carried).toBeGreaterThan(windowTokens);
+    const two = await s.submit(sessionId, { prompt: 'over two', context: { windowTokens } });
+    const r2 = await s.result(two.operationId);
+    expect(r2).toMatchObject({ state: 'completed', finalText: 'two done' });
+    s.h.model.assertScriptFinished();
+
+    const steps = await recordedStepsOf(s.operation(two.operationId));
+    expect(steps[0]).toMatchObject({ kind: 'compaction', input: { continues: one.operationId, reduced: true } });
+    // No request was refused, and every request of the second operation fit its window.
+    const requests = s.h.model.requests.slice(first).filter((r) => r.path === '/v1/messages');
+    expect(requests.every((r) => r.status === 200)).toBe(true);
+    const ofTwo = answered(requests).slice(answered(requests).findIndex((r) => isCompactionBody(r.body)));
+    for (const request of ofTwo) {
+      const u = request.usage!;
+      expect(u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens).toBeLessThanOrEqual(
+        windowTokens,
+      );
+    }
+  });
 });

@@ -29,6 +29,7 @@ import {
   continuationOf,
   nextRequestTokens,
   planClearBatch,
+  summaryFitsWindow,
   turnLookahead,
   windowOf,
 } from './context-window';
@@ -140,7 +141,7 @@ export async function compact(op: OperationRun, reason: CompactionReason, reduce
           keepTurns: settings.context.keepTurns,
           goal: settings.goal,
           summaryMaxTokens: settings.context.summaryMaxTokens,
-          reduced,
+          reduced: reduced || !summaryFitsWindow(op),
           // The last request that fit carried about `context.tokens`; leave room for the summary.
           fitTokens: Math.floor(Math.min(0.8 * windowOf(op), carry.context.tokens)),
           ...continuationOf(op),

@@ -75,6 +75,15 @@ export function turnLookahead(op: OperationRun): number {
 const SUMMARY_INSTRUCTION_TOKENS = 300;
 
 /**
+ * Whether a summary call carrying the whole context fits the window. A lane's next operation may take
+ * over more than its window holds (another model, a conversation resumed from elsewhere): its first
+ * compaction then summarises a reduced copy, as after a refused request, instead of being refused.
+ */
+export function summaryFitsWindow(op: OperationRun): boolean {
+  return nextRequestTokens(op) + SUMMARY_INSTRUCTION_TOKENS <= windowOf(op);
+}
+
+/**
  * Whether the context holds enough to compact: the first message and at least one whole turn
  * besides the newest `keepTurns` (the brain's `turnsToKeep` applies the same rule).
  */
