@@ -444,7 +444,7 @@ export interface PollRepositoryResult {
   labelled: Array<{ issue: number; labels: string[]; author: string }>;
   /** New comments with an `/agent` command, by people. */
   commands: Array<{ issue: number; isPull: boolean; commentId: number; body: string; author: string }>;
-  /** The forge's time of this read: the next poll's `since`. */
+  /** The next poll's `since`: this read's time less an overlap (the handled ids keep what it reads again from counting twice). */
   readAt: string;
 }
 

@@ -49,6 +49,7 @@ import type { ForgeSettings } from './settings';
 /** The end of a failing check's log that goes into a fix round's goal. */
 const LOG_TAIL_BYTES = 8 * 1024;
 const HOUR_MS = 3_600_000;
+const POLL_OVERLAP_MS = HOUR_MS;
 
 export interface ForgeClientOptions {
   forge: ForgeSettings;
@@ -434,7 +435,9 @@ export class ForgeClient {
   }
 
   async pollRepository(input: PollRepositoryInput): Promise<PollRepositoryResult> {
-    const readAt = new Date(this.now()).toISOString();
+    // The next poll reads back an hour before this one: a comment the forge indexed late, or a clock
+    // apart from the forge's, is still seen (the handled ids keep it from being handed over twice).
+    const readAt = new Date(this.now() - POLL_OVERLAP_MS).toISOString();
     const issues = await this.list<{
       number: number;
       labels?: Array<{ name: string }> | null;

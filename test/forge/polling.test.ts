@@ -76,7 +76,18 @@ it('starts a task for a labelled issue and for an /agent comment, each once, wit
   const commentTask = `${issueTaskId(repo(), asked.number).replace(/^agent-issue-/, 'agent-comment-')}-${comment.id}`;
   h.track(labelTask);
   h.track(commentTask);
-  await waitFor(async () => (await exists(labelTask)) && (await exists(commentTask)), 'the two tasks');
+  await waitFor(async () => (await exists(labelTask)) && (await exists(commentTask)), 'the two tasks').catch(
+    async (err: Error) => {
+      // Where it stood, for the failure message: the poller's reads and the events it handed over.
+      const status = await poller.query(forgePollerStatusQuery).catch((e: Error) => e.message);
+      const events: string[] = [];
+      for await (const w of h.temporal.client.workflow.list({
+        query: `WorkflowId STARTS_WITH "forge-event-${FORGE}-"`,
+      }))
+        events.push(`${w.workflowId} ${w.status.name}`);
+      throw new Error(`${err.message}; poller: ${JSON.stringify(status)}; events: ${events.join(', ')}`);
+    },
+  );
   expect(await exists(`forge-event-${FORGE}-comment-${comment.id}`)).toBe(true);
   const polled = (await poller.query(forgePollerStatusQuery)).polls;
   await waitFor(async () => (await poller.query(forgePollerStatusQuery)).polls >= polled + 2, 'two more polls');
