@@ -417,11 +417,17 @@ export const forgeEventInputSchema = z.strictObject({
 export type ForgeEventInput = z.output<typeof forgeEventInputSchema>;
 
 /**
- * The id of the workflow that handles one event: a comment by its id (the same comment from a
- * webhook and from a poll is one event), anything else by its delivery. Starting it twice is a no-op.
+ * The id of the workflow that handles one event: a comment by its repository and id (the same
+ * comment from a webhook and from a poll is one event), anything else by its delivery. Starting it
+ * twice is a no-op.
  */
-export function forgeEventWorkflowId(input: Pick<ForgeEventInput, 'forge' | 'deliveryId' | 'event'>): string {
-  const key = input.event.kind === 'comment' ? `comment-${input.event.commentId}` : `delivery-${input.deliveryId}`;
+export function forgeEventWorkflowId(
+  input: Pick<ForgeEventInput, 'forge' | 'repository' | 'deliveryId' | 'event'>,
+): string {
+  const key =
+    input.event.kind === 'comment'
+      ? `comment-${input.repository.replace('/', '-')}-${input.event.commentId}`
+      : `delivery-${input.deliveryId}`;
   return `forge-event-${idPart(input.forge)}-${idPart(key)}`.slice(0, 250);
 }
 

@@ -118,15 +118,21 @@ describe("the loop's and an event's input", () => {
 
   it('gives a comment the same event id from a webhook and a poll, and anything else its delivery', () => {
     const comment = { kind: 'comment', issue: 1, isPull: false, commentId: 42, body: '/agent x', author: 'a' } as const;
-    expect(forgeEventWorkflowId({ forge: 'local', deliveryId: 'uuid-1', event: comment })).toBe(
-      'forge-event-local-comment-42',
-    );
-    expect(forgeEventWorkflowId({ forge: 'local', deliveryId: 'poll-comment-42', event: comment })).toBe(
-      'forge-event-local-comment-42',
-    );
+    expect(
+      forgeEventWorkflowId({ forge: 'local', repository: 'alice/textkit', deliveryId: 'uuid-1', event: comment }),
+    ).toBe('forge-event-local-comment-alice-textkit-42');
     expect(
       forgeEventWorkflowId({
         forge: 'local',
+        repository: 'alice/textkit',
+        deliveryId: 'poll-comment-42',
+        event: comment,
+      }),
+    ).toBe('forge-event-local-comment-alice-textkit-42');
+    expect(
+      forgeEventWorkflowId({
+        forge: 'local',
+        repository: 'alice/textkit',
         deliveryId: 'uuid-2',
         event: { kind: 'review', pullRequest: 2, sender: 'a' },
       }),

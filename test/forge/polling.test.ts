@@ -88,7 +88,9 @@ it('starts a task for a labelled issue and for an /agent comment, each once, wit
       throw new Error(`${err.message}; poller: ${JSON.stringify(status)}; events: ${events.join(', ')}`);
     },
   );
-  expect(await exists(`forge-event-${FORGE}-comment-${comment.id}`)).toBe(true);
+  expect(await exists(`forge-event-${FORGE}-comment-${forge.repo.fullName.replace('/', '-')}-${comment.id}`)).toBe(
+    true,
+  );
   const polled = (await poller.query(forgePollerStatusQuery)).polls;
   await waitFor(async () => (await poller.query(forgePollerStatusQuery)).polls >= polled + 2, 'two more polls');
   const status = await poller.query(forgePollerStatusQuery);

@@ -264,7 +264,9 @@ describe('what starts nothing', () => {
     expect((await post('')).status).toBe(401);
     expect(received.filter((line) => line.includes('forged-1') && line.startsWith('webhook: refused'))).toHaveLength(2);
     expect(received.some((line) => line.includes('the signature does not match'))).toBe(true);
-    const started = h.temporal.client.workflow.list({ query: `WorkflowId = "forge-event-${FORGE}-comment-999999"` });
+    const started = h.temporal.client.workflow.list({
+      query: `WorkflowId = "forge-event-${FORGE}-comment-${forge.repo.fullName.replace('/', '-')}-999999"`,
+    });
     for await (const _ of started) throw new Error('a forged delivery started a workflow');
   });
 
@@ -277,7 +279,7 @@ describe('what starts nothing', () => {
         body: '/agent rewrite it in Rust',
       },
     );
-    const eventId = `forge-event-${FORGE}-comment-${comment.id}`;
+    const eventId = `forge-event-${FORGE}-comment-${forge.repo.fullName.replace('/', '-')}-${comment.id}`;
     const outcome = await waitFor(async () => {
       const found = h.temporal.client.workflow.getHandle(eventId);
       return (await found.describe().catch(() => undefined)) ? found.result() : undefined;
@@ -290,7 +292,8 @@ describe('what starts nothing', () => {
     );
     expect(comments.filter((c) => c.body.includes(`Thank you, @${READER}`))).toHaveLength(1);
     const tasks = h.temporal.client.workflow.list({
-      query: `WorkflowType = "${CODING_TASK_WORKFLOW_TYPE}" AND WorkflowId STARTS_WITH "agent-comment-"`,
+      // This file's repository only: other files' tasks share the server.
+      query: `WorkflowType = "${CODING_TASK_WORKFLOW_TYPE}" AND WorkflowId STARTS_WITH "agent-comment-${FORGE}-${forge.repo.fullName.replace('/', '-')}-"`,
     });
     for await (const _ of tasks) throw new Error("a reader's comment started a task");
   });
