@@ -120,17 +120,7 @@ export function featureGoal(input: FeatureGoalInput): string {
     '   Known Problems, Next Step, Verification) and commit it.',
     `Do not edit \`${FEATURE_LIST_FILE}\`: the harness owns it and restores any change. Do not rewrite history.`,
     '',
-    `## ${HANDOFF_FILE}`,
-    '',
-    snapshot.handoff?.trim() || '(there is no handoff file yet)',
-    '',
-    '## git log (newest first)',
-    '',
-    snapshot.gitLog || '(no commits)',
-    '',
-    '## git status --short',
-    '',
-    snapshot.gitStatus || '(clean)',
+    ...workspaceSections(snapshot, '(there is no handoff file yet)'),
     '',
     '## git diff --stat HEAD',
     '',
@@ -206,9 +196,16 @@ export function revisionGoal(input: RevisionGoalInput): string {
       ? [`Do not edit \`${FEATURE_LIST_FILE}\`: the harness owns it and restores any change.`]
       : []),
     '',
+    ...workspaceSections(snapshot, '(there is no handoff file)'),
+  ].join('\n');
+}
+
+/** The handoff, `git log` and `git status` of a fresh context's goal. */
+function workspaceSections(snapshot: WorkspaceSnapshot, noHandoff: string): string[] {
+  return [
     `## ${HANDOFF_FILE}`,
     '',
-    snapshot.handoff?.trim() || '(there is no handoff file)',
+    snapshot.handoff?.trim() || noHandoff,
     '',
     '## git log (newest first)',
     '',
@@ -217,5 +214,5 @@ export function revisionGoal(input: RevisionGoalInput): string {
     '## git status --short',
     '',
     snapshot.gitStatus || '(clean)',
-  ].join('\n');
+  ];
 }

@@ -14,8 +14,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { buildFromModuleCopy } from './go-module-build';
 import { DATA_DIR, TOOLS_DIR } from './paths';
-import { goEnvironment } from './settings';
 import { PlatformError } from './temporal-cli';
 
 const run = promisify(execFile);
@@ -40,42 +40,24 @@ export async function ensureGitea(
   const binary = path.join(home, 'gitea');
   const staticRoot = path.join(home, 'static');
   if (fs.existsSync(binary) && fs.existsSync(path.join(staticRoot, 'options'))) return { binary, staticRoot, version };
-  const env = goEnvironment(
-    { GOWORK: 'off', CGO_ENABLED: '0', GOTOOLCHAIN: 'local' },
-    path.join(DATA_DIR, 'go-build-cache'),
-  );
-  const go = async (args: string[], cwd?: string) => {
-    try {
-      const flags = cwd ? { GOFLAGS: '-mod=mod -buildvcs=false' } : {};
-      return (await run('go', args, { env: { ...env, ...flags }, cwd, maxBuffer: 64 * 1024 * 1024 })).stdout.trim();
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException & { stderr?: string };
-      if (e.code === 'ENOENT')
-        throw new PlatformError('the Go toolchain (`go`) is not on PATH: install Go to build Gitea');
-      throw new PlatformError(`go ${args.join(' ')} failed: ${(e.stderr ?? e.message).trim().slice(-2000)}`);
-    }
-  };
   log(`building Gitea ${version} from its Go module (minutes, once; cached in ${home})`);
-  const downloaded = JSON.parse(await go(['mod', 'download', '-json', `${MODULE}@v${version}`])) as { Dir?: string };
-  if (!downloaded.Dir) throw new PlatformError(`go mod download gave no directory for ${MODULE}@v${version}`);
-  const source = fs.mkdtempSync(path.join(os.tmpdir(), `gitea-${version}-`));
-  try {
-    fs.cpSync(downloaded.Dir, source, { recursive: true });
-    // The module cache is read-only; the copy is built in, so it must be writable.
-    await run('chmod', ['-R', 'u+w', source]);
-    fs.mkdirSync(home, { recursive: true });
-    const building = `${binary}.building-${process.pid}`;
-    await go(['build', '-trimpath', '-ldflags', `-s -w -X main.Version=${version}`, '-o', building, '.'], source);
-    const staticBuilding = `${staticRoot}.building-${process.pid}`;
-    fs.rmSync(staticBuilding, { recursive: true, force: true });
-    for (const folder of ['options', 'templates'])
-      fs.cpSync(path.join(source, folder), path.join(staticBuilding, folder), { recursive: true });
-    fs.rmSync(staticRoot, { recursive: true, force: true });
-    fs.renameSync(staticBuilding, staticRoot);
-    fs.renameSync(building, binary);
-  } finally {
-    fs.rmSync(source, { recursive: true, force: true });
-  }
+  const staticBuilding = `${staticRoot}.building-${process.pid}`;
+  await buildFromModuleCopy({
+    module: MODULE,
+    version,
+    name: 'Gitea',
+    env: { CGO_ENABLED: '0', GOTOOLCHAIN: 'local' },
+    buildFlags: ['-trimpath', '-ldflags', `-s -w -X main.Version=${version}`],
+    buildArgs: ['.'],
+    binary,
+    afterBuild: (source) => {
+      fs.rmSync(staticBuilding, { recursive: true, force: true });
+      for (const folder of ['options', 'templates'])
+        fs.cpSync(path.join(source, folder), path.join(staticBuilding, folder), { recursive: true });
+      fs.rmSync(staticRoot, { recursive: true, force: true });
+      fs.renameSync(staticBuilding, staticRoot);
+    },
+  });
   return { binary, staticRoot, version };
 }
 

@@ -6,16 +6,11 @@
  * the downloaded module instead.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
-import { DATA_DIR, TOOLS_DIR } from './paths';
-import { goEnvironment } from './settings';
+import { buildFromModuleCopy } from './go-module-build';
+import { TOOLS_DIR } from './paths';
 import { PlatformError } from './temporal-cli';
-
-const run = promisify(execFile);
 
 export const JAEGER_VERSION = '1.76.0';
 const MODULE = 'github.com/jaegertracing/jaeger';
@@ -28,34 +23,8 @@ export async function ensureJaeger(
   const home = path.join(TOOLS_DIR, 'jaeger', version);
   const binary = path.join(home, 'jaeger');
   if (fs.existsSync(binary)) return binary;
-  const env = goEnvironment({ GOWORK: 'off' }, path.join(DATA_DIR, 'go-build-cache'));
-  const go = async (args: string[], cwd?: string) => {
-    try {
-      // In the copy, go.sum may gain the lines its replace directives need.
-      const flags = cwd ? { GOFLAGS: '-mod=mod' } : {};
-      return (await run('go', args, { env: { ...env, ...flags }, cwd, maxBuffer: 64 * 1024 * 1024 })).stdout.trim();
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException & { stderr?: string };
-      if (e.code === 'ENOENT')
-        throw new PlatformError('the Go toolchain (`go`) is not on PATH: install Go to build Jaeger');
-      throw new PlatformError(`go ${args.join(' ')} failed: ${(e.stderr ?? e.message).trim().slice(-2000)}`);
-    }
-  };
   log(`building Jaeger ${version} from its Go module (minutes, once; cached in ${home})`);
-  const downloaded = JSON.parse(await go(['mod', 'download', '-json', `${MODULE}@v${version}`])) as { Dir?: string };
-  if (!downloaded.Dir) throw new PlatformError(`go mod download gave no directory for ${MODULE}@v${version}`);
-  const source = fs.mkdtempSync(path.join(os.tmpdir(), `jaeger-${version}-`));
-  try {
-    fs.cpSync(downloaded.Dir, source, { recursive: true });
-    // The module cache is read-only; the copy is built in, so it must be writable.
-    await run('chmod', ['-R', 'u+w', source]);
-    fs.mkdirSync(home, { recursive: true });
-    const building = `${binary}.building-${process.pid}`;
-    await go(['build', '-o', building, './cmd/jaeger'], source);
-    fs.renameSync(building, binary);
-  } finally {
-    fs.rmSync(source, { recursive: true, force: true });
-  }
+  await buildFromModuleCopy({ module: MODULE, version, name: 'Jaeger', buildArgs: ['./cmd/jaeger'], binary });
   return binary;
 }
 

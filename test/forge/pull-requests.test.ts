@@ -12,11 +12,18 @@ import { createHmac } from 'node:crypto';
 import { CODING_TASK_WORKFLOW_TYPE, type CodingTaskResult } from '../../common/coding-task';
 import { issueTaskId, pullRequestLoopId } from '../../common/forge';
 import { pullRequestControlUpdate, pullRequestStatusQuery } from '../../common/pull-request';
-import { giteaWebhook } from '../../platform/gitea-admin';
 import { pullRequestScenario } from '../../scripted-model/scenarios/pull-request';
-import { startWebhookReceiver, type WebhookReceiver } from '../../workers/webhook-receiver';
+import type { WebhookReceiver } from '../../workers/webhook-receiver';
 import { startTaskHarness, type TaskHarness } from '../support/coding-task';
-import { FORGE, READER, REVIEWER, settledTask, startTestForge, WEBHOOK_SECRET, type TestForge } from '../support/forge';
+import {
+  FORGE,
+  READER,
+  REVIEWER,
+  receiveWebhooks,
+  settledTask,
+  startTestForge,
+  type TestForge,
+} from '../support/forge';
 import { waitFor } from '../support/operation-harness';
 
 // Each step is a coding task or a round on a real forge: minutes on a loaded machine.
@@ -49,15 +56,7 @@ beforeAll(async () => {
     tasks: { verify: 'npm test', budget: { featuresPerRun: 1, maxAttemptsPerFeature: 2 } },
   });
   h = await startTaskHarness({}, { script: pullRequestScenario(), forges: forge.forges, secrets: forge.secrets });
-  receiver = await startWebhookReceiver({
-    client: h.temporal.client,
-    taskQueue: h.brainQueue,
-    forges: forge.forges,
-    secrets: forge.secrets,
-    port: 0,
-    log: (line) => received.push(line),
-  });
-  await giteaWebhook(forge.admin, forge.repo, `${receiver.url}/webhooks/${FORGE}`, WEBHOOK_SECRET);
+  receiver = await receiveWebhooks(forge, h, received);
 });
 
 afterAll(async () => {

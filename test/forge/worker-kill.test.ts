@@ -16,11 +16,18 @@ import { testPlatform } from '../support/env';
 import { CODING_TASK_WORKFLOW_TYPE } from '../../common/coding-task';
 import { issueTaskId, pullRequestLoopId } from '../../common/forge';
 import { pullRequestStatusQuery } from '../../common/pull-request';
-import { giteaWebhook } from '../../platform/gitea-admin';
 import { pullRequestScenario } from '../../scripted-model/scenarios/pull-request';
-import { startWebhookReceiver, type WebhookReceiver } from '../../workers/webhook-receiver';
+import type { WebhookReceiver } from '../../workers/webhook-receiver';
 import { startTaskHarness, taskSessionId, type TaskHarness } from '../support/coding-task';
-import { FORGE, REVIEWER, settledTask, startTestForge, WEBHOOK_SECRET, type TestForge } from '../support/forge';
+import {
+  FORGE,
+  REVIEWER,
+  settledTask,
+  receiveWebhooks,
+  startTestForge,
+  WEBHOOK_SECRET,
+  type TestForge,
+} from '../support/forge';
 import { inSandbox } from '../support/hands';
 import { waitFor } from '../support/operation-harness';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
@@ -52,15 +59,7 @@ beforeAll(async () => {
     tasks: { verify: 'npm test', budget: { featuresPerRun: 1, maxAttemptsPerFeature: 2 } },
   });
   h = await startTaskHarness({}, { script: pullRequestScenario({ holdRevision: true }), workers: 'none' });
-  receiver = await startWebhookReceiver({
-    client: h.temporal.client,
-    taskQueue: h.brainQueue,
-    forges: forge.forges,
-    secrets: forge.secrets,
-    port: 0,
-    log: (line) => received.push(line),
-  });
-  await giteaWebhook(forge.admin, forge.repo, `${receiver.url}/webhooks/${FORGE}`, WEBHOOK_SECRET);
+  receiver = await receiveWebhooks(forge, h, received);
 });
 
 afterAll(async () => {

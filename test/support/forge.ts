@@ -193,3 +193,27 @@ export async function settledTask(
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
+
+/**
+ * `agent webhook serve`'s receiver in this process for a test's workers (the harness's client and
+ * brain queue), subscribed to the test forge's repository by a signed Gitea webhook; `received`
+ * collects its log lines.
+ */
+export async function receiveWebhooks(
+  forge: TestForge,
+  h: { temporal: { client: import('@temporalio/client').Client }; brainQueue: string },
+  received: string[],
+): Promise<import('../../workers/webhook-receiver').WebhookReceiver> {
+  const { startWebhookReceiver } = await import('../../workers/webhook-receiver');
+  const { giteaWebhook } = await import('../../platform/gitea-admin');
+  const receiver = await startWebhookReceiver({
+    client: h.temporal.client,
+    taskQueue: h.brainQueue,
+    forges: forge.forges,
+    secrets: forge.secrets,
+    port: 0,
+    log: (line) => received.push(line),
+  });
+  await giteaWebhook(forge.admin, forge.repo, `${receiver.url}/webhooks/${FORGE}`, WEBHOOK_SECRET);
+  return receiver;
+}

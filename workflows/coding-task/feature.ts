@@ -89,7 +89,8 @@ async function verifyFeature(task: TaskRun, feature: Feature, key: string): Prom
   return verifyWorkspace({ sessionId: task.sessionId, key, checks, timeoutMs: settings.verifyTimeoutMs });
 }
 
-function describeFailedVerification(result: VerifyResult, state: string, reason: string): string {
+/** Why a verification did not pass: the first failing check, how it ended and the end of its output. */
+export function describeFailedVerification(result: VerifyResult, state: string, reason: string): string {
   const failed = result.checks.find((check) => check.exitCode !== 0 || check.timedOut);
   const ended = state === 'completed' ? '' : `The operation ${state} (${reason}). `;
   if (!failed) return `${ended}The verification did not pass.`;

@@ -11,6 +11,7 @@ import { parsePrReplies } from '../../common/pull-request';
 import { revisionGoal } from '../../common/task-prompts';
 import type { RepoActivities, VerifyResult } from '../../common/repo';
 import { verifyActivityOptions } from '../shared/policies';
+import { describeFailedVerification } from './feature';
 import { commitAndPush, guardWorkspace, taskHandsQueue, taskWorkspace } from './repo';
 import { runTaskOperation } from './task-operation';
 import { TaskEnd, type TaskRun } from './state';
@@ -60,7 +61,7 @@ export async function reviseBranch(task: TaskRun): Promise<TaskEnd> {
     else if (settings.verify) {
       const verified = await verifyRevision(task, operationId);
       entry.verified = verified.passed;
-      if (!verified.passed) failure = describeFailure(verified, entry.state, entry.reason);
+      if (!verified.passed) failure = describeFailedVerification(verified, entry.state, entry.reason);
     }
     if (failure === undefined) {
       const { text } = await taskWorkspace(task).readRevisionReplies({ sessionId: task.sessionId });
@@ -136,14 +137,6 @@ async function verifyRevision(task: TaskRun, key: string): Promise<VerifyResult>
     checks: [{ name: 'regression', command: settings.verify! }],
     timeoutMs: settings.verifyTimeoutMs,
   });
-}
-
-function describeFailure(result: VerifyResult, state: string, reason: string): string {
-  const failed = result.checks.find((check) => check.exitCode !== 0 || check.timedOut);
-  const ended = state === 'completed' ? '' : `The operation ${state} (${reason}). `;
-  if (!failed) return `${ended}The verification did not pass.`;
-  const how = failed.timedOut ? 'timed out' : `exited ${failed.exitCode}`;
-  return `${ended}The harness's check \`${failed.command}\` ${how}; its output ended with:\n\n${failed.outputTail.trim() || '(no output)'}`;
 }
 
 function subjectOf(kind: RevisionOutcome['kind'], pullRequest: number | undefined): string {
