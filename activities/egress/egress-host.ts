@@ -70,7 +70,10 @@ export const EGRESS_PART = settingsPart({
 
 /** What the sandbox manager needs to give a container its way out. */
 export interface SandboxEgressWiring {
-  /** Resolves once `env()` is complete (the host's registries are read at start, asynchronously). */
+  /**
+   * Resolves once `env()` is complete (the host's registries are read at start, asynchronously);
+   * rejects, retryably, while they cannot be read.
+   */
   ready(): Promise<void>;
   /** Environment of every command in the sandbox. */
   env(): string[];
@@ -98,7 +101,10 @@ export class EgressHost implements SandboxEgressWiring {
   private readonly key: Buffer;
   private readonly supervisor: ProxySupervisor;
   private registries: HostRegistries | undefined;
-  private readonly registriesLoading: Promise<HostRegistries>;
+  /** The read of the host's registries in flight (none once they are known, or after one that failed). */
+  private reading: Promise<HostRegistries> | undefined;
+  private readonly readRegistries: () => Promise<HostRegistries>;
+  private readonly warn: (line: string) => void;
 
   constructor(
     private readonly options: {
@@ -121,17 +127,39 @@ export class EgressHost implements SandboxEgressWiring {
       '-c',
       `(while :; do ${SANDBOX_TOOLS} forward ${SANDBOX_PROXY_PORT} ${SOCKET_DIR}/proxy.sock; sleep 1; done) & exec sleep infinity`,
     ];
-    const warn = options.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
-    this.supervisor = new ProxySupervisor(warn, env);
-    this.registriesLoading = options.registries
-      ? Promise.resolve(options.registries)
-      : readHostRegistries(env).catch((err: unknown) => {
-          warn(
-            `WARNING: egress: the host's package registries could not be read (${String(err)}); the "registries" policy allows none`,
-          );
-          return { hosts: [], env: [] };
+    this.warn = options.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
+    this.supervisor = new ProxySupervisor(this.warn, env);
+    const given = options.registries;
+    this.readRegistries = given ? () => Promise.resolve(given) : () => readHostRegistries(env);
+    // Read at once, so the first sandbox need not wait; one that fails is read again by the next caller.
+    this.hostRegistries().catch(() => undefined);
+  }
+
+  /**
+   * The host's registries, read once. A read that failed (a tool that did not answer) is never taken
+   * for "no registries": the callers waiting on it fail (retryably) and the next caller reads again.
+   * A sandbox whose `registries` policy silently lacked npm's registry would fail much later, with
+   * the proxy's refusal of a host the task was promised.
+   */
+  private hostRegistries(): Promise<HostRegistries> {
+    if (this.registries) return Promise.resolve(this.registries);
+    this.reading ??= this.readRegistries().then(
+      (registries) => {
+        this.registries = registries;
+        this.reading = undefined;
+        return registries;
+      },
+      (err: unknown) => {
+        this.reading = undefined;
+        const why = err instanceof Error ? err.message : String(err);
+        this.warn(`WARNING: egress: the host's package registries could not be read (${why}); reading them again`);
+        throw ApplicationFailure.create({
+          type: 'EgressProxyFailed',
+          message: `the host's package registries could not be read: ${why}`,
         });
-    void this.registriesLoading.then((r) => (this.registries = r));
+      },
+    );
+    return this.reading;
   }
 
   /** The host's secret store (credentials the proxy adds; what tool outputs are masked with). */
@@ -152,8 +180,9 @@ export class EgressHost implements SandboxEgressWiring {
     this.supervisor.start();
   }
 
+  /** Resolves once the host's registries are read (`env()` is then complete); see `hostRegistries`. */
   async ready(): Promise<void> {
-    await this.registriesLoading;
+    await this.hostRegistries();
   }
 
   /** Whether `url`'s host is one of the host's registries (what the `registries` policy reaches). */
@@ -166,7 +195,7 @@ export class EgressHost implements SandboxEgressWiring {
     }
     const port = parsed.port ? Number(parsed.port) : parsed.protocol === 'http:' ? 80 : 443;
     const host = parsed.hostname.toLowerCase();
-    return (await this.registriesLoading).hosts.some(
+    return (await this.hostRegistries()).hosts.some(
       (h) => h.host === host && (h.port === undefined || h.port === port),
     );
   }
@@ -219,7 +248,7 @@ export class EgressHost implements SandboxEgressWiring {
    * cannot start.
    */
   async begin(containerName: string, policy: EgressPolicy | undefined): Promise<EgressCall> {
-    const resolved = this.resolve(policy ?? 'none', await this.registriesLoading);
+    const resolved = this.resolve(policy ?? 'none', await this.hostRegistries());
     const deathsBefore = this.supervisor.deaths;
     try {
       await this.supervisor.serve(containerName, path.join(this.socketDir(containerName), 'proxy.sock'), resolved);

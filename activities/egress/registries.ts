@@ -16,13 +16,10 @@
  * The sandbox's yarn is pointed at npm's registry (yarn defaults to a host of its own), uv and pdm
  * at pip's index when one is configured.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
-
-const run = promisify(execFile);
 
 export interface RegistryHost {
   host: string;
@@ -45,9 +42,22 @@ const MAVEN_DEFAULT_CENTRAL = 'https://repo.maven.apache.org/maven2';
 /** cargo's built-in registry: crates.io's sparse index, and the host its crates come from when the index does not say. */
 const CARGO_DEFAULT_INDEX = 'https://index.crates.io/';
 const CARGO_DEFAULT_DOWNLOADS = 'https://static.crates.io/crates';
+/**
+ * Most time one read of a tool's configuration may take: a limit against a hung tool only, sized for
+ * a slow and loaded host (`npm config list` takes half a second here when the host is idle).
+ */
+const READ_LIMIT_MS = 120_000;
 
-/** Reads the registries of this host. Tools that are not installed contribute nothing. */
-export async function readHostRegistries(env: Readonly<Record<string, string | undefined>>): Promise<HostRegistries> {
+/**
+ * Reads the registries of this host. Tools that are not installed contribute nothing; a tool that
+ * does not answer (`READ_LIMIT_MS`) fails the read, which the caller tries again.
+ */
+export async function readHostRegistries(
+  env: Readonly<Record<string, string | undefined>>,
+  options: { readLimitMs?: number } = {},
+): Promise<HostRegistries> {
+  const limitMs = options.readLimitMs ?? READ_LIMIT_MS;
+  const read: Read = (file, args) => output(file, args, limitMs, env);
   const hosts: RegistryHost[] = [];
   const sandboxEnv: string[] = [];
   const add = (url: string | undefined, from: string): void => {
@@ -55,7 +65,7 @@ export async function readHostRegistries(env: Readonly<Record<string, string | u
     if (parsed && !hosts.some((h) => h.host === parsed.host && h.port === parsed.port)) hosts.push({ ...parsed, from });
   };
 
-  const npm = await npmRegistries();
+  const npm = await npmRegistries(read);
   for (const [key, url] of npm) {
     add(url, `npm ${key}`);
     // yarn 1 and yarn 2+ each default to a registry host of their own: the same registry as npm.
@@ -63,7 +73,7 @@ export async function readHostRegistries(env: Readonly<Record<string, string | u
       sandboxEnv.push(`NPM_CONFIG_REGISTRY=${url}`, `YARN_REGISTRY=${url}`, `YARN_NPM_REGISTRY_SERVER=${url}`);
   }
 
-  const pip = await pipIndexes(env);
+  const pip = await pipIndexes(env, read);
   for (const url of pip.urls) add(url, 'pip');
   if (pip.configured) {
     if (pip.index)
@@ -72,7 +82,7 @@ export async function readHostRegistries(env: Readonly<Record<string, string | u
       sandboxEnv.push(`PIP_EXTRA_INDEX_URL=${pip.extra.join(' ')}`, `UV_INDEX=${pip.extra.join(' ')}`);
   }
 
-  const go = await goSettings(env);
+  const go = await goSettings(env, read);
   if (go.proxy) {
     for (const entry of go.proxy.split(/[,|]/)) if (/^https?:\/\//.test(entry)) add(entry, 'GOPROXY');
     sandboxEnv.push(`GOPROXY=${go.proxy}`);
@@ -83,8 +93,8 @@ export async function readHostRegistries(env: Readonly<Record<string, string | u
     sandboxEnv.push(`GOSUMDB=${go.sumdb}`);
   }
 
-  for (const url of await mavenRepositories()) add(url, 'maven');
-  for (const url of await cargoRegistries(env)) add(url, 'cargo');
+  for (const url of await mavenRepositories(read)) add(url, 'maven');
+  for (const url of await cargoRegistries(env, read)) add(url, 'cargo');
   for (const url of aptSources()) add(url, 'apt');
   return { hosts, env: sandboxEnv };
 }
@@ -101,17 +111,48 @@ function urlHost(url: string | undefined): { host: string; port?: number } | und
   }
 }
 
-async function output(file: string, args: string[], env?: NodeJS.ProcessEnv): Promise<string | undefined> {
-  try {
-    const { stdout } = await run(file, args, { timeout: 15_000, ...(env ? { env } : {}), cwd: os.tmpdir() });
-    return stdout;
-  } catch {
-    return undefined;
-  }
+/**
+ * What a tool prints; undefined when it is not installed or ends with an error (it has nothing to
+ * say: pip without a configuration, a `mvn` that cannot run). A tool that is still running at the
+ * limit is killed and the read fails: "no registry" is never taken for an answer that did not come.
+ * How the tool ended decides, not when the limit's timer ran: a process whose event loop was held
+ * (synchronous work beside it) runs the timer late, after a tool that had long finished — whose
+ * whole output is still in the pipe, and which a kill at that point no longer reaches.
+ */
+type Read = (file: string, args: string[]) => Promise<string | undefined>;
+
+function output(
+  file: string,
+  args: string[],
+  limitMs: number,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, {
+      cwd: os.tmpdir(),
+      env,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const limit = setTimeout(() => child.kill('SIGKILL'), limitMs);
+    child.on('error', () => {
+      // Not installed (ENOENT) or not runnable: nothing to read.
+      clearTimeout(limit);
+      resolve(undefined);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(limit);
+      if (code === 0) resolve(Buffer.concat(chunks).toString('utf8'));
+      else if (signal)
+        reject(new Error(`${[file, ...args].join(' ')} did not finish within ${limitMs / 1000} s (${signal})`));
+      else resolve(undefined);
+    });
+  });
 }
 
-async function npmRegistries(): Promise<Array<[string, string]>> {
-  const text = await output('npm', ['config', 'list', '--json']);
+async function npmRegistries(read: Read): Promise<Array<[string, string]>> {
+  const text = await read('npm', ['config', 'list', '--json']);
   if (!text) return [];
   let config: Record<string, unknown>;
   try {
@@ -127,8 +168,9 @@ async function npmRegistries(): Promise<Array<[string, string]>> {
 
 async function pipIndexes(
   env: NodeJS.ProcessEnv,
+  read: Read,
 ): Promise<{ urls: string[]; index?: string; extra: string[]; configured: boolean }> {
-  const listed = (await output('python3', ['-m', 'pip', 'config', 'list'])) ?? '';
+  const listed = (await read('python3', ['-m', 'pip', 'config', 'list'])) ?? '';
   const setting = (key: string): string | undefined => {
     const match = new RegExp(`^[^\\n]*\\.${key}='([^']*)'`, 'm').exec(listed);
     return match?.[1];
@@ -136,21 +178,21 @@ async function pipIndexes(
   const index = env.PIP_INDEX_URL || setting('index-url');
   const extraText = env.PIP_EXTRA_INDEX_URL || setting('extra-index-url') || '';
   const extra = extraText.split(/\s+/).filter(Boolean);
-  const pipInstalled = listed !== '' || (await output('python3', ['-m', 'pip', '--version'])) !== undefined;
+  const pipInstalled = listed !== '' || (await read('python3', ['-m', 'pip', '--version'])) !== undefined;
   if (!pipInstalled) return { urls: [], extra: [], configured: false };
   const urls = [index ?? PIP_DEFAULT_INDEX, ...extra];
   if (!index) urls.push(PIP_DEFAULT_FILES);
   return { urls, ...(index ? { index } : {}), extra, configured: index !== undefined || extra.length > 0 };
 }
 
-async function goSettings(env: NodeJS.ProcessEnv): Promise<{ proxy?: string; sumdb?: string }> {
-  const fromGo = (await output('go', ['env', 'GOPROXY', 'GOSUMDB']))?.split('\n') ?? [];
+async function goSettings(env: NodeJS.ProcessEnv, read: Read): Promise<{ proxy?: string; sumdb?: string }> {
+  const fromGo = (await read('go', ['env', 'GOPROXY', 'GOSUMDB']))?.split('\n') ?? [];
   const proxy = env.GOPROXY || fromGo[0]?.trim();
   const sumdb = env.GOSUMDB || fromGo[1]?.trim();
   return { ...(proxy ? { proxy } : {}), ...(sumdb ? { sumdb } : {}) };
 }
 
-async function mavenRepositories(): Promise<string[]> {
+async function mavenRepositories(read: Read): Promise<string[]> {
   const settings = path.join(os.homedir(), '.m2', 'settings.xml');
   let text = '';
   try {
@@ -160,7 +202,7 @@ async function mavenRepositories(): Promise<string[]> {
   }
   const mirrors = [...text.matchAll(/<url>\s*([^<\s]+)\s*<\/url>/g)].map((m) => m[1]!);
   if (mirrors.length) return mirrors;
-  return (await output('mvn', ['--version'])) !== undefined ? [MAVEN_DEFAULT_CENTRAL] : [];
+  return (await read('mvn', ['--version'])) !== undefined ? [MAVEN_DEFAULT_CENTRAL] : [];
 }
 
 /**
@@ -168,7 +210,7 @@ async function mavenRepositories(): Promise<string[]> {
  * `$CARGO_HOME/config.toml` (source replacement), else crates.io's; and the download (`dl`) and API
  * hosts that index's `config.json` names. Nothing when cargo is neither installed nor configured.
  */
-async function cargoRegistries(env: NodeJS.ProcessEnv): Promise<string[]> {
+async function cargoRegistries(env: NodeJS.ProcessEnv, read: Read): Promise<string[]> {
   const home = env.CARGO_HOME || path.join(os.homedir(), '.cargo');
   let config = '';
   for (const name of ['config.toml', 'config']) {
@@ -179,7 +221,7 @@ async function cargoRegistries(env: NodeJS.ProcessEnv): Promise<string[]> {
       // Not there: the next name, or cargo's defaults.
     }
   }
-  if (!config && (await output('cargo', ['--version'])) === undefined) return [];
+  if (!config && (await read('cargo', ['--version'])) === undefined) return [];
   const replacement = /\[source\.crates-io\][^[]*?replace-with\s*=\s*["']([^"']+)["']/s.exec(config)?.[1];
   const replaced = replacement
     ? new RegExp(
@@ -192,7 +234,7 @@ async function cargoRegistries(env: NodeJS.ProcessEnv): Promise<string[]> {
   // A sparse index says where its crates and API are.
   try {
     const response = await fetch(new URL('config.json', index.endsWith('/') ? index : `${index}/`), {
-      signal: AbortSignal.timeout(10_000),
+      signal: AbortSignal.timeout(READ_LIMIT_MS),
     });
     const indexConfig = (await response.json()) as { dl?: unknown; api?: unknown };
     for (const url of [indexConfig.dl, indexConfig.api]) if (typeof url === 'string') urls.push(url);

@@ -3,7 +3,9 @@
  * registries read from this host's own configuration.
  */
 import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import { classifyAddress, decideAddress, decideHost, type ResolvedEgress } from '../../activities/egress/proxy-rules';
 import { readHostRegistries } from '../../activities/egress/registries';
 import { parseAgentArgs } from '../../cli/args';
@@ -147,6 +149,26 @@ describe("the host's registries", () => {
     expect(registries.env).toEqual(
       expect.arrayContaining([`YARN_REGISTRY=${npmRegistry}`, `YARN_NPM_REGISTRY_SERVER=${npmRegistry}`]),
     );
+  }, 60_000);
+
+  it('are never taken for none when a tool does not answer: the read fails, naming the tool', async () => {
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'registries-bin-'));
+    const savedPath = process.env.PATH;
+    try {
+      // A host whose only tool is an npm that never answers, then one that ends with an error.
+      fs.writeFileSync(path.join(bin, 'npm'), '#!/bin/sh\nexec /bin/sleep 600\n', { mode: 0o755 });
+      process.env.PATH = bin;
+      await expect(readHostRegistries(process.env, { readLimitMs: 500 })).rejects.toThrow(
+        /npm config list --json did not finish within 0\.5 s/,
+      );
+      fs.writeFileSync(path.join(bin, 'npm'), '#!/bin/sh\nexit 3\n', { mode: 0o755 });
+      const registries = await readHostRegistries(process.env);
+      expect(registries.hosts.filter((h) => h.from.startsWith('npm'))).toEqual([]);
+      expect(registries.hosts.some((h) => h.from === 'apt')).toBe(true);
+    } finally {
+      process.env.PATH = savedPath;
+      fs.rmSync(bin, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it("cargo's, when the host has cargo: crates.io's sparse index and the hosts its config.json names", async () => {
