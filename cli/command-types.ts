@@ -124,6 +124,13 @@ export type PullRequestCommand =
   | { kind: 'webhook-serve'; host: string; port: number }
   | { kind: 'forge-poll'; repository: string; everyMs: number; stop: boolean };
 
+/** `agent deploy …` (`deploy.ts`): Worker Versioning's rollout; `deployment` defaults to `AGENT_WORKER_DEPLOYMENT`. */
+export type DeployCommand =
+  | { kind: 'deploy-status'; deployment?: string; json: boolean }
+  | { kind: 'deploy-set-current'; deployment?: string; buildId: string | null; allowNoPollers: boolean }
+  | { kind: 'deploy-ramp'; deployment?: string; buildId: string; percent: number }
+  | { kind: 'deploy-delete'; deployment?: string; buildId: string };
+
 export type AgentCommand =
   | { kind: 'help'; topic?: readonly string[] }
   | RunCommand
@@ -136,6 +143,7 @@ export type AgentCommand =
   | OperationCommand
   | RewindCommand
   | PullRequestCommand
+  | DeployCommand
   | { kind: 'worker'; role: 'brain' | 'hands' | 'dev' }
   | { kind: 'server'; action: 'start' | 'stop' | 'status' }
   | { kind: 'setup' }

@@ -28,10 +28,12 @@ import {
   type TaskSpecArgs,
 } from './task-args';
 import { UsageError } from './usage-error';
+import { buildIdProblem } from '../common/deployment-names';
 
 import type {
   AgentCommand,
   ApproveCommand,
+  DeployCommand,
   EventsCommand,
   FactCommand,
   OperationCommand,
@@ -471,7 +473,7 @@ const OPS = [
   command({
     path: ['doctor'],
     summary:
-      'what is unhealthy (stuck operations, queues nobody polls, failing workflow tasks, leaked containers) and the command that fixes each',
+      'what is unhealthy (stuck operations, queues nobody polls, failing workflow tasks, work pinned to a build no worker runs, leaked containers) and the command that fixes each',
     flags: { json },
     positionals: { kind: 'none' },
     build: ({ flags }) => ({ kind: 'doctor' as const, json: flags.json === true }),
@@ -694,6 +696,85 @@ const PULL_REQUESTS = [
   }),
 ];
 
+const deploys = async () => import('./deploy');
+const deployment = text('<name>', 'the Worker Deployment (default AGENT_WORKER_DEPLOYMENT)');
+const buildIdArg = { kind: 'one', what: 'build id', shown: '<build id>' } as const;
+
+const DEPLOY = [
+  command({
+    path: ['deploy', 'status'],
+    summary:
+      "a Worker Deployment's versions: which is current or ramping, what still runs pinned to each, which are drained, and whether their workers poll",
+    flags: { deployment, json },
+    positionals: { kind: 'none' },
+    build: ({ flags }): DeployCommand => ({
+      kind: 'deploy-status',
+      ...(flags.deployment !== undefined ? { deployment: flags.deployment } : {}),
+      json: flags.json === true,
+    }),
+    run: async (c) => (await deploys()).deployCommand(c),
+  }),
+  command({
+    path: ['deploy', 'set-current'],
+    summary:
+      'make a build current: new workflows start on it and auto-upgrade ones move to it; pinned ones stay on their build (`unversioned`: back to unversioned workers)',
+    flags: {
+      deployment,
+      'allow-no-pollers': { help: 'even if no worker of the build has polled (it gets work once one does)' },
+    },
+    positionals: { kind: 'one', what: 'build id', shown: '<build id>|unversioned' },
+    build: ({ flags, args }): DeployCommand => ({
+      kind: 'deploy-set-current',
+      ...(flags.deployment !== undefined ? { deployment: flags.deployment } : {}),
+      buildId: args[0] === UNVERSIONED ? null : buildIdOf(args[0]),
+      allowNoPollers: flags['allow-no-pollers'] === true,
+    }),
+    run: async (c) => (await deploys()).deployCommand(c),
+  }),
+  command({
+    path: ['deploy', 'ramp'],
+    summary:
+      'send a share of new workflows (and of auto-upgrade ones) to a build before making it current; 0 ends the ramp',
+    flags: { deployment },
+    positionals: { kind: 'exactly', names: ['a build id', 'a percentage'], shown: '<build id> <percent>' },
+    build: ({ flags, args }): DeployCommand => ({
+      kind: 'deploy-ramp',
+      ...(flags.deployment !== undefined ? { deployment: flags.deployment } : {}),
+      buildId: buildIdOf(args[0]),
+      percent: percentOf(args[1]),
+    }),
+    run: async (c) => (await deploys()).deployCommand(c),
+  }),
+  command({
+    path: ['deploy', 'delete'],
+    summary: 'forget a drained build whose workers have stopped (the server refuses anything else)',
+    flags: { deployment },
+    positionals: buildIdArg,
+    build: ({ flags, args }): DeployCommand => ({
+      kind: 'deploy-delete',
+      ...(flags.deployment !== undefined ? { deployment: flags.deployment } : {}),
+      buildId: buildIdOf(args[0]),
+    }),
+    run: async (c) => (await deploys()).deployCommand(c),
+  }),
+];
+
+/** `agent deploy set-current unversioned`: new work to the workers without a deployment. */
+const UNVERSIONED = 'unversioned';
+
+function buildIdOf(text: string): string {
+  const problem = buildIdProblem(text);
+  if (problem) throw new UsageError(problem);
+  return text;
+}
+
+function percentOf(text: string): number {
+  const value = Number(text.replace(/%$/, ''));
+  if (!/^\d+(\.\d+)?%?$/.test(text) || value > 100)
+    throw new UsageError(`${JSON.stringify(text)} is not a percentage from 0 to 100`);
+  return value;
+}
+
 /** Command groups: the first word of a subcommand, and what `agent <group>` alone does. */
 export const GROUPS: Record<string, { summary: string; bare: 'help' | 'error' }> = {
   session: { summary: 'sessions', bare: 'error' },
@@ -704,6 +785,7 @@ export const GROUPS: Record<string, { summary: string; bare: 'help' | 'error' }>
   pr: { summary: 'pull requests the harness looks after', bare: 'help' },
   webhook: { summary: "forges' webhooks", bare: 'help' },
   forge: { summary: 'forges without webhooks', bare: 'help' },
+  deploy: { summary: 'Worker Versioning: rolling out a new build of the workflow code', bare: 'help' },
 };
 
 /** Every command, in the order of `agent --help`. */
@@ -720,4 +802,5 @@ export const COMMANDS: ReadonlyArray<TableEntry<AgentCommand>> = [
   ...PROCESSES,
   ...SANDBOX,
   ...OPS,
+  ...DEPLOY,
 ];

@@ -8,6 +8,9 @@
  *  - `queue-without-pollers` — a task queue has pending work and no worker polls it;
  *  - `workflow-task-failing` — a workflow's task keeps failing (unknown workflow type, a
  *    non-determinism error after a deploy, a bug);
+ *  - `version-without-pollers` — running workflows are pinned to a build of a Worker Deployment
+ *    that no worker polls (its workers were stopped before it drained); the queue's other pollers,
+ *    of other builds, never take their tasks;
  *  - `leaked-container` — a sandbox container whose operation is not running, nor its session;
  *  - `sandbox-gone` — an operation whose tool calls keep failing because its sandbox is lost.
  */
@@ -21,12 +24,15 @@ import { searchAttributeState, SETUP_HINT } from '../client/namespace-setup';
 import { HANDS_FAILURE_TYPES } from '../common/hands';
 import { statusQuery } from '../common/operation';
 import type { SandboxInfo } from '../activities/hands/sandbox-inventory';
+import { pinnedVersionOf, runningOnVersionQuery, versionPollers, type DeploymentVersion } from '../client/deployments';
+import { versionText } from '../common/deployment-names';
 
 export type FindingKind =
   | 'search-attributes-missing'
   | 'stuck-operation'
   | 'queue-without-pollers'
   | 'workflow-task-failing'
+  | 'version-without-pollers'
   | 'leaked-container'
   | 'sandbox-gone';
 
@@ -54,6 +60,8 @@ export interface DoctorDeps {
   listSandboxes?: () => Promise<SandboxInfo[] | undefined>;
   /** Most running workflows looked at. */
   limit?: number;
+  /** A worker that has not polled for this long is gone (default `POLLER_GONE_AFTER_MS`, 2 min). */
+  pollerGoneAfterMs?: number;
 }
 
 const TQ = temporal.api.enums.v1.TaskQueueType;
@@ -86,6 +94,7 @@ export async function diagnose(deps: DoctorDeps = {}): Promise<DoctorReport> {
     if (attributes.length === 0) {
       const running = await runningWorkflows(client, deps.limit ?? 500);
       report.findings.push(...(await workflowFindings(client, running)));
+      report.findings.push(...(await versionFindings(client, running, deps)));
       report.findings.push(...(await sandboxFindings(client, deps, report.skipped)));
     }
   } finally {
@@ -167,6 +176,42 @@ async function workflowFindings(
       subject: queue,
       reason: `${ids.length} workflow(s) wait on ${kind === 'workflow' ? 'workflow' : 'activity'} tasks of ${queue} and no worker polls it (${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', …' : ''})`,
       fix: fixForQueue(queue, kind),
+    });
+  }
+  return findings;
+}
+
+/**
+ * Running workflows pinned to a build no worker of which polls their queue. Counting the queue's
+ * pollers says nothing here: after a rollout they may all be of the new build.
+ */
+async function versionFindings(
+  client: Client,
+  running: Array<{ id: string; described: Described }>,
+  deps: DoctorDeps,
+): Promise<Finding[]> {
+  const pinned = new Map<string, { queue: string; version: DeploymentVersion; ids: string[] }>();
+  for (const { id, described } of running) {
+    const version = pinnedVersionOf(described.workflowExecutionInfo?.versioningInfo);
+    const queue = described.executionConfig?.taskQueue?.name;
+    if (!version || !queue) continue;
+    const key = `${queue}\n${versionText(version)}`;
+    const entry = pinned.get(key) ?? { queue, version, ids: [] };
+    entry.ids.push(id);
+    pinned.set(key, entry);
+  }
+  const findings: Finding[] = [];
+  for (const { queue, version, ids } of pinned.values()) {
+    if ((await versionPollers(client, queue, version, deps)) > 0) continue;
+    const { deploymentName, buildId } = version;
+    findings.push({
+      kind: 'version-without-pollers',
+      subject: versionText(version),
+      reason: `${ids.length} running workflow(s) pinned to build ${buildId} of ${deploymentName} and no worker of that build polls ${queue}: they take no further step until one does (${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', …' : ''})`,
+      fix:
+        `start its workers again, from the release that built ${buildId} and with the settings they had: AGENT_WORKER_DEPLOYMENT=${deploymentName} AGENT_BRAIN_QUEUE=${queue} agent worker brain   ` +
+        `# or, only if another build replays their histories: temporal workflow update-options --query '${runningOnVersionQuery(version, 'Pinned')}' ` +
+        `--versioning-override-behavior pinned --versioning-override-deployment-name ${deploymentName} --versioning-override-build-id <that build>`,
     });
   }
   return findings;

@@ -18,6 +18,7 @@ import { HANDS_HOST_PART, type HandsHost } from '../workers/hands-host';
 import type { WorkspaceQuota } from '../activities/hands/workspace-quota';
 import { FORGES_PART, type Forges } from '../activities/forge/settings';
 import { SECRETS_PART, type SecretStore } from '../activities/secrets/store';
+import { DEPLOYMENT_PART } from '../workers/worker-settings';
 
 export interface CliSettings {
   temporal: TemporalSettings;
@@ -38,6 +39,16 @@ export function forgeReceiverSettings(
     { temporal: CONNECTION_PART, queues: QUEUES_PART, forges: FORGES_PART, secrets: SECRETS_PART },
     env,
   );
+}
+
+/** `agent deploy` and `agent doctor`: the connection and the Worker Deployment (`AGENT_WORKER_DEPLOYMENT`). */
+export function deploySettings(env: Environment = process.env): CliSettings & { deployment?: string } {
+  const { temporal, queues, deployment } = readParts(
+    'agent',
+    { temporal: CONNECTION_PART, queues: QUEUES_PART, deployment: DEPLOYMENT_PART },
+    env,
+  );
+  return { temporal, queues, ...deployment };
 }
 
 const sandboxesPart = () => handsPart({ imageDir: path.join(DATA_DIR, 'workspaces') });
@@ -64,10 +75,11 @@ export function sandboxHostSettings(env: Environment = process.env): SandboxHost
 export const CLI_RUNTIME: RuntimeSettings = {
   title: 'The agent command',
   intro:
-    "`bin/agent`: it checks these when a command that needs them starts, naming every wrong variable. `agent sandbox` and `agent doctor` read the hands host's settings (which host, which sandboxes and where their workspace images are) as its hands worker does; `agent worker` and `agent run --with-worker` read the workers' settings.",
+    "`bin/agent`: it checks these when a command that needs them starts, naming every wrong variable. `agent sandbox` and `agent doctor` read the hands host's settings (which host, which sandboxes and where their workspace images are) as its hands worker does; `agent deploy` reads the Worker Deployment; `agent worker` and `agent run --with-worker` read the workers' settings.",
   parts: [
     CONNECTION_PART,
     QUEUES_PART,
+    DEPLOYMENT_PART,
     COMMAND_LINE_PART,
     FORGES_PART,
     HANDS_HOST_PART,

@@ -10,6 +10,11 @@ export async function workerCommand(role: WorkerRole): Promise<number> {
       `${brain ? ` · brain queue ${brain}` : ''}${hands ? ` · hands queue ${hands} · host ${started.host}` : ''}` +
       ' (Ctrl-C stops it gracefully)',
   );
+  if (started.version)
+    console.log(
+      `version ${started.version.buildId} of the Worker Deployment ${started.version.deploymentName}: ` +
+        `it gets new workflows once current (agent deploy set-current ${started.version.buildId}; agent deploy status shows where work runs)`,
+    );
   await started.run();
   await started.close();
   return 0;

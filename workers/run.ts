@@ -24,6 +24,8 @@ export interface StartedWorkers {
   host?: string;
   /** The settings they were started with. */
   settings: WorkerSettings;
+  /** The brain worker's Worker Deployment version, when it has one (`AGENT_WORKER_DEPLOYMENT`). */
+  version?: { deploymentName: string; buildId: string };
   /** Runs every worker until shutdown; resolves when all have stopped. */
   run(): Promise<void>;
   shutdown(): void;
@@ -58,6 +60,7 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
         handsTaskQueue: queues.hands,
         cache: options.cache,
         settings: brain.tuning,
+        versioning: brain.versioning,
         // A prebuilt bundle (tests, benchmark) saves bundling at every start.
         workflowBundle: brain.workflowBundle ? { codePath: brain.workflowBundle } : undefined,
       }),
@@ -89,8 +92,10 @@ export async function startWorkers(role: WorkerRole, options: { cache?: ContextC
       })),
     );
   }
+  const version = workers[0]?.options.workerDeploymentOptions?.version;
   return {
     workers,
+    ...(brain && version ? { version: { deploymentName: version.deploymentName, buildId: version.buildId } } : {}),
     queues: { ...(brain ? { brain: queues.brain } : {}), ...(hands ? { hands: queues.hands } : {}) },
     ...(hands ? { host: hands.host.host } : {}),
     settings,

@@ -34,7 +34,14 @@ import { DATA_DIR } from '../platform/paths';
 import { DOCKER_PART, PATHS_PART, SANDBOX_IMAGE_PART, SANDBOX_TOOLS_PART } from '../platform/settings';
 import { sandboxImageTag } from '../platform/sandbox-image';
 import { HANDS_HOST_PART, type HandsHost } from './hands-host';
-import { BRAIN_WORKER_PART, readBrainWorkerSettings, type BrainWorkerSettings } from './worker-settings';
+import {
+  BRAIN_WORKER_PART,
+  readBrainWorkerSettings,
+  readWorkerVersioning,
+  WORKER_VERSIONING_PART,
+  type BrainWorkerSettings,
+  type WorkerVersioning,
+} from './worker-settings';
 
 export type WorkerRole = 'brain' | 'hands' | 'dev';
 
@@ -111,6 +118,7 @@ const common = () => ({
 const brainParts = () => ({
   tuning: BRAIN_WORKER_PART,
   code: WORKFLOW_BUNDLE_PART,
+  versioning: WORKER_VERSIONING_PART,
   model: MODEL_PART,
   mcp: MCP_PART,
   secrets: SECRETS_PART,
@@ -133,6 +141,8 @@ export interface BrainRuntime {
   tuning: BrainWorkerSettings;
   /** A prebuilt workflow bundle (`AGENT_WORKFLOW_BUNDLE`). */
   workflowBundle?: string;
+  /** Its Worker Deployment and build id (`AGENT_WORKER_DEPLOYMENT`, `AGENT_WORKER_BUILD_ID`). */
+  versioning: WorkerVersioning;
   model: ModelSettings;
   mcp: McpHostSettings;
   secrets: SecretStore;
@@ -190,8 +200,15 @@ export function workerSettings(role: WorkerRole, env: Environment = process.env)
     forges,
   };
   if (brain) {
-    const { tuning, code, model, mcp, secrets } = brain.value;
-    settings.brain = { tuning, model, mcp, secrets, ...(code.bundle ? { workflowBundle: code.bundle } : {}) };
+    const { tuning, code, versioning, model, mcp, secrets } = brain.value;
+    settings.brain = {
+      tuning,
+      versioning,
+      model,
+      mcp,
+      secrets,
+      ...(code.bundle ? { workflowBundle: code.bundle } : {}),
+    };
   }
   if (hands) {
     const { host, sandboxes, repo, hooks, image, secrets } = hands.value;
@@ -225,6 +242,10 @@ function parts(record: Record<string, SettingsPart<unknown>>): SettingsPart<unkn
 
 export function brainTuningFromEnv(): BrainWorkerSettings {
   return readBrainWorkerSettings(process.env);
+}
+
+export function workerVersioningFromEnv(): WorkerVersioning {
+  return readWorkerVersioning(process.env);
 }
 
 export function mcpSettingsFromEnv(): McpHostSettings {

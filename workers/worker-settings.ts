@@ -22,6 +22,7 @@
  */
 import { parseDuration } from '../common/duration';
 import { onOff, parsed, readPart, settingsPart, variable, wholeNumber, type Environment } from '../common/env-settings';
+import { buildIdProblem, deploymentNameProblem } from '../common/deployment-names';
 
 export const WORKER_ENV = {
   stickyFailover: 'AGENT_STICKY_FAILOVER',
@@ -104,4 +105,73 @@ export const BRAIN_WORKER_PART = settingsPart({
 /** Reads the brain worker settings; throws one Error listing every problem, each naming its variable. */
 export function readBrainWorkerSettings(env: Environment): BrainWorkerSettings {
   return readPart('brain worker', BRAIN_WORKER_PART, env);
+}
+
+/**
+ * Worker Versioning (`common/versioning.ts`, docs/production.md#rolling-out-new-workflow-code): a brain
+ * worker with a deployment name is one version of that Worker Deployment — its build id — and gets
+ * the work the deployment routes to that version (`agent deploy`). Without one it is unversioned,
+ * as every worker was before.
+ */
+export interface WorkerVersioning {
+  /** The Worker Deployment (`AGENT_WORKER_DEPLOYMENT`); none: unversioned. */
+  deployment?: string;
+  /** The build id (`AGENT_WORKER_BUILD_ID`); none: `agent+<16 hex of the workflow bundle's hash>`. */
+  buildId?: string;
+}
+
+const checked = (problem: (text: string) => string | undefined) =>
+  parsed<string | undefined>(
+    (text) => {
+      const wrong = problem(text);
+      if (wrong) throw new Error(wrong);
+      return text;
+    },
+    () => undefined,
+  );
+
+const deploymentVariable = variable(
+  'AGENT_WORKER_DEPLOYMENT',
+  {
+    description:
+      'the Worker Deployment of the brain workers: a brain worker with one is a version of it (its build id), and `agent deploy` acts on it; every brain worker of a queue should have the same one',
+    default: 'none: the worker is unversioned and runs whatever it is given',
+    values: 'letters, digits, `-` and `_`, e.g. `agent-brain`',
+  },
+  checked(deploymentNameProblem),
+);
+
+export const WORKER_VERSIONING_PART = settingsPart({
+  title: 'Worker Versioning',
+  intro:
+    'A brain worker with a deployment name is a version of that Worker Deployment: new workflows start on the version the deployment makes current (`agent deploy set-current`), and each workflow type is pinned to the version it started on or moves to the current one ([Changing workflow code](changing-workflow-code.md#worker-versioning)). Hands workers stay unversioned.',
+  variables: {
+    deployment: deploymentVariable,
+    buildId: variable(
+      'AGENT_WORKER_BUILD_ID',
+      {
+        description:
+          'the build id the worker reports with every workflow task it completes and, with a deployment, its version: workers of one build id must run the same workflow code',
+        default: "`agent+<16 hex digits of the workflow bundle's hash>`: it changes whenever the workflow code does",
+        values: 'letters, digits, `.`, `+`, `-` and `_`, e.g. `v1.4.2`',
+      },
+      checked(buildIdProblem),
+    ),
+  },
+  build: (values): WorkerVersioning => ({
+    ...(values.deployment ? { deployment: values.deployment } : {}),
+    ...(values.buildId ? { buildId: values.buildId } : {}),
+  }),
+});
+
+/** The deployment `agent deploy` acts on unless `--deployment` names one. */
+export const DEPLOYMENT_PART = settingsPart({
+  title: 'Worker Deployment',
+  variables: { deployment: deploymentVariable },
+  build: (values): { deployment?: string } => (values.deployment ? { deployment: values.deployment } : {}),
+});
+
+/** Reads the worker's versioning settings; throws one Error naming every wrong variable. */
+export function readWorkerVersioning(env: Environment): WorkerVersioning {
+  return readPart('brain worker', WORKER_VERSIONING_PART, env);
 }

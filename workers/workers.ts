@@ -50,7 +50,8 @@ import { harnessMetricsOfProcess, metricsObserver } from '../activities/metrics'
 import { traceObserver, traceSinks, tracingOfProcess } from '../activities/tracing/spans';
 import type { GitAuthor } from '../activities/repo/settings';
 import type { Environment } from '../common/env-settings';
-import type { BrainWorkerSettings } from './worker-settings';
+import { DEFAULT_VERSIONING_BEHAVIOUR, VERSIONED_WORKER_GLOBAL } from '../common/versioning';
+import type { BrainWorkerSettings, WorkerVersioning } from './worker-settings';
 import {
   brainTuningFromEnv,
   crashPointsFromEnv,
@@ -61,6 +62,7 @@ import {
   mcpSettingsFromEnv,
   repoSettingsFromEnv,
   secretStoreFromEnv,
+  workerVersioningFromEnv,
 } from './settings';
 import { workflowInterceptorModules } from './workflow-bundle';
 
@@ -93,6 +95,11 @@ export interface BrainWorkerOptions extends CommonWorkerOptions {
    * `AGENT_WORKFLOW_TASK_SLOTS`; see `worker-settings.ts`).
    */
   settings?: BrainWorkerSettings;
+  /**
+   * The Worker Deployment this worker is a version of, and its build id (default:
+   * `AGENT_WORKER_DEPLOYMENT`, `AGENT_WORKER_BUILD_ID`; none: unversioned).
+   */
+  versioning?: WorkerVersioning;
 }
 
 export interface HandsWorkerOptions extends CommonWorkerOptions {
@@ -170,15 +177,19 @@ export function everyWorkerOptions(options: { defaultModel?: string } = {}): Par
 }
 
 /**
- * The brain's workflow code and its build id. The SDK's default build id (package, version and a
- * 64-digit hash of the bundle, ~90 bytes) is written into five history events per step; a 16-digit
- * hash of the same bundle identifies the code as well for a fifth of the bytes. The hash is of the
- * workflow code alone, so workers that differ only in `AGENT_WORKFLOW_STACK_TRACES` share a build id.
+ * The brain's workflow code, its build id and, with a deployment, its Worker Deployment version. The
+ * SDK's default build id (package, version and a 64-digit hash of the bundle, ~90 bytes) is written
+ * into five history events per step; a 16-digit hash of the same bundle identifies the code as well
+ * for a fifth of the bytes, and changes whenever the workflow code does, which is what a version of
+ * a Worker Deployment must do (`AGENT_WORKER_BUILD_ID` replaces it). The hash is of the workflow code
+ * alone, so workers that differ only in `AGENT_WORKFLOW_STACK_TRACES` or in being versioned share a
+ * build id.
  */
 async function workflowCode(
   options: CommonWorkerOptions,
   settings: Pick<BrainWorkerSettings, 'workflowStackTraces'>,
-): Promise<Pick<WorkerOptions, 'workflowBundle' | 'buildId'>> {
+  versioning: WorkerVersioning,
+): Promise<Pick<WorkerOptions, 'workflowBundle' | 'buildId' | 'workerDeploymentOptions'>> {
   const bundle =
     options.workflowBundle ??
     (await bundleWorkflowCode({
@@ -187,15 +198,33 @@ async function workflowCode(
       logger: Runtime.instance().logger,
     }));
   const code = 'code' in bundle ? bundle.code : fs.readFileSync(bundle.codePath, 'utf8');
-  const buildId = `agent+${createHash('sha256').update(code).digest('hex').slice(0, 16)}`;
-  if (settings.workflowStackTraces) return { workflowBundle: bundle, buildId };
-  // The bundle's first statement, before the SDK freezes the sandbox's globals; on the first line, so
-  // the source map's lines still match.
-  return { workflowBundle: { code: `${WITHOUT_STACK_TRACES}${code}` }, buildId };
+  const buildId = versioning.buildId ?? bundleBuildId(code);
+  // Statements before the bundle's first, run before the SDK freezes the sandbox's globals; on the
+  // first line, so the source map's lines still match.
+  const prefix = `${settings.workflowStackTraces ? '' : WITHOUT_STACK_TRACES}${versioning.deployment ? VERSIONED_WORKER : ''}`;
+  const workflowBundle = prefix ? { code: `${prefix}${code}` } : bundle;
+  if (!versioning.deployment) return { workflowBundle, buildId };
+  return {
+    workflowBundle,
+    workerDeploymentOptions: {
+      version: { deploymentName: versioning.deployment, buildId },
+      useWorkerVersioning: true,
+      // Every product type declares its own (workflows/index.ts); this is for the tests' own workflows.
+      defaultVersioningBehavior: DEFAULT_VERSIONING_BEHAVIOUR,
+    },
+  };
+}
+
+/** The default build id of a workflow bundle: `agent+<16 hex digits of its SHA-256>`. */
+export function bundleBuildId(code: string): string {
+  return `agent+${createHash('sha256').update(code).digest('hex').slice(0, 16)}`;
 }
 
 /** Makes every stack trace taken inside the workflow sandbox empty (`AGENT_WORKFLOW_STACK_TRACES=off`). */
 export const WITHOUT_STACK_TRACES = 'Error.stackTraceLimit = 0;';
+
+/** Tells the workflow code it runs on a versioned worker, so each type declares its behaviour (`workflows/shared/versioning.ts`). */
+const VERSIONED_WORKER = `globalThis.${VERSIONED_WORKER_GLOBAL} = true;`;
 
 export function brainActivities(
   options: Pick<
@@ -321,11 +350,12 @@ export function processEgressHost(options: () => ConstructorParameters<typeof Eg
 
 export async function createBrainWorker(options: BrainWorkerOptions): Promise<Worker> {
   const settings = options.settings ?? brainTuningFromEnv();
+  const versioning = options.versioning ?? workerVersioningFromEnv();
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    ...(await workflowCode(options, settings)),
+    ...(await workflowCode(options, settings, versioning)),
     activities: { ...brainActivities(options), ...createOpsActivities({ client: options.client }) },
     sinks: { ...crashPointSinks, ...traceSinks(tracingOfProcess()) },
     stickyQueueScheduleToStartTimeout: settings.stickyFailoverMs,

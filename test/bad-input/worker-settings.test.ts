@@ -4,7 +4,12 @@
  */
 import { cliSettings } from '../../cli/settings';
 import { workerSettings } from '../../workers/settings';
-import { DEFAULT_BRAIN_WORKER_SETTINGS, readBrainWorkerSettings } from '../../workers/worker-settings';
+import {
+  DEFAULT_BRAIN_WORKER_SETTINGS,
+  readBrainWorkerSettings,
+  readWorkerVersioning,
+} from '../../workers/worker-settings';
+import { deploySettings } from '../../cli/settings';
 
 describe('brain worker settings (AGENT_STICKY_FAILOVER, AGENT_WORKFLOW_TASK_SLOTS, AGENT_WORKFLOW_STACK_TRACES)', () => {
   it('defaults to a 5 s sticky failover, 10 workflow-task slots and stack traces on', () => {
@@ -45,6 +50,36 @@ describe('brain worker settings (AGENT_STICKY_FAILOVER, AGENT_WORKFLOW_TASK_SLOT
     expect(() => readBrainWorkerSettings({ AGENT_STICKY_FAILOVER: '0', AGENT_WORKFLOW_TASK_SLOTS: '0' })).toThrow(
       /^brain worker settings: AGENT_STICKY_FAILOVER: .*; AGENT_WORKFLOW_TASK_SLOTS: /,
     );
+  });
+});
+
+describe('Worker Versioning settings (AGENT_WORKER_DEPLOYMENT, AGENT_WORKER_BUILD_ID)', () => {
+  it('leaves a worker unversioned by default, its build id derived from the bundle', () => {
+    expect(readWorkerVersioning({})).toEqual({});
+    expect(readWorkerVersioning({ AGENT_WORKER_DEPLOYMENT: ' ', AGENT_WORKER_BUILD_ID: '' })).toEqual({});
+    expect(workerSettings('brain', { ANTHROPIC_API_KEY: 'k' }).brain?.versioning).toEqual({});
+  });
+
+  it('reads a deployment and a build id, for the worker and for agent deploy', () => {
+    const env = { ANTHROPIC_API_KEY: 'k', AGENT_WORKER_DEPLOYMENT: 'agent-brain', AGENT_WORKER_BUILD_ID: 'v1.4.2' };
+    expect(workerSettings('brain', env).brain?.versioning).toEqual({ deployment: 'agent-brain', buildId: 'v1.4.2' });
+    expect(readWorkerVersioning({ AGENT_WORKER_BUILD_ID: 'agent+0123456789abcdef' })).toEqual({
+      buildId: 'agent+0123456789abcdef',
+    });
+    expect(deploySettings({ AGENT_WORKER_DEPLOYMENT: 'agent-brain' }).deployment).toBe('agent-brain');
+    expect(deploySettings({}).deployment).toBeUndefined();
+  });
+
+  it('refuses names the server would refuse, naming each variable', () => {
+    expect(() =>
+      readWorkerVersioning({ AGENT_WORKER_DEPLOYMENT: 'agent.brain', AGENT_WORKER_BUILD_ID: 'v1:2' }),
+    ).toThrow(
+      /^brain worker settings: AGENT_WORKER_DEPLOYMENT: "agent.brain" is not a deployment name: .*; AGENT_WORKER_BUILD_ID: "v1:2" is not a build id/,
+    );
+    expect(() => workerSettings('dev', { ANTHROPIC_API_KEY: 'k', AGENT_WORKER_DEPLOYMENT: 'a:b' })).toThrow(
+      'AGENT_WORKER_DEPLOYMENT: "a:b" is not a deployment name',
+    );
+    expect(() => deploySettings({ AGENT_WORKER_DEPLOYMENT: '-x' })).toThrow('AGENT_WORKER_DEPLOYMENT: "-x"');
   });
 });
 

@@ -31,3 +31,44 @@ describe('agent setup / doctor / trace arguments', () => {
     expect(() => parseAgentArgs(argv)).toThrow(message);
   });
 });
+
+describe('agent deploy arguments', () => {
+  it('parses status, set-current, ramp and delete', () => {
+    expect(parseAgentArgs(['deploy', 'status'])).toEqual({ kind: 'deploy-status', json: false });
+    expect(parseAgentArgs(['deploy', 'status', '--deployment', 'agent-brain', '--json'])).toEqual({
+      kind: 'deploy-status',
+      deployment: 'agent-brain',
+      json: true,
+    });
+    expect(parseAgentArgs(['deploy', 'set-current', 'agent+0123456789abcdef'])).toEqual({
+      kind: 'deploy-set-current',
+      buildId: 'agent+0123456789abcdef',
+      allowNoPollers: false,
+    });
+    expect(parseAgentArgs(['deploy', 'set-current', 'unversioned', '--allow-no-pollers'])).toEqual({
+      kind: 'deploy-set-current',
+      buildId: null,
+      allowNoPollers: true,
+    });
+    expect(parseAgentArgs(['deploy', 'ramp', 'v1.4.2', '12.5%', '--deployment', 'brains'])).toEqual({
+      kind: 'deploy-ramp',
+      deployment: 'brains',
+      buildId: 'v1.4.2',
+      percent: 12.5,
+    });
+    expect(parseAgentArgs(['deploy', 'ramp', 'v1.4.2', '0'])).toMatchObject({ percent: 0 });
+    expect(parseAgentArgs(['deploy', 'delete', 'v1.4.1'])).toEqual({ kind: 'deploy-delete', buildId: 'v1.4.1' });
+  });
+
+  it.each([
+    [['deploy', 'set-current'], 'build id'],
+    [['deploy', 'set-current', 'a:b'], 'agent deploy set-current: "a:b" is not a build id'],
+    [['deploy', 'ramp', 'v2'], 'agent deploy ramp'],
+    [['deploy', 'ramp', 'v2', '101'], 'agent deploy ramp: "101" is not a percentage from 0 to 100'],
+    [['deploy', 'ramp', 'v2', 'half'], '"half" is not a percentage'],
+    [['deploy', 'delete', '-x'], 'unknown flag -x'],
+  ])('rejects %j naming the problem', (argv, message) => {
+    expect(() => parseAgentArgs(argv)).toThrow(UsageError);
+    expect(() => parseAgentArgs(argv)).toThrow(message);
+  });
+});

@@ -41,8 +41,20 @@ const declared = (runtime: RuntimeSettings): Set<string> =>
 describe('deploy/: the production layout', () => {
   const units = fs.readdirSync(DIR).filter((file) => file.endsWith('.service'));
 
-  it('has a unit for each kind of worker', () => {
-    expect(units.sort()).toEqual(['agent-brain-worker.service', 'agent-hands-worker.service']);
+  it('has a unit for each kind of worker, and one per release for a brain worker of a Worker Deployment', () => {
+    expect(units.sort()).toEqual([
+      'agent-brain-worker.service',
+      'agent-brain-worker@.service',
+      'agent-hands-worker.service',
+    ]);
+    const release = fs.readFileSync(path.join(DIR, 'agent-brain-worker@.service'), 'utf8');
+    expect(release).toMatch(/^ExecStart=\/opt\/agent-harness\/releases\/%i\/bin\/agent worker brain$/m);
+    const deployment = /^Environment=AGENT_WORKER_DEPLOYMENT=(\S+)$/m.exec(release)?.[1];
+    expect(
+      workerSettings('brain', { ANTHROPIC_API_KEY: 'k', AGENT_WORKER_DEPLOYMENT: deployment }).brain?.versioning,
+    ).toEqual({
+      deployment: 'agent-brain',
+    });
   });
 
   it.each(units)('%s starts a worker from an environment file whose example passes its check', (unit) => {
