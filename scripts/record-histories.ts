@@ -1,5 +1,6 @@
 /**
- * `npm run fixtures:record`: records the histories of representative operations (and a coding task) as replay fixtures
+ * `npm run fixtures:record`: records the histories of representative operations (and a coding task,
+ * sessions, a rewind, and a pull request on a real Gitea) as replay fixtures
  * (`test/fixtures/histories/*.json`), which `test/replay/replay.test.ts` replays against the current
  * workflow code. Re-record only when a workflow change is *meant* to be incompatible and no
  * operation recorded with the old code can still be running; otherwise guard the change with
@@ -326,6 +327,8 @@ runMain(async (args) => {
     if (SESSION_FIXTURES.some(wanted)) await recordSessionHistories(h, record, wanted);
     const { recordRewindHistories } = await import('./record-rewind-histories');
     await recordRewindHistories(h, record, wanted);
+    const { recordForgeHistories } = await import('./record-forge-histories');
+    await recordForgeHistories(record, wanted);
   } finally {
     await h.close();
     await server.stop();
