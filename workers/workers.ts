@@ -278,6 +278,9 @@ export function handsActivities(
   const hostEnv = options.hostEnv ?? hostEnvironment();
   const egress = processEgressHost(() => ({ secrets: options.secrets ?? secretStoreFromEnv(), env: hostEnv }));
   egress.warm();
+  // The process's egress host is made by its first hands worker: a later one's own store still holds
+  // its forge tokens and what its outputs are masked with.
+  const secrets = options.secrets ?? egress.secrets;
   const sandboxes = createSandboxes({
     docker: options.docker,
     image: options.image,
@@ -307,7 +310,7 @@ export function handsActivities(
       host,
       allowedRoots: settings.allowedRoots,
       egress,
-      secrets: egress.secrets,
+      secrets,
       repositoryHooks: hooks.repositoryHooks,
     }),
     ...createRepoActivities({
@@ -318,7 +321,7 @@ export function handsActivities(
       env: hostEnv,
       repositoryHooks: hooks.repositoryHooks,
       forges: options.forges ?? forgesFromEnv(),
-      secrets: egress.secrets,
+      secrets,
     }),
     ...createHooksActivities({
       sandboxes,
