@@ -113,6 +113,8 @@ describe('stuck detection (real Temporal, Docker and scripted model)', () => {
     const bash = (command: string): ScriptedTurn => ({ toolCalls: [{ name: 'bash', input: { command } }] });
     let summaryCalls = 0;
     let turns = 0;
+    let release = (): void => undefined;
+    const stuckSeen = new Promise<void>((resolve) => (release = resolve));
     const script: ScriptedTurn[] = [
       bash(`printf 'one %03000d\\n' 0`),
       bash(`printf 'two %03000d\\n' 0`),
@@ -122,11 +124,11 @@ describe('stuck detection (real Temporal, Docker and scripted model)', () => {
     h.model.setScript((request) => {
       if (isCompactionRequest(request)) {
         summaryCalls += 1;
-        // The third attempt answers after 5 s: the stuck state lasts while it runs, not only for the
-        // one-second backoff before it, which polling could miss on a loaded machine.
+        // The third attempt answers once the test has seen the stuck state: it lasts while that
+        // attempt runs, which a delay would make a race on a loaded machine.
         return summaryCalls <= 2
           ? { fault: { type: 'server_error', status: 503 } }
-          : { text: 'the summary', latencyMs: 5_000 };
+          : { respond: () => stuckSeen.then(() => ({ text: 'the summary' })) };
       }
       return script[turns++];
     });
@@ -135,10 +137,16 @@ describe('stuck detection (real Temporal, Docker and scripted model)', () => {
       context: { windowTokens: 5_000, keepTurns: 1, editing: { enabled: false } },
       stuck: { notStartedMs: 1_000, recheckMs: 500, retryAttempts: 1 },
     });
-    const stuck = await waitFor(
-      async () => (await handle.query(statusQuery)).stuck,
-      'the retrying compaction to be stuck',
-    );
+    const stuck = await waitFor(async () => {
+      const status = await handle.query(statusQuery);
+      if (status.stuck) return status.stuck;
+      // A run that ended, or went past its compaction, without it will never be: say where it stood.
+      if ((await handle.describe()).status.name !== 'RUNNING' || turns > 3)
+        throw new Error(
+          `never stuck: ${summaryCalls} summary call(s), ${turns} turn(s) answered; status ${JSON.stringify(status).slice(0, 2000)}`,
+        );
+      return undefined;
+    }, 'the retrying compaction to be stuck').finally(release);
     expect(stuck.reason).toMatch(/^stuck: compaction 1 retrying \(attempt [23]\): /);
     expect(stuck.waitingOn).toBe('compaction 1');
     const result = await operationResult(handle);
