@@ -137,22 +137,76 @@ describe('stuck detection (real Temporal, Docker and scripted model)', () => {
       context: { windowTokens: 5_000, keepTurns: 1, editing: { enabled: false } },
       stuck: { notStartedMs: 1_000, recheckMs: 500, retryAttempts: 1 },
     });
+    const whereItStands = async (): Promise<string> => {
+      const status = await handle.query(statusQuery);
+      const pending = (await handle.describe()).raw.pendingActivities?.map(
+        (a) => `${a.activityId} (${a.activityType?.name}) attempt ${a.attempt} state ${a.state}`,
+      );
+      const events = (await handle.fetchHistory()).events ?? [];
+      const kinds = new Map<string, number>();
+      for (const e of events) kinds.set(String(e.eventType), (kinds.get(String(e.eventType)) ?? 0) + 1);
+      return (
+        `${summaryCalls} summary call(s), ${turns} turn(s) answered; pending ${JSON.stringify(pending)}; ` +
+        `events ${JSON.stringify(Object.fromEntries(kinds))}; status ${JSON.stringify(status).slice(0, 1500)}`
+      );
+    };
     const stuck = await waitFor(async () => {
       const status = await handle.query(statusQuery);
       if (status.stuck) return status.stuck;
       // A run that ended, or went past its compaction, without it will never be: say where it stood.
       if ((await handle.describe()).status.name !== 'RUNNING' || turns > 3)
-        throw new Error(
-          `never stuck: ${summaryCalls} summary call(s), ${turns} turn(s) answered; status ${JSON.stringify(status).slice(0, 2000)}`,
-        );
+        throw new Error(`never stuck: ${await whereItStands()}`);
       return undefined;
-    }, 'the retrying compaction to be stuck').finally(release);
+    }, 'the retrying compaction to be stuck')
+      .catch(async (err: Error) => {
+        const where = await whereItStands().catch((e: Error) => e.message);
+        // Its later model calls would reach the next test's script.
+        await handle.terminate('the test failed').catch(() => undefined);
+        throw new Error(`${err.message}: ${where}`);
+      })
+      .finally(release);
     expect(stuck.reason).toMatch(/^stuck: compaction 1 retrying \(attempt [23]\): /);
     expect(stuck.waitingOn).toBe('compaction 1');
     const result = await operationResult(handle);
     expect(result.state).toBe('completed');
     expect(result.tokens.compactions).toBeGreaterThanOrEqual(1);
     expect((await handle.query(statusQuery)).stuck).toBeUndefined();
+  });
+
+  it('looks at a step begun during a long, calm wait within its own limit, not when that wait ends', async () => {
+    const probesDone = async (handle: WorkflowHandle): Promise<number> => {
+      const events = (await handle.fetchHistory()).events ?? [];
+      const probes = new Set(
+        events
+          .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'probePendingActivity')
+          .map((e) => String(e.eventId)),
+      );
+      return events.filter((e) => probes.has(String(e.activityTaskCompletedEventAttributes?.scheduledEventId))).length;
+    };
+    let handle: WorkflowHandle | undefined;
+    // The first step lasts until the watchdog looked at it four times: its next look is far off.
+    h.model.setScript([
+      {
+        respond: async () => {
+          await waitFor(async () => handle && (await probesDone(handle)) >= 4, 'four looks at the first step');
+          return { toolCalls: [{ name: 'bash', input: { command: 'echo thought' } }] };
+        },
+      },
+      { fault: { type: 'server_error', status: 503 } },
+      { fault: { type: 'server_error', status: 503 } },
+      { text: 'done' },
+    ]);
+    handle = await h.start({
+      goal: 'think long, then ride out a flaky API',
+      stuck: { notStartedMs: 1_000, recheckMs: 500, retryAttempts: 1 },
+    });
+    const stuck = await waitFor(async () => (await handle!.query(statusQuery)).stuck, 'the retrying step to be stuck');
+    expect(stuck.reason).toMatch(/^stuck: model turn 2 retrying \(attempt [23]\): /);
+    const result = await operationResult(handle);
+    expect(result.state).toBe('completed');
+    // The long wait's timer was cancelled when the second step began: it was not slept out.
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(events.some((e) => e.timerCanceledEventAttributes)).toBe(true);
   });
 
   const noteSeen = (request: ScriptedRequest): boolean => request.lastUserText.includes(NOTE);

@@ -59,6 +59,19 @@ export interface Watched {
 export const WATCHDOG_CLOCK_FREE_PATCH = 'stuck-watchdog-clock-free';
 
 /**
+ * Watchdogs of runs that took this patch (as well as the clock-free one) stay awake for new work
+ * and outlive a failed look:
+ *  - A calm sleep (every activity it was begun for had been looked at already, so it may last up to
+ *    `CALM_RECHECK_CAP_MS`) ends when another activity is watched: a model call retrying after a
+ *    twenty-minute test run is looked at `notStartedMs` after it was scheduled, not when the test
+ *    run's next look would have been due. Which sleeps are calm comes from the looks' recorded
+ *    results, never from the clock.
+ *  - A probe that failed past its retries (the server unreachable for a while) is tried again
+ *    `recheckMs` later instead of ending the watchdog for the rest of the run.
+ */
+export const WATCHDOG_AWAKE_PATCH = 'stuck-watchdog-awake';
+
+/**
  * The run's one watchdog: it sleeps while nothing is pending (no timer), and otherwise until the
  * earliest look is due. Its timer is never cancelled when an activity finishes early — it simply
  * looks at whatever is pending when it wakes — so a healthy run pays one timer per `notStartedMs`
@@ -71,6 +84,11 @@ export class Watchdog {
   private clockFree = false;
   /** Sleeps begun so far (with the patch). */
   private sleeps = 0;
+  /** Whether the run took `WATCHDOG_AWAKE_PATCH` (asked with the clock-free one). */
+  private awake = false;
+  /** The current sleep is calm, and an activity was watched since it began (with `awake`). */
+  private wakeUp = false;
+  private calmSleep = false;
 
   constructor(private readonly subject: StuckSubject) {}
 
@@ -97,9 +115,11 @@ export class Watchdog {
       sleepsBefore: this.sleeps,
     };
     this.watched.add(entry);
+    if (this.calmSleep) this.wakeUp = true;
     if (!this.started) {
       this.started = true;
       this.clockFree = patched(WATCHDOG_CLOCK_FREE_PATCH);
+      this.awake = this.clockFree && patched(WATCHDOG_AWAKE_PATCH);
       const loop = this.clockFree ? () => this.runClockFree() : () => this.run();
       // Runs for the rest of the run; the workflow may end or continue as new with its timer pending.
       void CancellationScope.nonCancellable(loop).catch(() => undefined);
@@ -133,7 +153,19 @@ export class Watchdog {
       await condition(() => this.watched.size > 0);
       const due = Math.min(...[...this.watched].map((entry) => entry.nextLookAt));
       const sleepNumber = ++this.sleeps;
-      await sleep(Math.max(1, due - Date.now()));
+      const ms = Math.max(1, due - Date.now());
+      if (this.awake) {
+        // Calm: every activity this sleep is for was looked at before (`wait` is set only by a look).
+        this.calmSleep = [...this.watched].every((entry) => entry.wait > 0);
+        this.wakeUp = false;
+        const woken = await condition(() => this.wakeUp, ms);
+        this.calmSleep = false;
+        this.wakeUp = false;
+        // Woken for a new activity: sleep again, until the earliest look now due.
+        if (woken) continue;
+      } else {
+        await sleep(ms);
+      }
       for (const entry of [...this.watched]) {
         if (this.watched.has(entry) && entry.sleepsBefore < sleepNumber) await this.look(entry);
       }
@@ -150,13 +182,26 @@ export class Watchdog {
       summary: `stuck check: ${target.waitingOn}`,
     });
     const info = workflowInfo();
-    const probe = await probePendingActivity({
+    const probing = probePendingActivity({
       workflowId: info.workflowId,
       runId: info.runId,
       activityId: target.activityId,
       taskQueue: target.taskQueue,
       ...(clockFree ? { sinceMs: entry.since } : {}),
     });
+    let probe: PendingActivityProbe;
+    if (this.awake) {
+      try {
+        probe = await probing;
+      } catch {
+        // Nothing is known: the state stays as it was, and the activity is looked at again soon.
+        entry.wait = Math.max(entry.wait, recheckMs);
+        entry.nextLookAt = Date.now() + recheckMs;
+        return;
+      }
+    } else {
+      probe = await probing;
+    }
     if (!this.watched.has(entry)) return;
     const elapsedMs = clockFree ? (probe.elapsedMs ?? 0) : Date.now() - entry.since;
     if (clockFree && elapsedMs < limits.notStartedMs) {
