@@ -183,12 +183,15 @@ describe('stuck detection (real Temporal, Docker and scripted model)', () => {
       );
       return events.filter((e) => probes.has(String(e.activityTaskCompletedEventAttributes?.scheduledEventId))).length;
     };
-    let handle: WorkflowHandle | undefined;
+    const started: { handle?: WorkflowHandle } = {};
     // The first step lasts until the watchdog looked at it four times: its next look is far off.
     h.model.setScript([
       {
         respond: async () => {
-          await waitFor(async () => handle && (await probesDone(handle)) >= 4, 'four looks at the first step');
+          await waitFor(
+            async () => started.handle && (await probesDone(started.handle)) >= 4,
+            'four looks at the first step',
+          );
           return { toolCalls: [{ name: 'bash', input: { command: 'echo thought' } }] };
         },
       },
@@ -196,11 +199,12 @@ describe('stuck detection (real Temporal, Docker and scripted model)', () => {
       { fault: { type: 'server_error', status: 503 } },
       { text: 'done' },
     ]);
-    handle = await h.start({
+    const handle = await h.start({
       goal: 'think long, then ride out a flaky API',
       stuck: { notStartedMs: 1_000, recheckMs: 500, retryAttempts: 1 },
     });
-    const stuck = await waitFor(async () => (await handle!.query(statusQuery)).stuck, 'the retrying step to be stuck');
+    started.handle = handle;
+    const stuck = await waitFor(async () => (await handle.query(statusQuery)).stuck, 'the retrying step to be stuck');
     expect(stuck.reason).toMatch(/^stuck: model turn 2 retrying \(attempt [23]\): /);
     const result = await operationResult(handle);
     expect(result.state).toBe('completed');
