@@ -1,0 +1,276 @@
+/**
+ * The chaos soak's pure parts (the soak itself: `npm run soak`, docs/benchmark.md#the-chaos-soak):
+ * its plan from a seed, its arguments, its scripted agent's answers, and its accounting.
+ */
+import { checkLedger, countEffects, countWork, verdictOf, type ServedRequest } from '../../bench/soak/accounting';
+import { parseSoakArgs } from '../../bench/soak/args';
+import { FILLER, promptTag, SoakModel, taskBranch, toolIdOf } from '../../bench/soak/model';
+import { FAULT_KINDS, planSoak } from '../../bench/soak/schedule';
+import type { UnitRecord } from '../../bench/soak/units';
+import { ZERO_USAGE } from '../../common/model-types';
+import { FEATURE_HEADING } from '../../scripted-model/scenarios/coding-task';
+import { scriptedRequest, type ScriptedTurn } from '../../scripted-model/script';
+import type { MessagesRequestBody } from '../../scripted-model/validation';
+
+type Message = MessagesRequestBody['messages'][number];
+const user = (text: string): Message => ({ role: 'user', content: text });
+/** The assistant turn a script answered, as the harness sends it back. */
+const assistant = (turn: ScriptedTurn): Message => ({
+  role: 'assistant',
+  content: (turn.toolCalls ?? []).map((call) => ({
+    type: 'tool_use',
+    id: call.id!,
+    name: call.name,
+    input: call.input,
+  })),
+});
+const results = (turn: ScriptedTurn, content = 'ok'): Message => ({
+  role: 'user',
+  content: (turn.toolCalls ?? []).map((call) => ({ type: 'tool_result', tool_use_id: call.id!, content })),
+});
+const request = (messages: Message[], index = 0) =>
+  scriptedRequest({ model: 'scripted-model', max_tokens: 1024, messages } as MessagesRequestBody, index, index);
+
+describe('the soak plan', () => {
+  it('is the same for the same seed, another for another, and has every fault kind in three minutes', () => {
+    const options = { seed: 'ci', durationMs: 180_000, concurrency: 6 };
+    const plan = planSoak(options);
+    expect(planSoak(options)).toEqual(plan);
+    expect(planSoak({ ...options, seed: 'other' }).faults).not.toEqual(plan.faults);
+    expect(plan.warmupMs).toBe(30_000);
+    expect(plan.faults.length).toBeGreaterThanOrEqual(FAULT_KINDS.length);
+    expect(new Set(plan.faults.map((f) => f.kind))).toEqual(new Set(FAULT_KINDS));
+    expect(plan.faults.every((f) => f.atMs > plan.warmupMs && f.atMs < options.durationMs)).toBe(true);
+    // Rounds: the first ten faults are the ten kinds.
+    expect(new Set(plan.faults.slice(0, FAULT_KINDS.length).map((f) => f.kind)).size).toBe(FAULT_KINDS.length);
+    expect(plan.slots.map((s) => s.role)).toEqual(['task', 'session', 'mixed', 'mixed', 'mixed', 'mixed']);
+  });
+
+  it('spreads an hour: a fault every 20 s on average after a five-minute warm-up', () => {
+    const plan = planSoak({ seed: 'hour', durationMs: 3_600_000, concurrency: 6 });
+    expect(plan.warmupMs).toBe(300_000);
+    expect(plan.meanGapMs).toBe(20_000);
+    expect(plan.faults.length).toBeGreaterThan(140);
+    for (const kind of FAULT_KINDS)
+      expect(plan.faults.filter((f) => f.kind === kind).length).toBeGreaterThanOrEqual(14);
+  });
+
+  it('refuses what cannot run', () => {
+    expect(() => planSoak({ seed: 's', durationMs: 20_000, concurrency: 6 })).toThrow(/warm-up/);
+    expect(() => planSoak({ seed: 's', durationMs: 180_000, concurrency: 2 })).toThrow(/at least 3/);
+  });
+});
+
+describe('npm run soak arguments', () => {
+  it('parses, and names what is wrong', () => {
+    expect(parseSoakArgs(['--minutes', '60', '--seed', 'abc', '--out=/tmp/x'], '/d')).toEqual({
+      minutes: 60,
+      seed: 'abc',
+      concurrency: 6,
+      outDir: '/tmp/x',
+      help: false,
+    });
+    expect(parseSoakArgs([], '/d')).toEqual({ error: expect.stringContaining('--minutes is required') });
+    expect(parseSoakArgs(['--minutes', '0'], '/d')).toEqual({ error: expect.stringContaining('--minutes') });
+    expect(parseSoakArgs(['--minutes', '3', '--concurrency', '2'], '/d')).toEqual({
+      error: expect.stringContaining('--concurrency'),
+    });
+    expect(parseSoakArgs(['--minutes', '3', '--seed', 'a b'], '/d')).toEqual({
+      error: expect.stringContaining('--seed'),
+    });
+    expect(parseSoakArgs(['--bogus'], '/d')).toEqual({ error: 'unknown argument --bogus' });
+  });
+});
+
+describe("the soak's scripted agent", () => {
+  const model = () => new SoakModel({ egressUrl: 'http://192.0.2.2:9', stallMs: 12_000 });
+
+  it('walks an operation step by step from the conversation, each call named by its step', () => {
+    const m = model();
+    const prompt = user(promptTag('u1', 'op'));
+    const first = m.script(request([prompt]))!;
+    expect(first.toolCalls?.[0]).toMatchObject({ id: toolIdOf('u1', 0), name: 'bash' });
+    expect(first.toolCalls?.[0]?.input.command).toContain(`echo ${toolIdOf('u1', 0)} >> /workspace/effects.log`);
+    // The same request asked again (a retry) gets the same answer.
+    expect(m.script(request([prompt]))).toEqual(first);
+    const second = m.script(request([prompt, assistant(first), results(first)]))!;
+    expect(second.toolCalls?.[0]).toMatchObject({ id: toolIdOf('u1', 1), name: 'write_file' });
+    expect(m.unitOf.get(0)).toBe('u1');
+  });
+
+  it('removes the filler after ENOSPC and does the step again as a new call', () => {
+    const m = model();
+    const prompt = user(promptTag('u2', 'op'));
+    const first = m.script(request([prompt]))!;
+    const full = results(first, 'bash: echo: write error: No space left on device');
+    const fix = m.script(request([prompt, assistant(first), full]))!;
+    expect(fix.toolCalls?.[0]).toMatchObject({ id: toolIdOf('u2', 0, 'fix1') });
+    expect(fix.toolCalls?.[0]?.input.command).toContain(`rm -f ${FILLER}`);
+    const again = m.script(request([prompt, assistant(first), full, assistant(fix), results(fix)]))!;
+    expect(again.toolCalls?.[0]).toMatchObject({ id: toolIdOf('u2', 0, 're1') });
+    expect(again.toolCalls?.[0]?.input.command).toContain(`echo ${toolIdOf('u2', 0, 're1')} >>`);
+    const next = m.script(
+      request([prompt, assistant(first), full, assistant(fix), results(fix), assistant(again), results(again)]),
+    )!;
+    expect(next.toolCalls?.[0]).toMatchObject({ id: toolIdOf('u2', 1), name: 'write_file' });
+  });
+
+  it("starts a lane's follow-up at its own first step, after the previous operation's conversation", () => {
+    const m = model();
+    const p1 = user(promptTag('s1', 'session', { lane: 'a', n: 1 }));
+    const t1 = m.script(request([p1]))!;
+    const t2 = m.script(request([p1, assistant(t1), results(t1)]))!;
+    const t3 = m.script(request([p1, assistant(t1), results(t1), assistant(t2), results(t2)]))!;
+    expect(t3).toEqual({ text: 'done s1_a1' });
+    const p2 = user(promptTag('s1', 'session', { lane: 'a', n: 2 }));
+    const next = m.script(
+      request([
+        p1,
+        assistant(t1),
+        results(t1),
+        assistant(t2),
+        results(t2),
+        { role: 'assistant', content: 'done s1_a1' },
+        p2,
+      ]),
+    )!;
+    expect(next.toolCalls?.[0]).toMatchObject({ id: toolIdOf('s1_a2', 0) });
+  });
+
+  it("names a coding task's commit effect by feature and attempt, and finds its unit by the branch", () => {
+    const m = model();
+    const goal = [
+      FEATURE_HEADING,
+      '',
+      `You are continuing a long-running task on the branch \`${taskBranch('t1')}\` of this repository`,
+      'id: slug',
+      'attempt 2 of 3',
+    ].join('\n');
+    const messages: Message[] = [user(goal)];
+    for (let step = 0; step < 2; step++) {
+      const turn = m.script(request(messages))!;
+      messages.push(assistant(turn), results(turn));
+    }
+    const commit = m.script(request(messages))!;
+    expect(commit.toolCalls?.[0]?.input.command).toContain('echo slug#2 >> /workspace/.agent/commit-effects.log');
+    expect(m.unitOf.get(0)).toBe('t1');
+  });
+
+  it('serves an injected model fault once, with the turn it would have answered', () => {
+    const m = model();
+    m.inject('model-stall');
+    const turn = m.script(request([user(promptTag('u3', 'op'))], 7))!;
+    expect(turn.fault).toEqual({ type: 'stall', ms: 12_000, afterBlocks: 0 });
+    expect(turn.toolCalls?.[0]?.id).toBe(toolIdOf('u3', 0));
+    expect(m.served).toEqual([expect.objectContaining({ kind: 'model-stall', requestIndex: 7, unitId: 'u3' })]);
+    expect(m.script(request([user(promptTag('u3', 'op'))], 8))!.fault).toBeUndefined();
+  });
+});
+
+describe("the soak's accounting", () => {
+  const unit = (over: Partial<UnitRecord>): UnitRecord => ({
+    id: 'u',
+    kind: 'op',
+    slot: 2,
+    sandboxes: [over.id ?? 'u'],
+    submittedAt: 0,
+    acceptedAt: 1,
+    endedAt: 2,
+    state: 'completed',
+    reason: 'end_turn',
+    expected: 'completed',
+    usage: { ...ZERO_USAGE },
+    operations: [],
+    forbiddenCalls: [],
+    ...over,
+  });
+  const usage = (input: number, output: number) => ({
+    input_tokens: input,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    output_tokens: output,
+  });
+  const served = (index: number, u: ReturnType<typeof usage>, over: Partial<ServedRequest> = {}): ServedRequest => ({
+    index,
+    path: '/v1/messages',
+    receivedAt: 100,
+    apiKey: 'soak-brain-1.1',
+    clientDisconnected: false,
+    reportedUsage: u,
+    ...over,
+  });
+
+  it('counts every unit to its end, and a unit with no end as lost', () => {
+    const work = countWork([
+      unit({ id: 'a' }),
+      unit({ id: 'b', kind: 'fail', state: 'failed', reason: 'budget: turns', expected: 'failed' }),
+      unit({ id: 'c', kind: 'abort', state: 'completed', expected: 'aborted' }),
+      unit({ id: 'd', state: undefined, error: 'did not end within the drain' }),
+    ]);
+    expect(work).toMatchObject({ submitted: 4, accepted: 4, completed: 2, failed: 1, aborted: 0, lost: 1 });
+    expect(work.unexpected.map((o) => o.unit)).toEqual(['c']);
+    expect(work.lostUnits).toEqual([{ unit: 'd', kind: 'op', error: 'did not end within the drain' }]);
+  });
+
+  it('finds an effect made twice and a forbidden call that ran', () => {
+    const effects = countEffects(
+      [unit({ id: 'a', forbiddenCalls: ['x9'] })],
+      [{ sandbox: 'a', host: 'host-a', effects: ['x1', 'x2', 'x1', 'x9'], hooks: ['x1'], commits: [] }],
+      new Map([['/soak/x5', 2]]),
+    );
+    expect(effects.duplicates).toEqual([
+      { unit: 'a', log: 'effects.log', line: 'x1', count: 2 },
+      { unit: 'x5', log: 'egress requests', line: '/soak/x5', count: 2 },
+    ]);
+    expect(effects.forbiddenRan).toEqual([{ unit: 'a', call: 'x9' }]);
+  });
+
+  it('checks the ledger per unit; a shortfall is accepted only as answers a brain SIGKILL cut off', () => {
+    const units = [
+      unit({ id: 'a', usage: { input: 30, cacheWrite: 0, cacheRead: 0, output: 6 } }),
+      unit({ id: 'b', usage: { input: 10, cacheWrite: 0, cacheRead: 0, output: 5 } }),
+      unit({ id: 'c', usage: { input: 10, cacheWrite: 0, cacheRead: 0, output: 5 } }),
+    ];
+    const requests = [
+      served(0, usage(30, 6)),
+      served(1, usage(10, 5)),
+      // b's second answer was cut off when its brain was killed, before anything reached Temporal.
+      served(2, usage(12, 1), { clientDisconnected: true, apiKey: 'soak-brain-2.1' }),
+      served(3, usage(10, 5)),
+      // c's was cut off too, but by a live process: nothing excuses the gap.
+      served(4, usage(7, 1), { clientDisconnected: true }),
+    ];
+    const unitOf = new Map([
+      [0, 'a'],
+      [1, 'b'],
+      [2, 'b'],
+      [3, 'c'],
+      [4, 'c'],
+    ]);
+    const ledger = checkLedger(units, requests, unitOf, new Map([['soak-brain-2.1', 200]]));
+    expect(ledger.unitsExact).toBe(1);
+    expect(ledger.unitsExplainedByKills.map((u) => u.unit)).toEqual(['b']);
+    expect(ledger.lostWithKilledBrains).toEqual({ input: 12, cacheWrite: 0, cacheRead: 0, output: 1 });
+    expect(ledger.mismatches.map((u) => u.unit)).toEqual(['c']);
+    expect(ledger.exact).toBe(false);
+  });
+
+  it('passes only when every check passes', () => {
+    const base = {
+      work: countWork([unit({})]),
+      effects: countEffects([unit({})], [], new Map()),
+      ledger: { exact: true },
+      leaks: { total: 0 },
+      faults: { byKind: Object.fromEntries(FAULT_KINDS.map((k) => [k, { planned: 1, injected: 1, noTarget: 0 }])) },
+      restarts: [{ cause: 'fault brain-kill #1' }],
+    } as unknown as Parameters<typeof verdictOf>[0];
+    expect(verdictOf(base).passed).toBe(true);
+    // Effects counted in no workspace prove nothing: one found and not read fails the check.
+    const unread = { ...base, effects: countEffects([unit({})], [], new Map(), 1) } as typeof base;
+    expect(verdictOf(unread)).toMatchObject({ noDuplicateEffects: false, passed: false });
+    expect(verdictOf({ ...base, restarts: [{ cause: 'exited unexpectedly (code 1)' }] } as typeof base)).toMatchObject({
+      noUnexpectedExit: false,
+      passed: false,
+    });
+  });
+});
