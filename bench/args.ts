@@ -1,4 +1,5 @@
 /** Command-line arguments of `npm run bench` (a pure function, tested). */
+import { cliFlags } from './cli-flags';
 import { SCENARIOS, type ScenarioName } from './results';
 import type { ProfileName } from './profiles';
 
@@ -33,12 +34,7 @@ and the sandbox image (npm run docker:ensure && npm run sandbox:build).`;
 
 export function parseBenchArgs(argv: readonly string[], defaultOutDir: string): BenchArgs | { error: string } {
   const args: BenchArgs = { profile: 'full', scenarios: [...SCENARIOS], outDir: defaultOutDir, help: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const [flag, inline] = arg.includes('=')
-      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
-      : [arg, undefined];
-    const value = (): string | undefined => inline ?? argv[++i];
+  for (const { arg, flag, value } of cliFlags(argv)) {
     switch (flag) {
       case '--quick':
         args.profile = 'quick';

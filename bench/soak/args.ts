@@ -1,4 +1,5 @@
 /** Command-line arguments of `npm run soak` (a pure function, tested). */
+import { cliFlags } from '../cli-flags';
 
 export interface SoakArgs {
   minutes: number;
@@ -23,12 +24,7 @@ dockerd, loop devices for workspace quotas). See docs/benchmark.md#the-chaos-soa
 
 export function parseSoakArgs(argv: readonly string[], defaultOutDir: string): SoakArgs | { error: string } {
   const args: SoakArgs = { minutes: Number.NaN, concurrency: 6, outDir: defaultOutDir, help: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const [flag, inline] = arg.includes('=')
-      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
-      : [arg, undefined];
-    const value = (): string | undefined => inline ?? argv[++i];
+  for (const { arg, flag, value } of cliFlags(argv)) {
     switch (flag) {
       case '--minutes': {
         const minutes = Number(value());
