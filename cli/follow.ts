@@ -7,6 +7,7 @@
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { LiveTranscript, liveEvents } from '../client/live';
+import { operationStarted } from '../client/operation-result';
 import { totalTokens } from '../common/model-types';
 import { OperationStatus, statusQuery } from '../common/operation';
 
@@ -44,7 +45,8 @@ export async function followOperation(
   void options.stop.then(() => {
     stopped = true;
   });
-  if (!(await waitForStart(handle, options.stop, out))) return 'detached';
+  const onWaiting = () => out.write(`waiting for ${handle.workflowId} to start (queued behind its lane's operation)…\n`);
+  if (!(await operationStarted(handle, { stop: options.stop, intervalMs: 500, onWaiting }))) return 'detached';
   const abort = new AbortController();
   const live = options.live ? printLive(options.live.client, handle.workflowId, out, abort.signal) : undefined;
   const tty = out.isTTY && !live;
@@ -85,23 +87,6 @@ export async function followOperation(
 }
 
 /** Waits until the operation exists (a queued follow-up starts when its lane is free); false when stopped first. */
-async function waitForStart(handle: WorkflowHandle, stop: Promise<void>, out: NodeJS.WriteStream): Promise<boolean> {
-  let stopped = false;
-  void stop.then(() => (stopped = true));
-  let told = false;
-  while (!stopped) {
-    const exists = await handle.describe().then(
-      () => true,
-      () => false,
-    );
-    if (exists) return true;
-    if (!told) out.write(`waiting for ${handle.workflowId} to start (queued behind its lane's operation)…\n`);
-    told = true;
-    await Promise.race([stop, new Promise((resolve) => setTimeout(resolve, 500))]);
-  }
-  return false;
-}
-
 /** Prints the operation's live events until it ends or `signal` aborts; never fails the follower. */
 async function printLive(
   client: Client,

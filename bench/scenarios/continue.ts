@@ -25,7 +25,7 @@ import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import type { Worker } from '@temporalio/worker';
 import { ContextCache } from '../../activities/brain/context-cache';
-import { operationResult } from '../../client/operation-result';
+import { acceptedOperationResult, operationResult } from '../../client/operation-result';
 import { submitPrompt, sessionHandle } from '../../client/session';
 import { codingTaskResult } from '../../client/task-result';
 import { recordedStepsOf } from '../../client/token-report';
@@ -196,7 +196,8 @@ class ContinueRun {
         },
         prompt: { prompt, ...extra },
       });
-      const result = await operationResult(ctx.client.workflow.getHandle(accepted.operationId));
+      // Queued when the session has not yet handled the end of the operation before it.
+      const result = await acceptedOperationResult(ctx.client, accepted.operationId);
       if (result.state !== 'completed')
         throw new Error(`continue: ${kind}: operation ${accepted.operationId} ended ${result.state}: ${result.reason}`);
       return { operationId: accepted.operationId, result };

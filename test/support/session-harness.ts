@@ -5,12 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
-import { operationResult } from '../../client/operation-result';
+import { acceptedOperationResult } from '../../client/operation-result';
 import { readSession, sessionHandle, submitPrompt } from '../../client/session';
 import type { OperationResult } from '../../common/operation';
 import type { PromptAccepted, PromptInput, SessionInput, SessionStatus } from '../../common/session';
 import type { ModelScript } from '../../scripted-model/script';
-import { startOperationHarness, waitFor, type OperationHarness } from './operation-harness';
+import { startOperationHarness, type OperationHarness } from './operation-harness';
 
 export interface SessionHarness {
   h: OperationHarness;
@@ -52,19 +52,7 @@ export function startSessionHarnessOn(h: OperationHarness, options: { closeHarne
     },
     status: (sessionId) => readSession(h.temporal.client, sessionId),
     operation: (operationId) => h.temporal.client.workflow.getHandle(operationId),
-    async result(operationId) {
-      const handle = h.temporal.client.workflow.getHandle(operationId);
-      await waitFor(
-        () =>
-          handle.describe().then(
-            () => true,
-            () => false,
-          ),
-        `operation ${operationId} to start`,
-        120_000,
-      );
-      return operationResult(handle);
-    },
+    result: (operationId) => acceptedOperationResult(h.temporal.client, operationId),
     async close() {
       for (const id of sessions) {
         await sessionHandle(h.temporal.client, id)
