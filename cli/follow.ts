@@ -45,7 +45,8 @@ export async function followOperation(
   void options.stop.then(() => {
     stopped = true;
   });
-  const onWaiting = () => out.write(`waiting for ${handle.workflowId} to start (queued behind its lane's operation)…\n`);
+  const onWaiting = () =>
+    out.write(`waiting for ${handle.workflowId} to start (queued behind its lane's operation)…\n`);
   if (!(await operationStarted(handle, { stop: options.stop, intervalMs: 500, onWaiting }))) return 'detached';
   const abort = new AbortController();
   const live = options.live ? printLive(options.live.client, handle.workflowId, out, abort.signal) : undefined;

@@ -1,5 +1,5 @@
 /**
- * The chaos soak (`npm run soak`; not in the tests yet, see docs/benchmark.md): on the Temporal
+ * The chaos soak (`npm run soak`, and a three-minute one in the cluster stage's tests): on the Temporal
  * cluster of `npm run cluster`, two brain workers and two hands hosts on two Docker engines (real
  * `agent worker` processes) carry a steady load — at most `concurrency` units of work at once: a
  * coding task, a session with two lanes, and single operations with approvals, hooks, aborts, a

@@ -35,6 +35,14 @@ class SummaryReporter {
         )
         .sort((a, b) => b.durationMs - a.durationMs)
         .slice(0, 8),
+      // Where a run's wall time goes: two files run at a time, so the longest decide its tail.
+      slowestFiles: results.testResults
+        .map((suite) => ({
+          file: path.relative(this.rootDir, suite.testFilePath),
+          durationMs: suite.perfStats ? suite.perfStats.end - suite.perfStats.start : 0,
+        }))
+        .sort((a, b) => b.durationMs - a.durationMs)
+        .slice(0, 12),
     };
     fs.writeFileSync(path.join(this.rootDir, this.outputFile), JSON.stringify(summary, null, 2));
   }
