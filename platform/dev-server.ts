@@ -118,6 +118,30 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   }
 
   fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
+  // The server takes a port of its own choosing for its HTTP API and its metrics, and binds it a
+  // moment later; on a busy machine another program may take it in between. Only that is retried.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launchDevServer(opts, args, ip, address, namespace);
+    } catch (err) {
+      if (!(err instanceof OwnPortTaken) || attempt === PORT_RACE_ATTEMPTS) throw err;
+    }
+  }
+}
+
+const PORT_RACE_ATTEMPTS = 3;
+
+/** The server lost a race for a port it chose itself (not one the caller asked for). */
+class OwnPortTaken extends PlatformError {}
+
+async function launchDevServer(
+  opts: DevServerOptions,
+  args: string[],
+  ip: string,
+  address: string,
+  namespace: string,
+): Promise<DevServer> {
+  const logStart = fs.existsSync(opts.logFile) ? fs.statSync(opts.logFile).size : 0;
   const log = fs.openSync(opts.logFile, 'a');
   const child = spawn(opts.cli.path, args, { detached: opts.detached ?? false, stdio: ['ignore', log, log] });
   fs.closeSync(log);
@@ -132,9 +156,9 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   const deadline = Date.now() + (opts.readyTimeoutMs ?? 60_000);
   while (!(await isTemporalServing(address, namespace))) {
     if (exited !== undefined) {
-      throw new PlatformError(
-        `temporal dev server exited with code ${exited} before it was ready; see ${opts.logFile}:\n${tail(opts.logFile)}`,
-      );
+      const message = `temporal dev server exited with code ${exited} before it was ready; see ${opts.logFile}:\n${tail(opts.logFile)}`;
+      const log = fs.readFileSync(opts.logFile).subarray(logStart).toString('utf8');
+      throw lostOwnPort(log, [opts.port, opts.uiPort]) ? new OwnPortTaken(message) : new PlatformError(message);
     }
     if (Date.now() > deadline) {
       process.kill(pid, 'SIGKILL');
@@ -163,6 +187,15 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
       await waitExit();
     },
   };
+}
+
+/**
+ * Whether a server's log says it could not bind a port it chose itself: one in use that is none of
+ * `requested` (the frontend's and the Web UI's, which the caller asked for and a retry would not change).
+ */
+export function lostOwnPort(log: string, requested: ReadonlyArray<number | undefined>): boolean {
+  const taken = [...log.matchAll(/listen tcp [^ ]*:(\d+): bind: address already in use/g)].map((m) => Number(m[1]));
+  return taken.length > 0 && taken.every((port) => !requested.includes(port));
 }
 
 /** True when a Temporal frontend answers on `address` and `namespace` is registered. */
