@@ -31,6 +31,8 @@ export type SupervisorMessage =
   | { type: 'flush'; key: string };
 export type ProxyMessage =
   | { type: 'ready'; key: string }
+  /** The socket could not be served (the answer to a `serve`, like `ready`). */
+  | { type: 'failed'; key: string; message: string }
   | { type: 'record'; key: string; record: EgressRecord }
   | { type: 'flushed'; key: string };
 
@@ -291,6 +293,11 @@ function serve(key: string, socketPath: string, policy: ResolvedEgress): void {
   );
   server.on('clientError', (_err, socket: net.Socket) => refuse(socket, 400, 'egress: malformed request'));
   served.set(key, { server, policy });
+  // One socket that cannot be served fails its own calls, never the proxy of every other sandbox.
+  server.once('error', (err) => {
+    if (served.get(key)?.server === server) served.delete(key);
+    send({ type: 'failed', key, message: `${socketPath}: ${err.message}` });
+  });
   fs.rmSync(socketPath, { force: true });
   server.listen(socketPath, () => {
     fs.chmodSync(socketPath, 0o666);

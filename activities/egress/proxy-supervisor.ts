@@ -27,11 +27,24 @@ interface Served {
 
 /** How long a call waits for the proxy to answer a flush before taking the records it has. */
 const FLUSH_TIMEOUT_MS = 5_000;
+/** How long a call waits for the proxy to serve its socket. */
+const SERVE_TIMEOUT_MS = 10_000;
+
+/**
+ * A `serve` sent and not yet answered. The proxy answers each `serve` of a key once, in order; a
+ * waiter is answered only by the process it was sent to, and leaves its key's queue when answered,
+ * when it times out, or when that process dies — so an answer never goes to a call that stopped
+ * waiting, and a late one never to the next call.
+ */
+interface Waiter {
+  child: ChildProcess;
+  settle(failure?: Error): void;
+}
 
 export class ProxySupervisor {
   private child: ChildProcess | undefined;
   private readonly served = new Map<string, Served>();
-  private readonly waiting = new Map<string, Array<() => void>>();
+  private readonly waiting = new Map<string, Waiter[]>();
   private readonly flushing = new Map<string, Array<() => void>>();
   /** How many times the proxy process has stopped (a call compares it before and after). */
   deaths = 0;
@@ -124,15 +137,33 @@ export class ProxySupervisor {
 
   private sendAndWait(child: ChildProcess, key: string, message: SupervisorMessage): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the egress proxy did not start listening within 10 s')), 10_000);
-      const list = this.waiting.get(key) ?? [];
-      list.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-      this.waiting.set(key, list);
+      const waiter: Waiter = {
+        child,
+        settle: (failure) => {
+          clearTimeout(timer);
+          const list = this.waiting.get(key) ?? [];
+          const at = list.indexOf(waiter);
+          if (at >= 0) list.splice(at, 1);
+          if (list.length === 0) this.waiting.delete(key);
+          if (failure) reject(failure);
+          else resolve();
+        },
+      };
+      const timer = setTimeout(
+        () => waiter.settle(new Error(`the egress proxy did not start listening within ${SERVE_TIMEOUT_MS / 1000} s`)),
+        SERVE_TIMEOUT_MS,
+      );
+      this.waiting.set(key, [...(this.waiting.get(key) ?? []), waiter]);
       child.send(message);
     });
+  }
+
+  /** The answer of `child` to its oldest unanswered `serve` of `key`. */
+  private answered(child: ChildProcess, key: string, failure?: Error): void {
+    this.waiting
+      .get(key)
+      ?.find((waiter) => waiter.child === child)
+      ?.settle(failure);
   }
 
   private ensureChild(): ChildProcess {
@@ -149,16 +180,20 @@ export class ProxySupervisor {
     child.on('message', (message: ProxyMessage) => {
       if (message.type === 'record') this.served.get(message.key)?.records.push(message.record);
       else if (message.type === 'flushed') this.flushing.get(message.key)?.shift()?.();
-      else {
-        const list = this.waiting.get(message.key);
-        list?.shift()?.();
-      }
+      else if (message.type === 'failed') this.answered(child, message.key, new Error(message.message));
+      else this.answered(child, message.key);
     });
     child.on('exit', (code, signal) => {
       if (this.child === child) this.child = undefined;
       if (this.closed) return;
       this.deaths += 1;
       this.onExit(`egress proxy stopped (${signal ?? `exit ${code}`}); restarting it`);
+      // What it was asked and never answered, it never will: those calls fail now (and retry).
+      for (const list of [...this.waiting.values()])
+        for (const waiter of list.filter((w) => w.child === child))
+          waiter.settle(
+            new Error(`the egress proxy stopped (${signal ?? `exit ${code}`}) before it served the socket`),
+          );
       // Restart at once so sandboxes are not left without their way out.
       if (this.served.size) {
         const next = this.ensureChild();

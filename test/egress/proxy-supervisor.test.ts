@@ -1,7 +1,9 @@
 /**
  * The proxy supervisor with the real proxy process: a sandbox's repeated policy costs no round trip
  * to the proxy per tool call, and a changed one is not taken as served until the proxy confirms it.
- * The proxy process is stopped (SIGSTOP) so that any round trip could not be answered.
+ * The proxy process is stopped (SIGSTOP) so that any round trip could not be answered. A socket that
+ * cannot be served fails its own call with the reason and leaves the proxy serving the others; a
+ * proxy killed while a call waits fails that call, and the next one is answered by the new proxy.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -44,5 +46,31 @@ describe('egress proxy supervisor', () => {
       process.kill(pid, 'SIGCONT');
     }
     expect(supervisor.pid).toBe(pid);
+  });
+
+  it('fails the call of a socket it cannot serve, and keeps serving the others', async () => {
+    await supervisor.serve('sandbox-a', socket, NONE);
+    const pid = supervisor.pid!;
+    const missing = path.join(dir, 'no-such-dir', 'proxy.sock');
+    await expect(supervisor.serve('sandbox-b', missing, NONE)).rejects.toThrow(`${missing}: listen E`);
+    expect(supervisor.pid).toBe(pid);
+    // The same sandbox, once its directory exists, is served; the other sandbox still is.
+    fs.mkdirSync(path.dirname(missing));
+    await supervisor.serve('sandbox-b', missing, NONE);
+    expect(fs.existsSync(missing)).toBe(true);
+    await supervisor.serve('sandbox-a', socket, ALLOW);
+    expect(supervisor.pid).toBe(pid);
+  });
+
+  it('fails a call the proxy died before answering; the next call is answered by the new proxy', async () => {
+    const pid = supervisor.pid!;
+    process.kill(pid, 'SIGSTOP');
+    const waiting = supervisor.serve('sandbox-a', socket, NONE);
+    process.kill(pid, 'SIGKILL');
+    await expect(waiting).rejects.toThrow('the egress proxy stopped (SIGKILL) before it served the socket');
+    await supervisor.serve('sandbox-a', socket, ALLOW);
+    await supervisor.serve('sandbox-a', socket, NONE);
+    expect(supervisor.pid).not.toBe(pid);
+    expect(supervisor.deaths).toBe(1);
   });
 });
