@@ -3,6 +3,8 @@
 // nothing from the image: no python3, no node, not even a libc.
 //
 //	executor                 runs the harness's commands on request over stdin/stdout (executor.go)
+//	run <runBase> ...        the run wrapper: one tool command, its identity, output and exit status
+//	                         kept where a later attempt finds them (run.go)
 //	forward <port> <socket>  the sandbox's end of the egress proxy: 127.0.0.1:<port> -> <socket> (forward.go)
 //	read-file <request>      the file tools (readfile.go, writefile.go, editfile.go): <request> is
 //	write-file <request>     a JSON object, or @<file> holding one; they print the result for the
@@ -17,6 +19,7 @@ import (
 )
 
 const usage = `usage: agent-sandbox-tools executor
+       agent-sandbox-tools run <runBase> <outLink> <timeout s> <cap> <command> <journal> <head> <started> <mode> [args...]
        agent-sandbox-tools forward <port> <unix socket>
        agent-sandbox-tools read-file|write-file|edit-file <JSON request | @file>`
 
@@ -42,6 +45,8 @@ func main() {
 		if len(args) == 1 {
 			os.Exit(writeFile(args[0]))
 		}
+	case "run":
+		os.Exit(runWrapper(args))
 	case "edit-file":
 		if len(args) == 1 {
 			os.Exit(editFile(args[0]))

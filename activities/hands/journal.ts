@@ -4,7 +4,7 @@
  *
  * One JSON file per tool call in the journal store (`journal-store.ts`:
  * `/var/lib/agent-journal/journal/<toolCallId>.json`, on a volume the agent cannot write), written
- * inside the container by the run wrapper (scripts/run-wrapper.sh, running as the store's writer),
+ * inside the container by the run wrapper (the sandbox tools' `run`, running as the store's writer),
  * always replaced atomically (tmp + rename):
  *
  *   { "version": 1, "toolCallId": "toolu_…", "tool": "bash", "replayPolicy": "never",

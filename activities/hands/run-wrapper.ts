@@ -1,10 +1,11 @@
 /**
- * The worker's side of the run wrapper (`scripts/run-wrapper.sh`, protocol in `scripts.ts`): the
- * arguments one command is run with, and what its output says — the `@@agent-pid` line that gives
+ * The worker's side of the run wrapper (the sandbox tools' `run`, `sandbox-tools/run.go`; files and
+ * protocol in `scripts.ts`): the arguments one command is run with, and what its output says — the `@@agent-pid` line that gives
  * the command's process identity as soon as it starts, the `@@agent-exit` line and the output at its
  * end, or `@@agent-journal` when a `fresh` run found an earlier attempt.
  */
-import { SCRIPTS, type RunExit } from './scripts';
+import { SANDBOX_TOOLS } from './executor/sandbox-tools';
+import type { RunExit } from './scripts';
 
 /** The output capture cap when the caller gives none (bytes). */
 export const DEFAULT_CAPTURE_BYTES = 8 * 1024 * 1024;
@@ -56,10 +57,8 @@ export interface ExecOptions {
 export function wrapperArgv(options: ExecOptions): string[] {
   const journal = options.journal;
   return [
-    'bash',
-    '-c',
-    SCRIPTS.runWrapper,
-    'agent-run',
+    SANDBOX_TOOLS,
+    'run',
     options.runBase,
     options.outputLink ?? '',
     (Math.max(1, options.timeoutMs) / 1000).toFixed(3),

@@ -1,15 +1,18 @@
 /**
- * The scripts the hands run inside a sandbox container, loaded once from `scripts/`.
+ * The scripts the hands run inside a sandbox container, loaded once from `scripts/`, and the files
+ * and lines of the run wrapper they read.
  *
- * `run-wrapper.sh` runs every tool command. Docker has no API to kill an exec'd process and a worker
- * can die while a command runs, so the wrapper makes the command's identity, output and exit status
- * durable in files of the journal store (`journal-store.ts`, which the agent cannot write) that a
- * later attempt (or a kill) can find:
+ * The run wrapper (the sandbox tools' `run`: `sandbox-tools/run.go`, arguments in `run-wrapper.ts`)
+ * runs every tool command. Docker has no API to kill an exec'd process and a worker can die while a
+ * command runs, so the wrapper makes the command's identity, output and exit status durable in files
+ * of the journal store (`journal-store.ts`, which the agent cannot write) that a later attempt (or a
+ * kill, `kill-group.sh`; or a look, `run-status.sh`) can find:
  *
  *   <runBase>/<attempt>/     attempt = the first free number, claimed with an atomic mkdir
  *                            (`fresh` mode claims only attempt 1, so two first attempts cannot both run)
  *     wrapper    the wrapper's pid (tells "about to start" from "never started")
- *     pid        "<pid> <starttime>" of the session leader (setsid: its pid is also the pgid)
+ *     pid        "<pid> <starttime>" of the session leader, written by it before it becomes the
+ *                command (setsid: its pid is also the pgid)
  *     out        stdout+stderr, interleaved, capped at the capture limit
  *     dropped    bytes that arrived after the cap (counted, not kept)
  *     timedout   present when the wrapper's watchdog killed the group
@@ -30,7 +33,6 @@ import * as path from 'node:path';
 const load = (name: string): string => fs.readFileSync(path.join(__dirname, 'scripts', name), 'utf8');
 
 export const SCRIPTS = {
-  runWrapper: load('run-wrapper.sh'),
   runStatus: load('run-status.sh'),
   killGroup: load('kill-group.sh'),
 } as const;

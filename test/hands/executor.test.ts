@@ -19,6 +19,7 @@ import { parseJournal } from '../../activities/hands/journal';
 import type { RunToolInput, ToolOutcome } from '../../common/hands';
 import { containerNameOf } from '../../common/sandbox-names';
 import { dockerClient } from '../../platform/docker-engine';
+import { testPlatform } from '../support/env';
 import { handsFixture } from '../support/hands';
 
 const docker = dockerClient();
@@ -57,10 +58,32 @@ async function executorPids(sessionId: string): Promise<number[]> {
  * A stand-in for the sandbox tools binary on the host (the sandboxes mount it in place of the real one):
  * the sandbox's executor is whatever it does.
  */
-function standInTools(name: string, content: string, mode: number): string {
+/**
+ * Sandbox tools whose `executor` is replaced by `executor` (bash, the subcommand's arguments in "$@"),
+ * everything else being the real binary: the run wrapper, the file tools and the forwarder are the
+ * tools' own, so only the executor misbehaves. The real binary travels appended to the script, which
+ * unpacks it once per container (a container mounts only this one file).
+ */
+function standInTools(name: string, executor: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-tools-'));
   const file = path.join(dir, name);
-  fs.writeFileSync(file, content, { mode });
+  const header = (offset: string) =>
+    [
+      '#!/bin/bash',
+      'if [ "$1" = executor ]; then',
+      executor,
+      'fi',
+      'real=/tmp/agent-sandbox-tools-real',
+      `[ -x "$real" ] || { tail -c +${offset} "$0" > "$real.$$" && chmod 755 "$real.$$" && mv -f "$real.$$" "$real"; }`,
+      'exec "$real" "$@"',
+      '',
+    ].join('\n');
+  // The offset is written at a fixed width, so the header's length does not depend on it.
+  const length = Buffer.byteLength(header('0'.repeat(10)));
+  const script = header(String(length + 1).padStart(10, '0'));
+  fs.writeFileSync(file, Buffer.concat([Buffer.from(script), fs.readFileSync(testPlatform().sandboxTools)]), {
+    mode: 0o755,
+  });
   return file;
 }
 
@@ -178,8 +201,8 @@ describe('sandbox executor (real Docker)', () => {
   });
 
   it('falls back to docker exec when the executor cannot start, and says so in the result', async () => {
-    // Sandbox tools that cannot be executed: no executor.
-    const tools = standInTools('not-executable', '', 0o644);
+    // An executor that exits at once: it never says it is ready.
+    const tools = standInTools('executor-exits', 'echo "executor: cannot start" >&2; exit 1');
     const broken = handsFixture({ sandboxTools: tools });
     try {
       const sessionId = broken.sessionId('executor-fallback');
@@ -201,8 +224,7 @@ describe('sandbox executor (real Docker)', () => {
     // An executor that says it is ready, takes one request and exits without answering it.
     const tools = standInTools(
       'dying-executor',
-      ['#!/bin/bash', 'printf \'{"t":"ready","pid":%d}\\n\' $$', 'read -r line', ''].join('\n'),
-      0o755,
+      ['printf \'{"t":"ready","pid":%d}\\n\' $$', 'read -r line', 'exit 0'].join('\n'),
     );
     const dying = handsFixture({ sandboxTools: tools });
     const dyingHands = createHandsActivities({ sandboxes: dying.sandboxes });

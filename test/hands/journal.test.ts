@@ -145,23 +145,19 @@ describe('tool-call journal and replay (real Docker)', () => {
     expect(await runStatus(fx.sandboxes.commands, sessionId, records)).toMatchObject({ attempt: 1, state: 'finished' });
   });
 
-  it("holds none of the call's output open in the wrapper's watchdog, so a sleep it leaves behind cannot keep the call waiting", async () => {
-    // The watchdog's sleep (root, `sleep <timeout>`) once kept the output pipe open after the command
-    // ended when it outlived its watchdog: the call then waited for the whole timeout.
+  it('forks nothing but the command: no watchdog process of the wrapper can hold the call waiting', async () => {
+    // A bash wrapper's watchdog (a subshell and its `sleep <timeout>`) once kept the output pipe open
+    // after the command ended, and the call waited for the whole timeout. The wrapper's watchdog is now
+    // a timer in the wrapper itself: its only child is the command's session leader.
     const call = newCall('sleep 2; echo done');
     const running = hands.runTool(call);
     await waitForProcess(call.toolCallId);
-    // The wrapper's children are the command's session and the watchdog; the watchdog's child is its sleep.
-    const fds = await asWriter(
-      `wp=$(cat ${recordsOf(call.toolCallId).runBase}/1/wrapper); for c in $(pgrep -P "$wp"); do for p in $(pgrep -u 0 -P "$c" -x sleep); do ` +
-        `echo "$(tr '\\0' ' ' < /proc/$p/cmdline)"; readlink /proc/$p/fd/0 /proc/$p/fd/1 /proc/$p/fd/2; done; done`,
-    );
-    expect(fds.split('\n')).toEqual([
-      expect.stringMatching(/^sleep \d+(\.\d+)? $/),
-      '/dev/null',
-      '/dev/null',
-      '/dev/null',
-    ]);
+    const runDir = `${recordsOf(call.toolCallId).runBase}/1`;
+    const children = await asWriter(`pgrep -P "$(cat ${runDir}/wrapper)"; cut -d' ' -f1 ${runDir}/pid`);
+    const [child, leader] = children.trim().split('\n');
+    expect(child).toMatch(/^\d+$/);
+    expect(children.trim().split('\n')).toEqual([child, child]);
+    expect(leader).toBe(child);
     expect(await running).toMatchObject({ isError: false, content: 'done\n[exit code 0]' });
   });
 

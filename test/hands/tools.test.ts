@@ -175,6 +175,15 @@ describe('hands tools (real Docker)', () => {
     expect(silent.content).toBe('(no output)\n[exit code 0]');
   });
 
+  it('lets a command open its own output by name (/dev/stdout, /dev/stderr), and leaks nothing of the wrapper into it', async () => {
+    const named = await call('bash', {
+      command:
+        'echo one > /dev/stdout; echo two | tee /dev/stderr >/dev/null; echo "[${BASH_ENV-unset}] $AGENT_ATTEMPT"; ls /proc/self/fd | sort -n | tr "\\n" " "',
+    });
+    // fd 3 is the directory `ls` reads: the command itself has only stdin, stdout and stderr.
+    expect(named.content).toBe('one\ntwo\n[unset] 1\n0 1 2 3 \n[exit code 0]');
+  });
+
   it('kills the command and everything it started at the timeout', async () => {
     const started = Date.now();
     const result = await call('bash', { command: 'sleep 300 & echo started; sleep 300', timeout_ms: 1500 });

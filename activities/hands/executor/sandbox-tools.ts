@@ -7,11 +7,12 @@
  *  - `forward <port> <socket>`: the egress forwarder, run by the container's first process
  *    (`activities/egress/egress-host.ts`);
  *  - `read-file`, `write-file`, `edit-file <JSON request | @file>`: the file tools' helpers
- *    (`activities/hands/tools/`).
+ *    (`activities/hands/tools/`);
+ *  - `run`: the run wrapper around every tool command (`run-wrapper.ts`, `scripts.ts`).
  *
  * It needs nothing from the image, so no python3 and no node. What remains the image's business:
- * bash, coreutils, util-linux (`setsid`, `setpriv`) and perl, which the run wrapper and the hands'
- * bookkeeping scripts use (`scripts/`), and whatever the agent itself runs (git, rg for the search
+ * bash, coreutils, util-linux (`setpriv`) and perl, which the hands' bookkeeping scripts use (the
+ * checkpoints: `scripts/`, `checkpoints/`), and whatever the agent itself runs (git, rg for the search
  * tools, compilers, package managers).
  */
 import type Docker from 'dockerode';
