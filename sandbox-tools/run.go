@@ -15,9 +15,11 @@
 // agent (uid 1000, no supplementary groups, no capabilities), and the copy of the output into the
 // workspace is made with the agent's identity.
 //
-// Like the executor it must finish its work when the sandbox's pid limit is reached (a fork bomb in
-// the command): it runs on one P and learns of its child's end through SIGCHLD, never in a blocking
-// wait, so it needs no new thread once the command runs.
+// It must finish its work when the sandbox's pid limit is reached (a fork bomb in the command), and
+// the Go runtime cannot survive failing to start a thread it needs (it wants one when a goroutine sits
+// in a system call while another could run). So it runs on one P, learns of its child's end through
+// SIGCHLD (never a blocking wait), and starts its spare threads before the command starts: the
+// runtime keeps idle threads and takes one of those before it makes a new one.
 package main
 
 import (
@@ -29,8 +31,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -98,6 +102,10 @@ func runWrapper(argv []string) int {
 		return 2
 	}
 	runtime.GOMAXPROCS(1)
+	// It allocates little and nothing per chunk of output: the collector runs only near the limit.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(64 << 20)
+	warmThreads(spareThreads)
 	syscall.Umask(0o022)
 	if err := os.MkdirAll(r.base, 0o777); err != nil {
 		return setupFailed
@@ -253,6 +261,32 @@ func runWrapper(argv []string) int {
 		}
 	}
 	return 0
+}
+
+// spareThreads is more than the wrapper's goroutines that can be in a system call at once (the main
+// one, the capture, the signal watcher, a thread with the agent's identity) plus the runtime's own.
+const spareThreads = 8
+
+// warmThreads makes the runtime start n threads now and keep them idle: each goroutine holds a thread
+// of its own (locked) until all have one, and then lets it go.
+func warmThreads(n int) {
+	var started sync.WaitGroup
+	release := make(chan struct{})
+	var done sync.WaitGroup
+	for i := 0; i < n; i++ {
+		started.Add(1)
+		done.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			started.Done()
+			<-release
+			runtime.UnlockOSThread()
+			done.Done()
+		}()
+	}
+	started.Wait()
+	close(release)
+	done.Wait()
 }
 
 // session is the command's process, the leader of a session (and process group) of its own.
