@@ -82,6 +82,10 @@ describe('sessions and lanes', () => {
     expect(next.messages.at(-2)).toMatchObject({ role: 'assistant', content: [{ type: 'text', text: 'alpha done' }] });
     expect(next.messages.at(-1)!.content.map((b) => b.text)).toEqual(['second prompt beta']);
 
+    // The session learns of the follow-up's end after its result is out: wait for it to hand the
+    // lane's context on.
+    const main = async () => (await s.status(sessionId)).lanes.find((l) => l.name === 'main');
+    await waitFor(async () => (await main())?.contextFrom === b.operationId, 'the lane to record the follow-up');
     const done = await s.status(sessionId);
     expect(done.lanes.find((l) => l.name === 'main')).toMatchObject({
       operations: 2,
