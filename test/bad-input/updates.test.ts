@@ -7,6 +7,7 @@
 import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { operationResult } from '../../client/operation-result';
+import { sendUntilAdmitted } from '../../client/update-admission';
 import { abortUpdate, statusQuery, steerUpdate, type OperationResult } from '../../common/operation';
 import { containerNameOf } from '../../common/sandbox-names';
 import type { ScriptedRequest, ScriptedTurn } from '../../scripted-model/script';
@@ -51,7 +52,11 @@ describe('bad Updates', () => {
     ended.set('failed', { handle: failed, result: await operationResult(failed) });
     const aborted = await h.start({ goal: 'abort me' });
     await waitFor(async () => (await aborted.query(statusQuery)).phase === 'tools', 'the abort case to run its tool');
-    await aborted.executeUpdate(abortUpdate, { args: [{ reason: 'the test' }] });
+    // As every client of the harness sends it: the server refuses an Update for a moment while the
+    // workflow's task is failing (a busy worker let it time out), and the same id is sent again.
+    await sendUntilAdmitted((updateId) =>
+      aborted.executeUpdate(abortUpdate, { args: [{ reason: 'the test' }], updateId }),
+    );
     ended.set('aborted', { handle: aborted, result: await operationResult(aborted) });
     running = await h.start({ goal: 'keep running until released' });
     await waitFor(async () => (await running.query(statusQuery)).phase === 'tools', 'the running case to run its tool');
