@@ -119,7 +119,9 @@ describe('the operation workflow (real Temporal, Docker and scripted model)', ()
         return false;
       }
     }, 'the long command to start');
-    await handle.executeUpdate(abortUpdate, { args: [{ reason: 'test abort' }] });
+    await sendUntilAdmitted((updateId) =>
+      handle.executeUpdate(abortUpdate, { args: [{ reason: 'test abort' }], updateId }),
+    );
     const result = await operationResult(handle);
     expect(result.state).toBe('aborted');
     expect(result.reason).toContain('test abort');

@@ -16,6 +16,7 @@ import { assertRequestsExtendPrefix } from '../../scripted-model/prefix';
 import type { RecordedRequest } from '../../scripted-model/server';
 import { conversations, type RequestBody } from '../support/conversations';
 import { testPlatform } from '../support/env';
+import { sendUntilAdmitted } from '../../client/update-admission';
 import { waitFor } from '../support/operation-harness';
 import { startSessionHarness, type SessionHarness } from '../support/session-harness';
 
@@ -234,7 +235,9 @@ describe('sessions and lanes', () => {
     expect(refused).toMatchObject({ type: 'LaneAborting' });
     expect((refused as Error).message).toContain(`lane main is being aborted (operation ${a.operationId})`);
 
-    await s.operation(a.operationId).executeUpdate(abortUpdate, { args: [{ reason: 'test abort' }] });
+    await sendUntilAdmitted((updateId) =>
+      s.operation(a.operationId).executeUpdate(abortUpdate, { args: [{ reason: 'test abort' }], updateId }),
+    );
     expect((await s.result(a.operationId)).state).toBe('aborted');
     const status = await waitFor(async () => {
       const st = await s.status(sessionId);
