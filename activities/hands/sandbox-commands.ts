@@ -35,8 +35,8 @@ export type ExecResult =
       executorFallback?: string;
     }
   /**
-   * The sandbox's executor stopped before the command's end reached the hands; the container runs
-   * on, so the command may too: its records (`run-records.ts`) tell.
+   * The sandbox's executor, or the run wrapper under it, stopped before the command's end reached
+   * the hands; the container runs on, so the command may too: its records (`run-records.ts`) tell.
    */
   | { kind: 'executor-lost'; reason: string; process?: ProcessIdentity }
   /** `fresh` mode found an earlier attempt: nothing ran; consult the call's run records. */
@@ -200,11 +200,23 @@ export class SandboxCommands {
       };
     }
     const identity = seen.identity ? { process: seen.identity } : {};
-    const stopped = await this.containerStopped(sessionId, run.executorLost ? 10 : 50);
+    // The wrapper itself was killed (a signal, or it was gone after it started the command): as
+    // with a lost executor, the command may run on and its records tell. An executor killed with
+    // its wrapper may report the wrapper's death before its own.
+    const signalled = run.exitCode !== undefined && run.exitCode > 128;
+    const wrapperKilled = signalled || !!seen.identity;
+    // A docker exec's stream also ends when its container stops: Docker may take a while to say so.
+    const stopped = await this.containerStopped(sessionId, run.executorLost || signalled ? 10 : 50);
     if (stopped)
       return { kind: 'lost', reason: `the sandbox container stopped while the command ran (${stopped})`, ...identity };
     if (run.executorLost) return { kind: 'executor-lost', reason: run.executorLost, ...identity };
     const said = Buffer.concat(seen.stderr).toString('utf8').trim().slice(0, 500);
+    if (wrapperKilled)
+      return {
+        kind: 'executor-lost',
+        reason: `the run wrapper died before it recorded a result (${run.exitCode !== undefined ? `exit status ${run.exitCode}` : 'status unknown'}${said ? `: ${said}` : ''})`,
+        ...identity,
+      };
     throw new SandboxError('failed', `the run wrapper ended without a result: ${said || 'no output'}`);
   }
 

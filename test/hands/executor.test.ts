@@ -55,6 +55,25 @@ async function executorPids(sessionId: string): Promise<number[]> {
 }
 
 /**
+ * Writes a line into the gate, for the command the call runs (again) to read. A call that ends
+ * without opening the gate would leave the writer waiting for a reader: then the writer is let go
+ * (a read-write open of the pipe does not wait) and the call's outcome is what the test sees.
+ */
+async function release(sessionId: string, outcome: Promise<unknown>, line: string): Promise<void> {
+  const writer = dockerExec(sessionId, `echo '${line}' > gate`, '1000:1000');
+  const ended = await Promise.race([
+    writer.then(() => false),
+    outcome.then(
+      () => true,
+      () => true,
+    ),
+  ]);
+  if (!ended) return;
+  await dockerExec(sessionId, 'exec 3<> gate', '1000:1000');
+  await writer.catch(() => undefined);
+}
+
+/**
  * A stand-in for the sandbox tools binary on the host (the sandboxes mount it in place of the real one):
  * the sandbox's executor is whatever it does.
  */
@@ -146,7 +165,7 @@ describe('sandbox executor (real Docker)', () => {
     await commandRunning(sessionId, running.toolCallId);
     await dockerExec(sessionId, `kill -KILL ${killed}`);
     // The command goes on without the executor; released, it finishes and its result is recorded.
-    await dockerExec(sessionId, 'echo released > gate', '1000:1000');
+    await release(sessionId, outcome, 'released');
     expect(await outcome).toMatchObject({ content: 'released\nafter\n[exit code 0]', synthetic: false });
     expect(await count(sessionId, 'runs.log')).toBe(1);
 
@@ -190,7 +209,7 @@ describe('sandbox executor (real Docker)', () => {
     const { pid, wrapper } = await commandRunning(sessionId, search.toolCallId);
     await dockerExec(sessionId, `kill -KILL ${wrapper} ${executor}; kill -KILL -- -${pid}`);
     // The second attempt opens the pipe again; this writer waits for it.
-    await dockerExec(sessionId, 'echo "a needle here" > gate', '1000:1000');
+    await release(sessionId, outcome, 'a needle here');
     expect(await outcome).toMatchObject({ isError: false, synthetic: false });
     expect((await outcome).content).toContain('a needle here');
     const journal = parseJournal(await dockerExec(sessionId, `cat ${recordsOf(search.toolCallId).journalPath}`));
@@ -198,6 +217,24 @@ describe('sandbox executor (real Docker)', () => {
       1, 2,
     ]);
     expect(await fx.sandboxes.commands.executorPid(sessionId)).not.toBe(executor);
+  });
+
+  it('a call whose run wrapper alone is killed follows its replay policy on the same executor', async () => {
+    const sessionId = fx.sessionId('wrapper-killed');
+    await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
+    const executor = (await fx.sandboxes.commands.executorPid(sessionId))!;
+    const search = call(sessionId, 'grep', { pattern: 'needle', path: 'gate' });
+    const outcome = hands.runTool(search);
+    const { pid, wrapper } = await commandRunning(sessionId, search.toolCallId);
+    await dockerExec(sessionId, `kill -KILL ${wrapper}; kill -KILL -- -${pid}`);
+    await release(sessionId, outcome, 'a needle here');
+    expect(await outcome).toMatchObject({ isError: false, synthetic: false });
+    expect((await outcome).content).toContain('a needle here');
+    const journal = parseJournal(await dockerExec(sessionId, `cat ${recordsOf(search.toolCallId).journalPath}`));
+    expect(journal!.events.filter((e) => e.type === 'started').map((e) => (e as { attempt: number }).attempt)).toEqual([
+      1, 2,
+    ]);
+    expect(await fx.sandboxes.commands.executorPid(sessionId)).toBe(executor);
   });
 
   it('falls back to docker exec when the executor cannot start, and says so in the result', async () => {
