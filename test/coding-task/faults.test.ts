@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { sendUntilAdmitted } from '../../client/update-admission';
 import { abortUpdate } from '../../common/operation';
 import { inSandbox } from '../support/hands';
 import { waitFor } from '../support/operation-harness';
@@ -185,7 +186,9 @@ describe('coding task run faults', () => {
         'the slug feature to reach its commit',
         300_000,
       );
-      await handle.executeUpdate(abortUpdate, { args: [{ reason: 'going home' }] });
+      await sendUntilAdmitted((updateId) =>
+        handle.executeUpdate(abortUpdate, { args: [{ reason: 'going home' }], updateId }),
+      );
       const result = await taskResult(handle);
       expect(result.state).toBe('aborted');
       expect(result.reason).toBe('aborted: going home');

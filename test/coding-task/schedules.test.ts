@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
 import { taskStatusQuery } from '../../common/coding-task';
+import { sendUntilAdmitted } from '../../client/update-admission';
 import { abortUpdate } from '../../common/operation';
 import { freePort, startDevServer, type DevServer } from '../../platform/dev-server';
 import { PROJECT_ROOT } from '../../platform/paths';
@@ -85,7 +86,9 @@ describe('schedules of coding tasks on the real server', () => {
       `schedule ${name}: a run is still going (${first}); not starting another`,
     );
 
-    await run.executeUpdate(abortUpdate, { args: [{ reason: 'test done' }] });
+    await sendUntilAdmitted((updateId) =>
+      run.executeUpdate(abortUpdate, { args: [{ reason: 'test done' }], updateId }),
+    );
     expect((await taskResult(run)).state).toBe('aborted');
   });
 
