@@ -4,9 +4,10 @@
  * latencies before and during faults, and the verdict.
  *
  * The ledger is checked per unit. A unit's recorded usage must equal what the server reported for
- * its requests — except that an answer a SIGKILL of its brain process cut off may have reached the
- * server's socket and never the process (no one could record it): such a unit's shortfall must be
- * exactly the usage of some of those cut requests, and is reported as lost with the killed brain.
+ * its requests — except that an answer a SIGKILL of its brain process took with it (cut off while
+ * read, or written whole to a socket the process never read to the end, or read and not yet reported
+ * to Temporal) was paid and no one could record it: such a unit's shortfall must be exactly the usage
+ * of some of those answers, and is reported as lost with the killed brain.
  */
 import { ZERO_USAGE, type TokenUsage } from '../../common/model-types';
 import type { ReportedUsage } from '../../scripted-model/server';
@@ -146,6 +147,9 @@ function isSubsetSum(gap: TokenUsage, parts: readonly TokenUsage[]): boolean {
   return false;
 }
 
+/** The most model calls a unit has in flight at once (a session's lanes a and b). */
+const IN_FLIGHT_PER_UNIT = 2;
+
 export function checkLedger(
   units: readonly UnitRecord[],
   requests: readonly ServedRequest[],
@@ -155,10 +159,13 @@ export function checkLedger(
 ): SoakResults['ledger'] {
   const served = new Map<string, TokenUsage>();
   const cut = new Map<string, TokenUsage[]>();
+  /** Per unit and killed brain, the answers that brain got for it, in the order asked. */
+  const ofKilled = new Map<string, Array<{ usage: TokenUsage; disconnected: boolean }>>();
+  const endOf = new Map(units.map((u) => [u.id, u.endedAt]));
   let unattributed = 0;
   let total = zero();
   let messages = 0;
-  for (const request of requests) {
+  for (const request of [...requests].sort((a, b) => a.receivedAt - b.receivedAt || a.index - b.index)) {
     if (request.path !== '/v1/messages') continue;
     messages += 1;
     const unit = unitOfRequest.get(request.index);
@@ -171,8 +178,21 @@ export function checkLedger(
     }
     served.set(unit, plus(served.get(unit) ?? zero(), usage));
     const killedAt = killedKeys.get(request.apiKey);
-    if (request.clientDisconnected && killedAt !== undefined && request.receivedAt <= killedAt)
-      cut.set(unit, [...(cut.get(unit) ?? []), usage]);
+    if (killedAt === undefined || request.receivedAt > killedAt) continue;
+    // A unit that had ended before the kill had every answer recorded.
+    const ended = endOf.get(unit);
+    if (ended !== undefined && ended <= killedAt) continue;
+    const key = `${unit}\n${request.apiKey}`;
+    ofKilled.set(key, [...(ofKilled.get(key) ?? []), { usage, disconnected: request.clientDisconnected }]);
+  }
+  // What a SIGKILLed brain took with it: an answer it was reading (the server saw the client go),
+  // and its last answers for a unit, which the server wrote whole but which the brain may not have
+  // read, or not reported to Temporal, before it died. A unit makes at most two model calls at once
+  // (a session's two lanes), so its last two; earlier ones were recorded before it asked again.
+  for (const [key, answers] of ofKilled) {
+    const unit = key.slice(0, key.indexOf('\n'));
+    const taken = answers.filter((a, i) => a.disconnected || i >= answers.length - IN_FLIGHT_PER_UNIT);
+    cut.set(unit, [...(cut.get(unit) ?? []), ...taken.map((a) => a.usage)]);
   }
   let recorded = zero();
   let lost = zero();

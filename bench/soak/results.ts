@@ -41,7 +41,7 @@ export interface LedgerUnit {
   unit: string;
   served: TokenUsage;
   recorded: TokenUsage;
-  /** Requests of the unit whose answer was cut off by a SIGKILL of the brain process making them. */
+  /** Requests of the unit whose answer a SIGKILL of the brain process making them may have taken with it. */
   cutByKill: number;
 }
 
@@ -96,7 +96,7 @@ export interface SoakResults {
     served: TokenUsage;
     /** What the harness recorded (every unit's operations, lanes and tasks). */
     recorded: TokenUsage;
-    /** Usage of answers cut off by a brain SIGKILL that the harness could not record (accounted, by request). */
+    /** Usage of answers a brain SIGKILL took with it, which the harness could not record (accounted, by request). */
     lostWithKilledBrains: TokenUsage;
     cutByKillRequests: number;
     unitsExact: number;

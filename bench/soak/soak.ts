@@ -334,6 +334,15 @@ async function account(options: SoakOptions, parts: Parts, b: Bookkeeping): Prom
     clientDisconnected: r.clientDisconnected,
     reportedUsage: r.reportedUsage,
   }));
+  // What the ledger was checked on, kept with the run's logs so that a verdict can be checked again.
+  fs.writeFileSync(
+    path.join(options.dataDir, 'ledger-input.json'),
+    JSON.stringify({
+      units: b.units.map((u) => ({ id: u.id, usage: u.usage })),
+      requests: requests.map((r) => ({ ...r, unit: parts.soakModel.unitOf.get(r.index) })),
+      killedKeys: [...killedKeys],
+    }),
+  );
   const firstFault = b.injector.fired.find((f) => f.outcome === 'injected');
   const leaks = {
     containersLeftAfterEnd: b.collector.containersLeft,

@@ -228,7 +228,7 @@ describe("the soak's accounting", () => {
   it('checks the ledger per unit; a shortfall is accepted only as answers a brain SIGKILL cut off', () => {
     const units = [
       unit({ id: 'a', usage: { input: 30, cacheWrite: 0, cacheRead: 0, output: 6 } }),
-      unit({ id: 'b', usage: { input: 10, cacheWrite: 0, cacheRead: 0, output: 5 } }),
+      unit({ id: 'b', usage: { input: 10, cacheWrite: 0, cacheRead: 0, output: 5 }, endedAt: 300 }),
       unit({ id: 'c', usage: { input: 10, cacheWrite: 0, cacheRead: 0, output: 5 } }),
     ];
     const requests = [
@@ -253,6 +253,55 @@ describe("the soak's accounting", () => {
     expect(ledger.lostWithKilledBrains).toEqual({ input: 12, cacheWrite: 0, cacheRead: 0, output: 1 });
     expect(ledger.mismatches.map((u) => u.unit)).toEqual(['c']);
     expect(ledger.exact).toBe(false);
+  });
+
+  it('accepts as taken by a killed brain its last answers for a unit, written whole but never recorded, and no earlier one', () => {
+    const killed = { apiKey: 'soak-brain-1.3' };
+    const units = [
+      // d's last answer was written whole to the socket of a brain killed before it reported it.
+      unit({ id: 'd', usage: { input: 10, cacheWrite: 0, cacheRead: 0, output: 5 }, endedAt: 300 }),
+      // e is short by the answer the killed brain got three answers before its last: that one was recorded.
+      unit({ id: 'e', usage: { input: 25, cacheWrite: 0, cacheRead: 0, output: 10 }, endedAt: 300 }),
+    ];
+    const requests = [
+      served(0, usage(10, 5), { ...killed, receivedAt: 100 }),
+      served(1, usage(11, 2), { ...killed, receivedAt: 150 }),
+      served(2, usage(3, 1), { ...killed, receivedAt: 100 }),
+      served(3, usage(10, 4), { ...killed, receivedAt: 110 }),
+      served(4, usage(8, 3), { ...killed, receivedAt: 120 }),
+      served(5, usage(6, 2), { ...killed, receivedAt: 130 }),
+      // After the kill, on the restarted brain: never excused.
+      served(6, usage(1, 1), { apiKey: 'soak-brain-1.4', receivedAt: 300 }),
+    ];
+    const unitOf = new Map([
+      [0, 'd'],
+      [1, 'd'],
+      [2, 'e'],
+      [3, 'e'],
+      [4, 'e'],
+      [5, 'e'],
+      [6, 'e'],
+    ]);
+    const ledger = checkLedger(units, requests, unitOf, new Map([['soak-brain-1.3', 200]]));
+    expect(ledger.unitsExplainedByKills.map((u) => u.unit)).toEqual(['d']);
+    expect(ledger.lostWithKilledBrains).toEqual({ input: 11, cacheWrite: 0, cacheRead: 0, output: 2 });
+    expect(ledger.mismatches.map((u) => u.unit)).toEqual(['e']);
+    // Short by its last answer of the killed brain instead (6 in, 2 out): excused.
+    const last = checkLedger(
+      [unit({ id: 'e', usage: { input: 22, cacheWrite: 0, cacheRead: 0, output: 9 }, endedAt: 300 })],
+      requests,
+      unitOf,
+      new Map([['soak-brain-1.3', 200]]),
+    );
+    expect(last.unitsExplainedByKills.map((u) => u.unit)).toEqual(['e']);
+    // The same shortfall of a unit that had ended before the kill: nothing was in flight for it.
+    const over = checkLedger(
+      [unit({ id: 'e', usage: { input: 22, cacheWrite: 0, cacheRead: 0, output: 9 }, endedAt: 150 })],
+      requests,
+      unitOf,
+      new Map([['soak-brain-1.3', 200]]),
+    );
+    expect(over.mismatches.map((u) => u.unit)).toEqual(['e']);
   });
 
   it('passes only when every check passes', () => {
