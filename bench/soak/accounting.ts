@@ -160,7 +160,7 @@ export function checkLedger(
   const served = new Map<string, TokenUsage>();
   const cut = new Map<string, TokenUsage[]>();
   /** Per unit and killed brain, the answers that brain got for it, in the order asked. */
-  const ofKilled = new Map<string, Array<{ usage: TokenUsage; disconnected: boolean }>>();
+  const ofKilled = new Map<string, { unit: string; answers: Array<{ usage: TokenUsage; disconnected: boolean }> }>();
   const endOf = new Map(units.map((u) => [u.id, u.endedAt]));
   let unattributed = 0;
   let total = zero();
@@ -183,14 +183,15 @@ export function checkLedger(
     const ended = endOf.get(unit);
     if (ended !== undefined && ended <= killedAt) continue;
     const key = `${unit}\n${request.apiKey}`;
-    ofKilled.set(key, [...(ofKilled.get(key) ?? []), { usage, disconnected: request.clientDisconnected }]);
+    const entry = ofKilled.get(key) ?? { unit, answers: [] };
+    entry.answers.push({ usage, disconnected: request.clientDisconnected });
+    ofKilled.set(key, entry);
   }
   // What a SIGKILLed brain took with it: an answer it was reading (the server saw the client go),
   // and its last answers for a unit, which the server wrote whole but which the brain may not have
   // read, or not reported to Temporal, before it died. A unit makes at most two model calls at once
   // (a session's two lanes), so its last two; earlier ones were recorded before it asked again.
-  for (const [key, answers] of ofKilled) {
-    const unit = key.slice(0, key.indexOf('\n'));
+  for (const { unit, answers } of ofKilled.values()) {
     const taken = answers.filter((a, i) => a.disconnected || i >= answers.length - IN_FLIGHT_PER_UNIT);
     cut.set(unit, [...(cut.get(unit) ?? []), ...taken.map((a) => a.usage)]);
   }

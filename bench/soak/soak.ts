@@ -338,7 +338,7 @@ async function account(options: SoakOptions, parts: Parts, b: Bookkeeping): Prom
   fs.writeFileSync(
     path.join(options.dataDir, 'ledger-input.json'),
     JSON.stringify({
-      units: b.units.map((u) => ({ id: u.id, usage: u.usage })),
+      units: b.units.map((u) => ({ id: u.id, usage: u.usage, endedAt: u.endedAt })),
       requests: requests.map((r) => ({ ...r, unit: parts.soakModel.unitOf.get(r.index) })),
       killedKeys: [...killedKeys],
     }),

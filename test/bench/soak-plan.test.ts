@@ -286,22 +286,17 @@ describe("the soak's accounting", () => {
     expect(ledger.unitsExplainedByKills.map((u) => u.unit)).toEqual(['d']);
     expect(ledger.lostWithKilledBrains).toEqual({ input: 11, cacheWrite: 0, cacheRead: 0, output: 2 });
     expect(ledger.mismatches.map((u) => u.unit)).toEqual(['e']);
-    // Short by its last answer of the killed brain instead (6 in, 2 out): excused.
-    const last = checkLedger(
-      [unit({ id: 'e', usage: { input: 22, cacheWrite: 0, cacheRead: 0, output: 9 }, endedAt: 300 })],
-      requests,
-      unitOf,
-      new Map([['soak-brain-1.3', 200]]),
-    );
-    expect(last.unitsExplainedByKills.map((u) => u.unit)).toEqual(['e']);
+    /** e alone, short by its last answer of the killed brain (6 in, 2 out), ended at `endedAt`. */
+    const shortByLast = (endedAt: number) =>
+      checkLedger(
+        [unit({ id: 'e', usage: { input: 22, cacheWrite: 0, cacheRead: 0, output: 9 }, endedAt })],
+        requests,
+        unitOf,
+        new Map([['soak-brain-1.3', 200]]),
+      );
+    expect(shortByLast(300).unitsExplainedByKills.map((u) => u.unit)).toEqual(['e']);
     // The same shortfall of a unit that had ended before the kill: nothing was in flight for it.
-    const over = checkLedger(
-      [unit({ id: 'e', usage: { input: 22, cacheWrite: 0, cacheRead: 0, output: 9 }, endedAt: 150 })],
-      requests,
-      unitOf,
-      new Map([['soak-brain-1.3', 200]]),
-    );
-    expect(over.mismatches.map((u) => u.unit)).toEqual(['e']);
+    expect(shortByLast(150).mismatches.map((u) => u.unit)).toEqual(['e']);
   });
 
   it('passes only when every check passes', () => {

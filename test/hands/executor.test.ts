@@ -125,6 +125,20 @@ describe('sandbox executor (real Docker)', () => {
     }
     throw new Error(`the command of ${toolCallId} never started`);
   };
+  /** A `safe` grep of the named pipe `gate`, running (it waits to open the pipe), and the executor it runs under. */
+  const gatedSearch = async (name: string) => {
+    const sessionId = fx.sessionId(name);
+    await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
+    const executor = (await fx.sandboxes.commands.executorPid(sessionId))!;
+    const search = call(sessionId, 'grep', { pattern: 'needle', path: 'gate' });
+    const outcome = hands.runTool(search);
+    return { sessionId, executor, search, outcome, ...(await commandRunning(sessionId, search.toolCallId)) };
+  };
+  /** The attempts the call's journal says were started. */
+  const attemptsStarted = async (sessionId: string, toolCallId: string): Promise<number[]> => {
+    const journal = parseJournal(await dockerExec(sessionId, `cat ${recordsOf(toolCallId).journalPath}`));
+    return journal!.events.filter((e) => e.type === 'started').map((e) => (e as { attempt: number }).attempt);
+  };
   const count = async (sessionId: string, file: string) =>
     Number((await dockerExec(sessionId, `touch ${file}; wc -l < ${file}`, '1000:1000')).trim());
 
@@ -201,39 +215,23 @@ describe('sandbox executor (real Docker)', () => {
   });
 
   it('a safe call that dies with its executor runs again and returns a real result', async () => {
-    const sessionId = fx.sessionId('executor-safe');
-    await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
-    const executor = (await fx.sandboxes.commands.executorPid(sessionId))!;
-    const search = call(sessionId, 'grep', { pattern: 'needle', path: 'gate' });
-    const outcome = hands.runTool(search);
-    const { pid, wrapper } = await commandRunning(sessionId, search.toolCallId);
+    const { sessionId, executor, search, outcome, pid, wrapper } = await gatedSearch('executor-safe');
     await dockerExec(sessionId, `kill -KILL ${wrapper} ${executor}; kill -KILL -- -${pid}`);
     // The second attempt opens the pipe again; this writer waits for it.
     await release(sessionId, outcome, 'a needle here');
     expect(await outcome).toMatchObject({ isError: false, synthetic: false });
     expect((await outcome).content).toContain('a needle here');
-    const journal = parseJournal(await dockerExec(sessionId, `cat ${recordsOf(search.toolCallId).journalPath}`));
-    expect(journal!.events.filter((e) => e.type === 'started').map((e) => (e as { attempt: number }).attempt)).toEqual([
-      1, 2,
-    ]);
+    expect(await attemptsStarted(sessionId, search.toolCallId)).toEqual([1, 2]);
     expect(await fx.sandboxes.commands.executorPid(sessionId)).not.toBe(executor);
   });
 
   it('a call whose run wrapper alone is killed follows its replay policy on the same executor', async () => {
-    const sessionId = fx.sessionId('wrapper-killed');
-    await hands.runTool(call(sessionId, 'bash', { command: 'mkfifo gate' }));
-    const executor = (await fx.sandboxes.commands.executorPid(sessionId))!;
-    const search = call(sessionId, 'grep', { pattern: 'needle', path: 'gate' });
-    const outcome = hands.runTool(search);
-    const { pid, wrapper } = await commandRunning(sessionId, search.toolCallId);
+    const { sessionId, executor, search, outcome, pid, wrapper } = await gatedSearch('wrapper-killed');
     await dockerExec(sessionId, `kill -KILL ${wrapper}; kill -KILL -- -${pid}`);
     await release(sessionId, outcome, 'a needle here');
     expect(await outcome).toMatchObject({ isError: false, synthetic: false });
     expect((await outcome).content).toContain('a needle here');
-    const journal = parseJournal(await dockerExec(sessionId, `cat ${recordsOf(search.toolCallId).journalPath}`));
-    expect(journal!.events.filter((e) => e.type === 'started').map((e) => (e as { attempt: number }).attempt)).toEqual([
-      1, 2,
-    ]);
+    expect(await attemptsStarted(sessionId, search.toolCallId)).toEqual([1, 2]);
     expect(await fx.sandboxes.commands.executorPid(sessionId)).toBe(executor);
   });
 
