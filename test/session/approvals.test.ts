@@ -19,7 +19,8 @@ import { removeSandboxes } from '../support/hands';
 import { waitFor } from '../support/operation-harness';
 import { startSessionHarness, type SessionHarness } from '../support/session-harness';
 import { startWorkerProcess } from '../support/worker-process';
-import type { WorkflowHandle } from '@temporalio/client';
+import { WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
+import { approveUpdate } from '../../common/approvals';
 
 const decide = (handle: WorkflowHandle, toolCallId: string, approve: boolean, reason?: string) =>
   decideToolCall(handle.client, { operationId: handle.workflowId, toolCallId, approve, reason });
@@ -169,6 +170,34 @@ describe('approvals', () => {
     await expect(
       decideToolCall(handle.client, { operationId: 'no-such-operation', toolCallId: 'x', approve: true }),
     ).rejects.toMatchObject({ type: 'UnknownOperation' });
+  });
+
+  it('keeps a decision for a call of the batch that has not asked yet until it asks', async () => {
+    s.h.model.setScript([
+      {
+        toolCalls: [
+          { id: 'toolu_ap_first', name: 'bash', input: { command: 'echo git push first' } },
+          { id: 'toolu_ap_second', name: 'bash', input: { command: 'echo git push second' } },
+        ],
+      },
+      echoResult,
+    ]);
+    const handle = await s.h.start({ goal: 'decide ahead', approvals: { 'bash:/git push/': 'ask' } });
+    expect((await waitingCall(handle)).toolCallId).toBe('toolu_ap_first');
+    // Accepted while the first call waits; answered once the second asks.
+    const early = await handle.startUpdate(approveUpdate, {
+      args: [{ toolCallId: 'toolu_ap_second', approve: true }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
+    await expect(decide(handle, 'toolu_ap_second', false)).rejects.toMatchObject({ type: 'ApprovalAlreadyDecided' });
+    await decide(handle, 'toolu_ap_first', true);
+    expect(await early.result()).toEqual({ toolCallId: 'toolu_ap_second', decision: 'approved' });
+    const result = await operationResult(handle);
+    expect(result.state).toBe('completed');
+    expect(JSON.parse(result.finalText)).toEqual([
+      expect.objectContaining({ toolCallId: 'toolu_ap_first', content: 'git push first\n[exit code 0]' }),
+      expect.objectContaining({ toolCallId: 'toolu_ap_second', content: 'git push second\n[exit code 0]' }),
+    ]);
   });
 
   it("applies a session's approval defaults to its operations", async () => {

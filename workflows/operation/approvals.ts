@@ -31,12 +31,21 @@ export function policyFor(op: OperationRun, tool: string, mainArgument: string):
 export function acceptApprovals(op: OperationRun): void {
   setHandler(
     approveUpdate,
-    (input) => {
-      op.decideApproval({
+    async (input) => {
+      const decision = {
         toolCallId: input.toolCallId,
         approve: input.approve,
         reason: input.reason?.trim() || undefined,
-      });
+      };
+      // A call of the current batch that has not asked yet (its turn, or the activity it waits
+      // behind, is still to come): the decision waits for it to ask, then is checked again.
+      if (op.isCallAhead(decision.toolCallId)) {
+        op.keepDecisionAhead(decision.toolCallId, decision);
+        await condition(() => !op.isCallAhead(decision.toolCallId) || op.ended !== undefined);
+        op.keepDecisionAhead(decision.toolCallId, undefined);
+        checkDecision(op, input);
+      }
+      op.decideApproval(decision);
       crashPoints.reached('workflow: approval decided');
       return { toolCallId: input.toolCallId, decision: input.approve ? 'approved' : 'denied' };
     },
@@ -155,7 +164,10 @@ function rejected(type: string, message: string): ApplicationFailure {
   return ApplicationFailure.create({ type, message, nonRetryable: true });
 }
 
-/** The `approve` validator: a decision for exactly the call that waits, once, while the operation runs. */
+/**
+ * The `approve` validator: a decision for exactly the call that waits (or one of the current batch
+ * that has not asked yet), once, while the operation runs.
+ */
 function checkDecision(op: OperationRun, raw: unknown): void {
   const input = raw as Partial<ApprovalDecisionInput> | undefined;
   const { invalid, unknownCall, notWaiting, alreadyDecided, operationEnded } = APPROVAL_FAILURE_TYPES;
@@ -166,10 +178,12 @@ function checkDecision(op: OperationRun, raw: unknown): void {
     throw rejected(operationEnded, `the operation has already ended (${op.ended.state}); nothing waits for approval`);
   const current = op.waitingApproval?.toolCallId === id ? op.approvalDecision : undefined;
   const past = op.carry.approvalsDecided?.find((entry) => entry.toolCallId === id)?.decision;
-  if (current || past) {
-    throw rejected(alreadyDecided, `tool call ${id} was already ${past ?? (current!.approve ? 'approved' : 'denied')}`);
+  const ahead = op.decisionAhead(id);
+  if (current || past || ahead) {
+    const decided = past ?? ((current ?? ahead)!.approve ? 'approved' : 'denied');
+    throw rejected(alreadyDecided, `tool call ${id} was already ${decided}${ahead ? ' (it has not asked yet)' : ''}`);
   }
-  if (op.waitingApproval?.toolCallId === id) return;
+  if (op.waitingApproval?.toolCallId === id || op.isCallAhead(id)) return;
   const now = op.waitingApproval
     ? ` (waiting now: ${op.waitingApproval.toolCallId}, ${op.waitingApproval.summary})`
     : ' (no call is waiting now)';

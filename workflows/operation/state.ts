@@ -209,6 +209,8 @@ export class OperationRun {
   private readonly now: RunOnly = { phase: 'starting' };
   private readonly outcomes = new Map<string, ToolOutcome>();
   private readonly seenCalls = new Set<string>();
+  private readonly callsAhead = new Set<string>();
+  private readonly decisionsAhead = new Map<string, ApprovalDecisionInput>();
 
   constructor(
     readonly settings: OperationSettings,
@@ -281,6 +283,18 @@ export class OperationRun {
   get seenToolCalls(): ReadonlySet<string> {
     return this.seenCalls;
   }
+  /**
+   * Calls of the current batch that have not come to their approval point yet (a decision for one is
+   * kept until it asks: an Update can be validated in the workflow task that also brings the activity
+   * result the call waits behind, before the code that would start its wait has run).
+   */
+  isCallAhead(toolCallId: string): boolean {
+    return this.callsAhead.has(toolCallId);
+  }
+  /** The decision sent for a call that has not asked yet, kept until it does. */
+  decisionAhead(toolCallId: string): Readonly<ApprovalDecisionInput> | undefined {
+    return this.decisionsAhead.get(toolCallId);
+  }
 
   // The loop.
 
@@ -332,7 +346,15 @@ export class OperationRun {
   startToolBatch(calls: readonly ToolUseBlock[]): void {
     this.now.phase = 'tools';
     this.outcomes.clear();
-    for (const call of calls) this.seenCalls.add(call.id);
+    for (const call of calls) {
+      this.seenCalls.add(call.id);
+      this.callsAhead.add(call.id);
+    }
+  }
+
+  /** The call asks for approval now, or was answered without asking. */
+  callReached(toolCallId: string): void {
+    this.callsAhead.delete(toolCallId);
   }
 
   /** An activity, child workflow or compaction was scheduled for the operation. */
@@ -354,6 +376,7 @@ export class OperationRun {
   /** The batch's results are the next tail; the context tracks them from the next request on. */
   recordToolResults(results: TailBlock[]): void {
     const { state } = this;
+    this.callsAhead.clear();
     state.tail = results;
     for (const result of trackedResults(state.turn, results, this.outcomes)) {
       state.context.results.push(result);
@@ -480,12 +503,19 @@ export class OperationRun {
   // Approvals (`approvals.ts`).
 
   awaitApproval(waiting: WaitingApproval): void {
+    this.callsAhead.delete(waiting.toolCallId);
     this.now.waitingApproval = waiting;
     this.now.approvalDecision = undefined;
   }
 
   decideApproval(decision: ApprovalDecisionInput): void {
     this.now.approvalDecision = decision;
+  }
+
+  /** A decision came for a call that has not asked yet; `undefined` once it is applied or void. */
+  keepDecisionAhead(toolCallId: string, decision: ApprovalDecisionInput | undefined): void {
+    if (decision) this.decisionsAhead.set(toolCallId, decision);
+    else this.decisionsAhead.delete(toolCallId);
   }
 
   /** The waiting call was decided (by a person, the timeout or an abort). */

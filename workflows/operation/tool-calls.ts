@@ -112,6 +112,7 @@ async function runToolCall(
   checkpoint?: ToolCallCheckpoint,
 ): Promise<ToolResultBlockParam> {
   const result = await prepareAndRun(op, sandbox, call, checkpoint);
+  op.callReached(call.id);
   op.live.publish(op.carry.turn, {
     kind: 'tool.finished',
     toolCallId: call.id,
