@@ -13,7 +13,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { createSandboxes, type Sandboxes } from '../../activities/hands/sandboxes';
-import { containerNameOf, volumeNameOf } from '../../common/sandbox-names';
+import { containerNameOf, journalVolumeNameOf, volumeNameOf } from '../../common/sandbox-names';
 import { findSandboxLeaks, type SandboxLeaks } from '../../platform/sandbox-leaks';
 import { ensureSandboxTools } from '../../platform/sandbox-tools';
 import { HOSTS, type HostName } from './fleet';
@@ -101,17 +101,23 @@ export class Collector {
     if (units.length === 0) return;
     for (const host of HOSTS) {
       const present: string[] = [];
+      // A sandbox whose workspace was never made on this host (its host was lost while it was being
+      // provisioned) may still have its journal volume there: nothing to read, but it is removed.
+      const journalOnly: string[] = [];
       for (const unit of units)
         for (const sandbox of unit.sandboxes) {
           await this.checkContainer(unit, sandbox, host);
-          if (await this.volumeExists(host, sandbox)) present.push(sandbox);
+          if (await this.volumeExists(host, volumeNameOf(sandbox, this.engines[host].prefix))) present.push(sandbox);
+          else if (await this.volumeExists(host, journalVolumeNameOf(sandbox, this.engines[host].prefix)))
+            journalOnly.push(sandbox);
         }
       this.workspacesFound += present.length;
       try {
         for (let i = 0; i < present.length; i += BATCH) await this.readLogs(host, present.slice(i, i + BATCH));
       } finally {
         // A read that failed is a problem of the run (reported), never a reason to leave its sandboxes.
-        for (const sandbox of present) await this.sandboxes[host].lifecycle.remove(sandbox, { keepVolume: false });
+        for (const sandbox of [...present, ...journalOnly])
+          await this.sandboxes[host].lifecycle.remove(sandbox, { keepVolume: false });
       }
     }
   }
@@ -125,9 +131,9 @@ export class Collector {
     if (info) this.containersLeft.push({ unit: unit.id, container: name, host, state: info.State.Status });
   }
 
-  private async volumeExists(host: HostName, sandbox: string): Promise<boolean> {
+  private async volumeExists(host: HostName, volume: string): Promise<boolean> {
     return this.engines[host].docker
-      .getVolume(volumeNameOf(sandbox, this.engines[host].prefix))
+      .getVolume(volume)
       .inspect()
       .then(
         () => true,
