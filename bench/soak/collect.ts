@@ -101,8 +101,8 @@ export class Collector {
     if (units.length === 0) return;
     for (const host of HOSTS) {
       const present: string[] = [];
-      // A sandbox whose workspace was never made on this host (its host was lost while it was being
-      // provisioned) may still have its journal volume there: nothing to read, but it is removed.
+      // A sandbox whose workspace volume is not on this host may still have its journal volume there
+      // (made first: a host lost while provisioning, say): nothing to read, but it is removed.
       const journalOnly: string[] = [];
       for (const unit of units)
         for (const sandbox of unit.sandboxes) {

@@ -352,7 +352,7 @@ export class OperationRun {
     }
   }
 
-  /** The call asks for approval now, or was answered without asking. */
+  /** The call has its result (it asked first, or ran or was refused without asking). */
   callReached(toolCallId: string): void {
     this.callsAhead.delete(toolCallId);
   }
