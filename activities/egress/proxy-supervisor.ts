@@ -106,7 +106,10 @@ export class ProxySupervisor {
    */
   flush(key: string): Promise<void> {
     const child = this.child;
-    if (!child?.connected || !this.served.has(key)) return Promise.resolve();
+    if (!child || !this.served.has(key)) return Promise.resolve();
+    // Its channel closed before its exit was seen (the two arrive in either order): the call waits
+    // for the exit, so that it learns of the death from `deaths`.
+    if (!child.connected) return this.exited(child);
     return new Promise<void>((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
@@ -120,6 +123,18 @@ export class ProxySupervisor {
       }, FLUSH_TIMEOUT_MS);
       this.flushing.set(key, [...(this.flushing.get(key) ?? []), done]);
       child.send({ type: 'flush', key } satisfies SupervisorMessage);
+    });
+  }
+
+  /** Resolves once `child` has exited (at once if it has), or after the flush timeout. */
+  private exited(child: ChildProcess): Promise<void> {
+    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, FLUSH_TIMEOUT_MS);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
     });
   }
 
@@ -183,11 +198,15 @@ export class ProxySupervisor {
       else if (message.type === 'failed') this.answered(child, message.key, new Error(message.message));
       else this.answered(child, message.key);
     });
+    // A message sent as it dies fails; its exit (below) is what the calls learn from.
+    child.on('error', () => undefined);
     child.on('exit', (code, signal) => {
       if (this.child === child) this.child = undefined;
       if (this.closed) return;
       this.deaths += 1;
       this.onExit(`egress proxy stopped (${signal ?? `exit ${code}`}); restarting it`);
+      // Flushes it was asked for it never answers: their calls go on now (and learn of the death).
+      for (const list of [...this.flushing.values()]) for (const done of list.splice(0)) done();
       // What it was asked and never answered, it never will: those calls fail now (and retry).
       for (const list of [...this.waiting.values()])
         for (const waiter of list.filter((w) => w.child === child))

@@ -4,10 +4,13 @@
  * The proxy process is stopped (SIGSTOP) so that any round trip could not be answered. A socket that
  * cannot be served fails its own call with the reason and leaves the proxy serving the others; a
  * proxy killed while a call waits fails that call, and the next one is answered by the new proxy.
+ * A call that ends after the proxy's channel closed but before its exit was seen still learns of
+ * the death (the two arrive in either order).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { ProxySupervisor } from '../../activities/egress/proxy-supervisor';
 import type { ResolvedEgress } from '../../activities/egress/proxy-rules';
 
@@ -72,5 +75,18 @@ describe('egress proxy supervisor', () => {
     await supervisor.serve('sandbox-a', socket, NONE);
     expect(supervisor.pid).not.toBe(pid);
     expect(supervisor.deaths).toBe(1);
+  });
+
+  it('a call that ends after the channel closed but before the exit was seen learns of the death', async () => {
+    await supervisor.serve('sandbox-a', socket, NONE);
+    const before = supervisor.deaths;
+    // The supervisor's own process handle (private): closing the channel from this side is the one
+    // way to have it closed, for certain, before the exit is seen. The proxy exits on it.
+    const child = (supervisor as unknown as { child: ChildProcess }).child;
+    child.disconnect();
+    await supervisor.flush('sandbox-a');
+    expect(supervisor.deaths).toBe(before + 1);
+    await supervisor.serve('sandbox-a', socket, NONE);
+    expect(supervisor.pid).not.toBe(child.pid);
   });
 });
