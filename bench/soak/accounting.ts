@@ -7,13 +7,17 @@
  * its requests — except that an answer a SIGKILL of its brain process took with it (cut off while
  * read, or written whole to a socket the process never read to the end, or read and not yet reported
  * to Temporal) was paid and no one could record it: such a unit's shortfall must be exactly the usage
- * of some of those answers, and is reported as lost with the killed brain.
+ * of some of those answers, and is reported as lost with the killed brain. Likewise an answer whose
+ * completion the Temporal server refused (`refused.ts`: the attempt had timed out while the history
+ * service was down) is in no history: a unit the brains' logs name so may be short by exactly some
+ * of that brain's last answers for it, reported as refused by the server.
  */
 import { ZERO_USAGE, type TokenUsage } from '../../common/model-types';
 import type { ReportedUsage } from '../../scripted-model/server';
 import { quantile, round } from '../stats';
 import type { WorkspaceLogs } from './collect';
 import type { InjectedFault } from './faults';
+import type { RefusedCompletion } from './refused';
 import type { ServedFault } from './model';
 import type { Counts, LatencySample, LedgerUnit, Outcome, SoakResults } from './results';
 import { FAULT_KINDS, type FaultKind, type PlannedFault, type UnitKind } from './schedule';
@@ -150,15 +154,32 @@ function isSubsetSum(gap: TokenUsage, parts: readonly TokenUsage[]): boolean {
 /** The most model calls a unit has in flight at once (a session's lanes a and b). */
 const IN_FLIGHT_PER_UNIT = 2;
 
+/** The activities that call the model (`BrainActivities`). */
+const MODEL_ACTIVITY_TYPES: readonly string[] = ['modelStep', 'compactContext'];
+
+/** The unit a workflow belongs to: its id, or a child's (`<unit>.<lane><n>`, `<unit>.title.1`). */
+function unitOfWorkflow(unitIds: readonly string[], workflowId: string): string | undefined {
+  let best: string | undefined;
+  for (const id of unitIds)
+    if ((workflowId === id || workflowId.startsWith(`${id}.`)) && (!best || id.length > best.length)) best = id;
+  return best;
+}
+
 export function checkLedger(
   units: readonly UnitRecord[],
   requests: readonly ServedRequest[],
   unitOfRequest: ReadonlyMap<number, string>,
   /** API keys of brain processes that were SIGKILLed, and when. */
   killedKeys: ReadonlyMap<string, number>,
+  /** Completions the server refused, as the brains logged them. */
+  refusedCompletions: readonly RefusedCompletion[] = [],
 ): SoakResults['ledger'] {
   const served = new Map<string, TokenUsage>();
   const cut = new Map<string, TokenUsage[]>();
+  /** Per unit, answers whose completion the server refused may be among these. */
+  const refusedCuts = new Map<string, TokenUsage[]>();
+  /** Per unit and brain, every answer that brain got for it, with when. */
+  const byBrain = new Map<string, Array<{ usage: TokenUsage; receivedAt: number }>>();
   /** Per unit and killed brain, the answers that brain got for it, in the order asked. */
   const ofKilled = new Map<string, { unit: string; answers: Array<{ usage: TokenUsage; disconnected: boolean }> }>();
   const endOf = new Map(units.map((u) => [u.id, u.endedAt]));
@@ -177,6 +198,8 @@ export function checkLedger(
       continue;
     }
     served.set(unit, plus(served.get(unit) ?? zero(), usage));
+    const brainKey = `${unit}\n${request.apiKey}`;
+    byBrain.set(brainKey, [...(byBrain.get(brainKey) ?? []), { usage, receivedAt: request.receivedAt }]);
     const killedAt = killedKeys.get(request.apiKey);
     if (killedAt === undefined || request.receivedAt > killedAt) continue;
     // A unit that had ended before the kill had every answer recorded.
@@ -195,10 +218,25 @@ export function checkLedger(
     const taken = answers.filter((a, i) => a.disconnected || i >= answers.length - IN_FLIGHT_PER_UNIT);
     cut.set(unit, [...(cut.get(unit) ?? []), ...taken.map((a) => a.usage)]);
   }
+  // A refused completion was the brain's answer to one model call of the unit, received before the
+  // refusal: one of that brain's last answers for the unit (at most two were in flight at once).
+  const unitIds = units.map((u) => u.id);
+  let refusedModelCompletions = 0;
+  for (const refusal of refusedCompletions) {
+    if (!MODEL_ACTIVITY_TYPES.includes(refusal.activityType)) continue;
+    const unit = unitOfWorkflow(unitIds, refusal.workflowId);
+    if (unit === undefined) continue;
+    refusedModelCompletions += 1;
+    const before = (byBrain.get(`${unit}\n${refusal.apiKey}`) ?? []).filter((a) => a.receivedAt <= refusal.at);
+    const last = before.slice(-IN_FLIGHT_PER_UNIT).map((a) => a.usage);
+    refusedCuts.set(unit, [...(refusedCuts.get(unit) ?? []), ...last]);
+  }
   let recorded = zero();
   let lost = zero();
+  let refusedUsage = zero();
   let exactUnits = 0;
   const explained: LedgerUnit[] = [];
+  const explainedByRefusals: LedgerUnit[] = [];
   const mismatches: LedgerUnit[] = [];
   for (const unit of units) {
     const mine = served.get(unit.id) ?? zero();
@@ -215,6 +253,9 @@ export function checkLedger(
     else if (isSubsetSum(gap, cut.get(unit.id) ?? [])) {
       explained.push(entry);
       lost = plus(lost, gap);
+    } else if (isSubsetSum(gap, refusedCuts.get(unit.id) ?? [])) {
+      explainedByRefusals.push(entry);
+      refusedUsage = plus(refusedUsage, gap);
     } else mismatches.push(entry);
   }
   const cutRequests = [...cut.values()].reduce((sum, list) => sum + list.length, 0);
@@ -224,11 +265,14 @@ export function checkLedger(
     recorded,
     lostWithKilledBrains: lost,
     cutByKillRequests: cutRequests,
+    refusedByServer: refusedUsage,
+    refusedModelCompletions,
     unitsExact: exactUnits,
     unitsExplainedByKills: explained,
+    unitsExplainedByRefusals: explainedByRefusals,
     mismatches,
     unattributedRequests: unattributed,
-    exact: mismatches.length === 0 && unattributed === 0 && same(plus(recorded, lost), total),
+    exact: mismatches.length === 0 && unattributed === 0 && same(plus(plus(recorded, lost), refusedUsage), total),
   };
 }
 

@@ -99,8 +99,16 @@ export interface SoakResults {
     /** Usage of answers a brain SIGKILL took with it, which the harness could not record (accounted, by request). */
     lostWithKilledBrains: TokenUsage;
     cutByKillRequests: number;
+    /**
+     * Usage of answers whose completion the Temporal server refused (the attempt had timed out
+     * while the history service was down; the brains' logs name each): paid, in no history.
+     */
+    refusedByServer: TokenUsage;
+    /** Model-call completions the brains' logs say the server refused. */
+    refusedModelCompletions: number;
     unitsExact: number;
     unitsExplainedByKills: LedgerUnit[];
+    unitsExplainedByRefusals: LedgerUnit[];
     /** Units whose recorded usage is not the server's minus what a kill cut off: must be none. */
     mismatches: LedgerUnit[];
     unattributedRequests: number;

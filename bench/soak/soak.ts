@@ -34,6 +34,7 @@ import {
 import { Collector, finalLeaks, type Engine } from './collect';
 import { FaultInjector } from './faults';
 import { Fleet, HOSTS, type HostName } from './fleet';
+import { readRefusedCompletions } from './refused';
 import { SoakModel } from './model';
 import { SOAK_SCHEMA_VERSION, type SoakResults } from './results';
 import { planSoak, type SlotPlan, type SoakPlan } from './schedule';
@@ -334,6 +335,7 @@ async function account(options: SoakOptions, parts: Parts, b: Bookkeeping): Prom
     clientDisconnected: r.clientDisconnected,
     reportedUsage: r.reportedUsage,
   }));
+  const refused = readRefusedCompletions(path.join(options.dataDir, 'logs'));
   // What the ledger was checked on, kept with the run's logs so that a verdict can be checked again.
   fs.writeFileSync(
     path.join(options.dataDir, 'ledger-input.json'),
@@ -341,6 +343,7 @@ async function account(options: SoakOptions, parts: Parts, b: Bookkeeping): Prom
       units: b.units.map((u) => ({ id: u.id, usage: u.usage, endedAt: u.endedAt })),
       requests: requests.map((r) => ({ ...r, unit: parts.soakModel.unitOf.get(r.index) })),
       killedKeys: [...killedKeys],
+      refused,
     }),
   );
   const firstFault = b.injector.fired.find((f) => f.outcome === 'injected');
@@ -387,7 +390,7 @@ async function account(options: SoakOptions, parts: Parts, b: Bookkeeping): Prom
     },
     work: countWork(b.units),
     effects: countEffects(b.units, b.collector.logs, parts.standIn.requests, b.collector.workspacesFound),
-    ledger: checkLedger(b.units, requests, parts.soakModel.unitOf, killedKeys),
+    ledger: checkLedger(b.units, requests, parts.soakModel.unitOf, killedKeys, refused),
     leaks,
     faults: summarizeFaults(parts.plan.faults, b.injector.fired, parts.soakModel.served),
     latency: latencies(b.units, b.t0, firstFault?.atMs ?? parts.plan.warmupMs, b.faultPhaseEndMs),

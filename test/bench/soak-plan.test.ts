@@ -4,6 +4,7 @@
  */
 import { checkLedger, countEffects, countWork, verdictOf, type ServedRequest } from '../../bench/soak/accounting';
 import { parseSoakArgs } from '../../bench/soak/args';
+import { parseRefusal } from '../../bench/soak/refused';
 import { FILLER, promptTag, SoakModel, taskBranch, toolIdOf } from '../../bench/soak/model';
 import { FAULT_KINDS, planSoak } from '../../bench/soak/schedule';
 import type { UnitRecord } from '../../bench/soak/units';
@@ -297,6 +298,67 @@ describe("the soak's accounting", () => {
     expect(shortByLast(300).unitsExplainedByKills.map((u) => u.unit)).toEqual(['e']);
     // The same shortfall of a unit that had ended before the kill: nothing was in flight for it.
     expect(shortByLast(150).mismatches.map((u) => u.unit)).toEqual(['e']);
+  });
+
+  it("reads a refused completion from a brain's log line: the workflow and activity its task token names", () => {
+    // As the SDK writes it (colours and all), for the model step of soak-hvaqmi-4-289.
+    const line =
+      '\u001b[2m2026-12-04T16:07:32.758766Z\u001b[0m \u001b[33m WARN\u001b[0m \u001b[2mtemporalio_sdk_core::worker::activities\u001b[0m\u001b[2m:\u001b[0m ' +
+      'Activity not found on completion. This may happen if the activity has already been cancelled but completed anyway. ' +
+      '\u001b[3mtask_token\u001b[0m\u001b[2m=\u001b[0mTaskToken(CiQyYTliMWFkMC0wMDcyLTRlMDMtODE2NS04NTdhZGQxNTM1MDcSEXNvYWstaHZhcW1pLTQtMjg5GiQwMWEyNDFjZi0zNjM2LTczZjYtYTBhNC01MDc4ZmM2MWFjNjQgRigBMgxtb2RlbC10dXJuLTNCCW1vZGVsU3RlcEoJCAQQoePAFRgB) ' +
+      '\u001b[3mdetails\u001b[0m\u001b[2m=\u001b[0mStatus { code: NotFound }';
+    // eslint-disable-next-line no-control-regex
+    expect(parseRefusal(line.replace(/\u001b\[[0-9;]*m/g, ''), 'soak-brain-1.2')).toEqual({
+      apiKey: 'soak-brain-1.2',
+      workflowId: 'soak-hvaqmi-4-289',
+      activityType: 'modelStep',
+      at: Date.parse('2026-12-04T16:07:32.758Z'),
+    });
+    expect(parseRefusal('2026-12-04T16:07:32.758766Z  WARN retried 5 times', 'soak-brain-1.2')).toBeUndefined();
+  });
+
+  it("accepts a shortfall as answers whose completion the server refused only for the unit and brain the logs name, from that brain's last answers", () => {
+    const units = [
+      // f's second answer reached its brain, which reported it after the server had timed the attempt out.
+      unit({ id: 'f', usage: { input: 10, cacheWrite: 0, cacheRead: 0, output: 5 } }),
+      // g is short by an answer too, but no refusal names it.
+      unit({ id: 'g', usage: { input: 10, cacheWrite: 0, cacheRead: 0, output: 5 } }),
+      // h's refusal was of a tool call: no model answer was in it.
+      unit({ id: 'h', usage: { input: 10, cacheWrite: 0, cacheRead: 0, output: 5 } }),
+    ];
+    const requests = [
+      served(0, usage(10, 5), { apiKey: 'soak-brain-2.1', receivedAt: 100 }),
+      served(1, usage(12, 1), { apiKey: 'soak-brain-2.1', receivedAt: 110 }),
+      served(2, usage(10, 5), { apiKey: 'soak-brain-2.1', receivedAt: 100 }),
+      served(3, usage(12, 1), { apiKey: 'soak-brain-2.1', receivedAt: 110 }),
+      served(4, usage(10, 5), { apiKey: 'soak-brain-2.1', receivedAt: 100 }),
+      served(5, usage(12, 1), { apiKey: 'soak-brain-2.1', receivedAt: 110 }),
+    ];
+    const unitOf = new Map([
+      [0, 'f'],
+      [1, 'f'],
+      [2, 'g'],
+      [3, 'g'],
+      [4, 'h'],
+      [5, 'h'],
+    ]);
+    const refused = [
+      { apiKey: 'soak-brain-2.1', workflowId: 'f.a1', activityType: 'modelStep', at: 120 },
+      { apiKey: 'soak-brain-2.1', workflowId: 'h', activityType: 'runTool', at: 120 },
+      // Named by another brain: its answers for g came from soak-brain-2.1.
+      { apiKey: 'soak-brain-1.1', workflowId: 'g', activityType: 'modelStep', at: 120 },
+    ];
+    const ledger = checkLedger(units, requests, unitOf, new Map(), refused);
+    expect(ledger.refusedModelCompletions).toBe(2);
+    expect(ledger.unitsExplainedByRefusals.map((u) => u.unit)).toEqual(['f']);
+    expect(ledger.refusedByServer).toEqual({ input: 12, cacheWrite: 0, cacheRead: 0, output: 1 });
+    expect(ledger.mismatches.map((u) => u.unit)).toEqual(['g', 'h']);
+    expect(ledger.exact).toBe(false);
+    // An answer received after the refusal was logged is not the refused one.
+    const early = [{ apiKey: 'soak-brain-2.1', workflowId: 'f', activityType: 'modelStep', at: 105 }];
+    expect(checkLedger([units[0]!], requests, unitOf, new Map(), early).mismatches.map((u) => u.unit)).toEqual(['f']);
+    const exact = checkLedger([units[0]!], requests.slice(0, 2), unitOf, new Map(), refused);
+    expect(exact.exact).toBe(true);
   });
 
   it('passes only when every check passes', () => {
