@@ -43,6 +43,15 @@ class SummaryReporter {
         }))
         .sort((a, b) => b.durationMs - a.durationMs)
         .slice(0, 12),
+      // When each file ran, in seconds from the run's start: idle workers and the tail show here.
+      timeline: results.testResults
+        .filter((suite) => suite.perfStats)
+        .map((suite) => ({
+          file: path.relative(this.rootDir, suite.testFilePath),
+          startS: Math.round((suite.perfStats.start - results.startTime) / 1000),
+          endS: Math.round((suite.perfStats.end - results.startTime) / 1000),
+        }))
+        .sort((a, b) => a.startS - b.startS),
     };
     fs.writeFileSync(path.join(this.rootDir, this.outputFile), JSON.stringify(summary, null, 2));
   }
