@@ -9,7 +9,6 @@ module.exports = {
       { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
     ],
   },
-  testSequencer: '<rootDir>/test/support/test-sequencer.js',
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // A limit against a hang, not a speed check: machines of the same kind differ 3×, and CI runs builds beside the tests.
