@@ -35,7 +35,7 @@ class SummaryReporter {
         )
         .sort((a, b) => b.durationMs - a.durationMs)
         .slice(0, 8),
-      // Where a run's wall time goes: two files run at a time, so the longest decide its tail.
+      // Where a run's wall time goes: a few files run at a time, so the longest decide its tail.
       slowestFiles: results.testResults
         .map((suite) => ({
           file: path.relative(this.rootDir, suite.testFilePath),
