@@ -45,7 +45,8 @@ export class ProxySupervisor {
   private child: ChildProcess | undefined;
   private readonly served = new Map<string, Served>();
   private readonly waiting = new Map<string, Waiter[]>();
-  private readonly flushing = new Map<string, Array<() => void>>();
+  /** Flushes sent and not yet answered, per key, with the process each was sent to. */
+  private readonly flushing = new Map<string, Array<{ child: ChildProcess; done: () => void }>>();
   /** How many times the proxy process has stopped (a call compares it before and after). */
   deaths = 0;
   private closed = false;
@@ -117,13 +118,20 @@ export class ProxySupervisor {
       };
       const timer = setTimeout(() => {
         const list = this.flushing.get(key);
-        const at = list?.indexOf(done) ?? -1;
+        const at = list?.findIndex((waiter) => waiter.done === done) ?? -1;
         if (at >= 0) list!.splice(at, 1);
         resolve();
       }, FLUSH_TIMEOUT_MS);
-      this.flushing.set(key, [...(this.flushing.get(key) ?? []), done]);
+      this.flushing.set(key, [...(this.flushing.get(key) ?? []), { child, done }]);
       child.send({ type: 'flush', key } satisfies SupervisorMessage);
     });
+  }
+
+  /** `child`'s answer to its oldest unanswered flush of `key`. */
+  private flushed(child: ChildProcess, key: string): void {
+    const list = this.flushing.get(key);
+    const at = list?.findIndex((waiter) => waiter.child === child) ?? -1;
+    if (at >= 0) list!.splice(at, 1)[0]!.done();
   }
 
   /** Resolves once `child` has exited (at once if it has), or after the flush timeout. */
@@ -194,7 +202,7 @@ export class ProxySupervisor {
     this.child = child;
     child.on('message', (message: ProxyMessage) => {
       if (message.type === 'record') this.served.get(message.key)?.records.push(message.record);
-      else if (message.type === 'flushed') this.flushing.get(message.key)?.shift()?.();
+      else if (message.type === 'flushed') this.flushed(child, message.key);
       else if (message.type === 'failed') this.answered(child, message.key, new Error(message.message));
       else this.answered(child, message.key);
     });
@@ -206,7 +214,11 @@ export class ProxySupervisor {
       this.deaths += 1;
       this.onExit(`egress proxy stopped (${signal ?? `exit ${code}`}); restarting it`);
       // Flushes it was asked for it never answers: their calls go on now (and learn of the death).
-      for (const list of [...this.flushing.values()]) for (const done of list.splice(0)) done();
+      for (const [key, list] of [...this.flushing]) {
+        const others = list.filter((waiter) => waiter.child !== child);
+        for (const waiter of list) if (waiter.child === child) waiter.done();
+        this.flushing.set(key, others);
+      }
       // What it was asked and never answered, it never will: those calls fail now (and retry).
       for (const list of [...this.waiting.values()])
         for (const waiter of list.filter((w) => w.child === child))
