@@ -6,6 +6,7 @@
  * Point the SDK at it with `baseURL: server.url`. Tests, the benchmark and the demo start it
  * in-process; `npm run scripted-model -- --port N --script <file>` runs it as a command.
  */
+import * as crypto from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { CacheDetail, CacheSimulationOptions, CacheUsage, PromptCacheSimulation } from './cache-simulation';
@@ -55,6 +56,8 @@ export interface RecordedRequest {
   headers: Record<string, string>;
   /** The body exactly as received (byte-level comparisons of what the harness sent). */
   rawBody: string;
+  /** A hash of the body as received (kept when the body is not): a request sent again has the same. */
+  bodyHash: string;
   /** The parsed JSON body, or null when absent or not JSON. */
   body: unknown;
   /** The body once it passed validation, typed; null when it was rejected before or by validation. */
@@ -229,6 +232,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
         ]),
       ),
       rawBody: '',
+      bodyHash: '',
       body: null,
       messagesRequest: null,
       requestId: `req_scripted_${String(this.requests.length + 1).padStart(4, '0')}`,
@@ -250,6 +254,7 @@ class ScriptedModelHttpServer implements ScriptedModelServer {
     if (raw === null)
       return this.fail(res, record, 'request_too_large', 'Request exceeds the maximum allowed number of bytes.');
     record.rawBody = raw;
+    record.bodyHash = crypto.createHash('sha256').update(raw).digest('hex').slice(0, 16);
     try {
       record.body = raw.length > 0 ? JSON.parse(raw) : null;
     } catch {

@@ -15,6 +15,7 @@
 import { ZERO_USAGE, type TokenUsage } from '../../common/model-types';
 import type { ReportedUsage } from '../../scripted-model/server';
 import { quantile, round } from '../stats';
+import { MODEL_ACTIVITY_TYPES } from './attempts';
 import type { WorkspaceLogs } from './collect';
 import type { InjectedFault } from './faults';
 import type { RefusedCompletion } from './refused';
@@ -114,6 +115,8 @@ export interface ServedRequest {
   apiKey: string;
   clientDisconnected: boolean;
   reportedUsage: ReportedUsage | null;
+  /** A hash of the request's body: a retried model call sends the same body again. */
+  bodyHash?: string;
 }
 
 const usageOf = (u: ReportedUsage): TokenUsage => ({
@@ -151,11 +154,16 @@ function isSubsetSum(gap: TokenUsage, parts: readonly TokenUsage[]): boolean {
   return false;
 }
 
+/**
+ * Whether a unit's shortfall is exactly some earlier answers to requests it sent again, no more of
+ * them than its histories show retried model-call attempts.
+ */
+function isRetriedAttempts(gap: TokenUsage, askedAgain: readonly TokenUsage[], retried: number): boolean {
+  return askedAgain.length > 0 && askedAgain.length <= retried && isSubsetSum(gap, askedAgain);
+}
+
 /** The most model calls a unit has in flight at once (a session's lanes a and b). */
 const IN_FLIGHT_PER_UNIT = 2;
-
-/** The activities that call the model (`BrainActivities`). */
-const MODEL_ACTIVITY_TYPES: readonly string[] = ['modelStep', 'compactContext'];
 
 /** The unit a workflow belongs to: its id, or a child's (`<unit>.<lane><n>`, `<unit>.title.1`). */
 function unitOfWorkflow(unitIds: readonly string[], workflowId: string): string | undefined {
@@ -173,6 +181,11 @@ export function checkLedger(
   killedKeys: ReadonlyMap<string, number>,
   /** Completions the server refused, as the brains logged them. */
   refusedCompletions: readonly RefusedCompletion[] = [],
+  /**
+   * Per unit, the model-call attempts its histories show were retried (each model activity's last
+   * attempt number minus one, summed; `retriedModelAttempts`). Read only for units that need it.
+   */
+  retriedAttempts: ReadonlyMap<string, number> = new Map(),
 ): SoakResults['ledger'] {
   const served = new Map<string, TokenUsage>();
   const cut = new Map<string, TokenUsage[]>();
@@ -180,6 +193,8 @@ export function checkLedger(
   const refusedCuts = new Map<string, TokenUsage[]>();
   /** Per unit and brain, every answer that brain got for it, with when. */
   const byBrain = new Map<string, Array<{ usage: TokenUsage; receivedAt: number }>>();
+  /** Per unit and request body, every answer to it, in the order asked. */
+  const byBody = new Map<string, { unit: string; answers: TokenUsage[] }>();
   /** Per unit and killed brain, the answers that brain got for it, in the order asked. */
   const ofKilled = new Map<string, { unit: string; answers: Array<{ usage: TokenUsage; disconnected: boolean }> }>();
   const endOf = new Map(units.map((u) => [u.id, u.endedAt]));
@@ -200,6 +215,12 @@ export function checkLedger(
     served.set(unit, plus(served.get(unit) ?? zero(), usage));
     const brainKey = `${unit}\n${request.apiKey}`;
     byBrain.set(brainKey, [...(byBrain.get(brainKey) ?? []), { usage, receivedAt: request.receivedAt }]);
+    if (request.bodyHash !== undefined) {
+      const bodyKey = `${unit}\n${request.bodyHash}`;
+      const entry = byBody.get(bodyKey) ?? { unit, answers: [] };
+      entry.answers.push(usage);
+      byBody.set(bodyKey, entry);
+    }
     const killedAt = killedKeys.get(request.apiKey);
     if (killedAt === undefined || request.receivedAt > killedAt) continue;
     // A unit that had ended before the kill had every answer recorded.
@@ -231,12 +252,20 @@ export function checkLedger(
     const last = before.slice(-IN_FLIGHT_PER_UNIT).map((a) => a.usage);
     refusedCuts.set(unit, [...(refusedCuts.get(unit) ?? []), ...last]);
   }
+  // A model call is sent again, with the same body, only when its attempt failed or timed out; the
+  // attempt that completed is the last one. So the earlier answers to a body the unit sent again are
+  // answers of attempts the server gave up on — paid, and recorded only if a heartbeat carried them.
+  const askedAgain = new Map<string, TokenUsage[]>();
+  for (const { unit, answers } of byBody.values())
+    if (answers.length > 1) askedAgain.set(unit, [...(askedAgain.get(unit) ?? []), ...answers.slice(0, -1)]);
   let recorded = zero();
   let lost = zero();
   let refusedUsage = zero();
+  let retriedUsage = zero();
   let exactUnits = 0;
   const explained: LedgerUnit[] = [];
   const explainedByRefusals: LedgerUnit[] = [];
+  const explainedByRetries: LedgerUnit[] = [];
   const mismatches: LedgerUnit[] = [];
   for (const unit of units) {
     const mine = served.get(unit.id) ?? zero();
@@ -256,6 +285,9 @@ export function checkLedger(
     } else if (isSubsetSum(gap, refusedCuts.get(unit.id) ?? [])) {
       explainedByRefusals.push(entry);
       refusedUsage = plus(refusedUsage, gap);
+    } else if (isRetriedAttempts(gap, askedAgain.get(unit.id) ?? [], retriedAttempts.get(unit.id) ?? 0)) {
+      explainedByRetries.push(entry);
+      retriedUsage = plus(retriedUsage, gap);
     } else mismatches.push(entry);
   }
   const cutRequests = [...cut.values()].reduce((sum, list) => sum + list.length, 0);
@@ -267,12 +299,17 @@ export function checkLedger(
     cutByKillRequests: cutRequests,
     refusedByServer: refusedUsage,
     refusedModelCompletions,
+    paidForRetriedAttempts: retriedUsage,
     unitsExact: exactUnits,
     unitsExplainedByKills: explained,
     unitsExplainedByRefusals: explainedByRefusals,
+    unitsExplainedByRetries: explainedByRetries,
     mismatches,
     unattributedRequests: unattributed,
-    exact: mismatches.length === 0 && unattributed === 0 && same(plus(plus(recorded, lost), refusedUsage), total),
+    exact:
+      mismatches.length === 0 &&
+      unattributed === 0 &&
+      same([recorded, lost, refusedUsage, retriedUsage].reduce(plus), total),
   };
 }
 

@@ -106,9 +106,15 @@ export interface SoakResults {
     refusedByServer: TokenUsage;
     /** Model-call completions the brains' logs say the server refused. */
     refusedModelCompletions: number;
+    /**
+     * Usage of answers to attempts the server gave up on, which were retried: the unit sent the
+     * same request again, and its histories show at least as many retried model-call attempts.
+     */
+    paidForRetriedAttempts: TokenUsage;
     unitsExact: number;
     unitsExplainedByKills: LedgerUnit[];
     unitsExplainedByRefusals: LedgerUnit[];
+    unitsExplainedByRetries: LedgerUnit[];
     /** Units whose recorded usage is not the server's minus what a kill cut off: must be none. */
     mismatches: LedgerUnit[];
     unattributedRequests: number;

@@ -31,6 +31,7 @@ import {
   verdictOf,
   type ServedRequest,
 } from './accounting';
+import { retriedModelAttempts } from './attempts';
 import { Collector, finalLeaks, type Engine } from './collect';
 import { FaultInjector } from './faults';
 import { Fleet, HOSTS, type HostName } from './fleet';
@@ -334,8 +335,18 @@ async function account(options: SoakOptions, parts: Parts, b: Bookkeeping): Prom
     apiKey: r.headers['x-api-key'] || /^Bearer\s+(.+)$/i.exec(r.headers.authorization ?? '')?.[1] || '',
     clientDisconnected: r.clientDisconnected,
     reportedUsage: r.reportedUsage,
+    bodyHash: r.bodyHash,
   }));
   const refused = readRefusedCompletions(path.join(options.dataDir, 'logs'));
+  // The histories are read only for the units whose usage the first check could not explain.
+  const firstCheck = checkLedger(b.units, requests, parts.soakModel.unitOf, killedKeys, refused);
+  const retried = await retriedModelAttempts(
+    parts.client,
+    firstCheck.mismatches.map((m) => m.unit),
+  );
+  const ledger = retried.size
+    ? checkLedger(b.units, requests, parts.soakModel.unitOf, killedKeys, refused, retried)
+    : firstCheck;
   // What the ledger was checked on, kept with the run's logs so that a verdict can be checked again.
   fs.writeFileSync(
     path.join(options.dataDir, 'ledger-input.json'),
@@ -344,6 +355,7 @@ async function account(options: SoakOptions, parts: Parts, b: Bookkeeping): Prom
       requests: requests.map((r) => ({ ...r, unit: parts.soakModel.unitOf.get(r.index) })),
       killedKeys: [...killedKeys],
       refused,
+      retried: [...retried],
     }),
   );
   const firstFault = b.injector.fired.find((f) => f.outcome === 'injected');
@@ -390,7 +402,7 @@ async function account(options: SoakOptions, parts: Parts, b: Bookkeeping): Prom
     },
     work: countWork(b.units),
     effects: countEffects(b.units, b.collector.logs, parts.standIn.requests, b.collector.workspacesFound),
-    ledger: checkLedger(b.units, requests, parts.soakModel.unitOf, killedKeys, refused),
+    ledger,
     leaks,
     faults: summarizeFaults(parts.plan.faults, b.injector.fired, parts.soakModel.served),
     latency: latencies(b.units, b.t0, firstFault?.atMs ?? parts.plan.warmupMs, b.faultPhaseEndMs),

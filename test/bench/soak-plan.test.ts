@@ -4,10 +4,12 @@
  */
 import { checkLedger, countEffects, countWork, verdictOf, type ServedRequest } from '../../bench/soak/accounting';
 import { parseSoakArgs } from '../../bench/soak/args';
+import { retriedModelAttemptsOf, unitWorkflowsQuery } from '../../bench/soak/attempts';
 import { parseRefusal } from '../../bench/soak/refused';
 import { FILLER, promptTag, SoakModel, taskBranch, toolIdOf } from '../../bench/soak/model';
 import { FAULT_KINDS, planSoak } from '../../bench/soak/schedule';
 import type { UnitRecord } from '../../bench/soak/units';
+import { temporal } from '@temporalio/proto';
 import { ZERO_USAGE } from '../../common/model-types';
 import { FEATURE_HEADING } from '../../scripted-model/scenarios/coding-task';
 import { scriptedRequest, type ScriptedTurn } from '../../scripted-model/script';
@@ -359,6 +361,80 @@ describe("the soak's accounting", () => {
     expect(checkLedger([units[0]!], requests, unitOf, new Map(), early).mismatches.map((u) => u.unit)).toEqual(['f']);
     const exact = checkLedger([units[0]!], requests.slice(0, 2), unitOf, new Map(), refused);
     expect(exact.exact).toBe(true);
+  });
+
+  it('accepts a shortfall as earlier answers to a request the unit sent again, no more of them than its histories show retried attempts', () => {
+    // k's step was asked three times (attempts 1 and 2 timed out on the server, answered all the
+    // same); only the third answer was recorded. m sent two different requests: nothing was retried.
+    const units = [
+      unit({ id: 'k', usage: { input: 0, cacheWrite: 0, cacheRead: 30, output: 2 } }),
+      unit({ id: 'm', usage: { input: 10, cacheWrite: 0, cacheRead: 0, output: 5 } }),
+    ];
+    const requests = [
+      served(0, usage(30, 2), { bodyHash: 'k-turn-3', receivedAt: 100 }),
+      served(1, { ...usage(0, 2), cache_read_input_tokens: 30 }, { bodyHash: 'k-turn-3', receivedAt: 110 }),
+      served(2, { ...usage(0, 2), cache_read_input_tokens: 30 }, { bodyHash: 'k-turn-3', receivedAt: 120 }),
+      served(3, usage(10, 5), { bodyHash: 'm-turn-1', receivedAt: 100 }),
+      served(4, usage(12, 1), { bodyHash: 'm-turn-2', receivedAt: 110 }),
+    ];
+    const unitOf = new Map([
+      [0, 'k'],
+      [1, 'k'],
+      [2, 'k'],
+      [3, 'm'],
+      [4, 'm'],
+    ]);
+    const ledger = checkLedger(
+      units,
+      requests,
+      unitOf,
+      new Map(),
+      [],
+      new Map([
+        ['k', 2],
+        ['m', 3],
+      ]),
+    );
+    expect(ledger.unitsExplainedByRetries.map((u) => u.unit)).toEqual(['k']);
+    expect(ledger.paidForRetriedAttempts).toEqual({ input: 30, cacheWrite: 0, cacheRead: 30, output: 4 });
+    expect(ledger.mismatches.map((u) => u.unit)).toEqual(['m']);
+    // The histories show one retried attempt: two earlier answers are more than it explains.
+    const fewer = checkLedger([units[0]!], requests.slice(0, 3), unitOf, new Map(), [], new Map([['k', 1]]));
+    expect(fewer.mismatches.map((u) => u.unit)).toEqual(['k']);
+    // Without histories read, nothing is explained by retries.
+    expect(checkLedger([units[0]!], requests.slice(0, 3), unitOf, new Map()).exact).toBe(false);
+    expect(checkLedger([units[0]!], requests.slice(0, 3), unitOf, new Map(), [], new Map([['k', 2]])).exact).toBe(true);
+  });
+
+  it("counts a history's retried model-call attempts: the last attempt of each model activity, less one", () => {
+    const E = temporal.api.enums.v1.EventType;
+    const scheduled = (id: number, type: string) => ({
+      eventId: id,
+      eventType: E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+      activityTaskScheduledEventAttributes: { activityType: { name: type } },
+    });
+    const started = (id: number, of: number, attempt: number) => ({
+      eventId: id,
+      eventType: E.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+      activityTaskStartedEventAttributes: { scheduledEventId: of, attempt },
+    });
+    // As the server sends it: int64 ids decode to Long (`fromObject` converts the numbers).
+    const history = temporal.api.history.v1.History.fromObject({
+      events: [
+        scheduled(5, 'modelStep'),
+        started(6, 5, 3),
+        scheduled(9, 'runTool'),
+        started(10, 9, 4),
+        scheduled(13, 'compactContext'),
+        started(14, 13, 2),
+        scheduled(17, 'modelStep'),
+        started(18, 17, 1),
+      ],
+    });
+    expect(retriedModelAttemptsOf(history)).toBe(3);
+    expect(unitWorkflowsQuery('soak-x-4-28')).toBe(
+      "WorkflowId = 'soak-x-4-28' OR WorkflowId STARTS_WITH 'soak-x-4-28.' OR WorkflowId STARTS_WITH 'op-soak-x-4-28.'",
+    );
   });
 
   it('passes only when every check passes', () => {
