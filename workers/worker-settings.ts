@@ -19,6 +19,11 @@
  * recording but makes its stacks empty (`Error.stackTraceLimit = 0` inside the workflow sandbox): the
  * tab then shows no frames, and an error thrown by workflow code carries its message without a stack.
  * The operation's `status` query and the pending activities say what it waits for either way.
+ * On by default, decided from the figures: under load (200 operations × 20 steps at once on one
+ * worker, `npm run bench -- --only floor,concurrency`, two runs on one machine) they are 3.1 of the
+ * worker's 27.5 ms of CPU per step (24.4 off) and 1 step/s in 20 (19.8 vs 20.8) — not what keeps the
+ * worker above Temporal's floor (6.5–6.9 ms) — against the tab and the stack of an error in workflow
+ * code, which a bug report needs. A brain worker that runs far more than its cores sets it off.
  */
 import { parseDuration } from '../common/duration';
 import { onOff, parsed, readPart, settingsPart, variable, wholeNumber, type Environment } from '../common/env-settings';
@@ -93,7 +98,7 @@ export const BRAIN_WORKER_PART = settingsPart({
       WORKER_ENV.workflowStackTraces,
       {
         description:
-          "`on`: the Web UI's Stack Trace tab shows where each operation waits; `off`: no frames there (and none on errors thrown by workflow code), for a cheaper workflow task — the SDK records a stack trace for every promise a workflow creates (in `npm run bench`, 8.7 vs 6.5 ms of worker time per workflow task)",
+          "`on`: the Web UI's Stack Trace tab shows where each operation waits; `off`: no frames there (and none on errors thrown by workflow code), for a cheaper workflow task — the SDK records a stack trace for every promise a workflow creates (in `npm run bench`, 8.7 vs 6.5 ms of worker time per workflow task; under 200 operations at once, 27.5 vs 24.4 ms of worker CPU per step)",
         default: '`on`',
         values: '`on`, `off`',
       },
