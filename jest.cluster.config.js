@@ -14,5 +14,6 @@ module.exports = {
     '<rootDir>/test/hooks/worker-kill.test.ts',
     '<rootDir>/test/coding-task/worker-kill.test.ts',
   ],
+  testSequencer: '<rootDir>/test/support/cluster-sequencer.js',
   reporters: ['default', ['<rootDir>/test/support/summary-reporter.js', { outputFile: 'test-results-cluster.json' }]],
 };
