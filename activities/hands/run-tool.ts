@@ -63,7 +63,9 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
     false,
   );
   try {
-    const sandbox = await hands.sandboxes.lifecycle.ensure(call.sessionId, { operationId: call.operationId });
+    const { lifecycle } = hands.sandboxes;
+    const removals = lifecycle.removalsOf(call.sessionId);
+    const sandbox = await lifecycle.ensure(call.sessionId, { operationId: call.operationId });
     let replaced = sandbox.replaced;
     // egress hook: the proxy serves this call's policy; what the call reached is counted after it.
     const egressCall = await beginToolEgress(
@@ -74,9 +76,16 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
     );
     let attempt = await attemptToolCall(hands, call, ctx, heartbeat);
     if (attempt.lost) {
+      // Removed on purpose while the call ran (the operation ended or was aborted, and the server
+      // had given up on this attempt): nobody wants the container back, and nobody would remove it.
+      if (lifecycle.removalsOf(call.sessionId) !== removals)
+        throw new SandboxError(
+          'lost',
+          `the sandbox was removed while this call ran (${attempt.lost}); the call is not run again`,
+        );
       // The container died under the call: replace it; a `never` call then reports itself
       // interrupted (its journal shows it started), others run again once.
-      const again = await hands.sandboxes.lifecycle.ensure(call.sessionId, { operationId: call.operationId });
+      const again = await lifecycle.ensure(call.sessionId, { operationId: call.operationId });
       replaced = again.replaced ?? attempt.lost;
       attempt = await attemptToolCall(hands, call, ctx, heartbeat);
       if (attempt.lost) throw new SandboxError('lost', attempt.lost);

@@ -9,7 +9,11 @@
  *   for one id share one creation; a creation that loses a race with another process adopts the
  *   winner's container.
  * - `remove` takes the container and, unless asked to keep it, the workspace; with a new or removed
- *   container the session's executor goes too (`SandboxCommands.forget`).
+ *   container the session's executor goes too (`SandboxCommands.forget`). Each removal is counted
+ *   (`removalsOf`): a call that began before one never brings the container back (`runTool`), since
+ *   whoever removed it — the operation's end, its abort — is done with it, and a call still running
+ *   then is one the server gave up on (its heartbeats did not reach it while the history service was
+ *   down) whose container nobody would remove again.
  */
 import type Docker from 'dockerode';
 import { containerNameOf, isSessionId, SANDBOX_LABELS, SESSION_ID_RULE } from '../../common/sandbox-names';
@@ -74,6 +78,12 @@ export interface EnsureResult {
   replaced?: string;
 }
 
+/**
+ * Sessions whose removals a process remembers: far more than run calls at once on one hands host (a
+ * forgotten one only matters to a call that began before its removal and still runs).
+ */
+const MAX_REMOVALS_KEPT = 10_000;
+
 export class SandboxLifecycle {
   readonly limits: SandboxLimits;
   /** The disk quota of new workspaces, or null when they get none. */
@@ -88,6 +98,8 @@ export class SandboxLifecycle {
   private readonly commands: SandboxCommands;
   private readonly volumes: SandboxVolumes;
   private readonly pending = new Map<string, Promise<EnsureResult>>();
+  /** Per session, how many times this process removed its container (the oldest forgotten past `MAX_REMOVALS_KEPT`). */
+  private readonly removals = new Map<string, number>();
 
   constructor(options: SandboxLifecycleOptions) {
     this.docker = options.docker;
@@ -131,6 +143,11 @@ export class SandboxLifecycle {
    */
   async remove(sessionId: string, options: { keepVolume: boolean }): Promise<{ container: boolean; volume: boolean }> {
     checkSessionId(sessionId);
+    // Counted before anything is awaited: a call that sees its container go sees the removal too.
+    const removals = this.removalsOf(sessionId) + 1;
+    this.removals.delete(sessionId);
+    this.removals.set(sessionId, removals);
+    if (this.removals.size > MAX_REMOVALS_KEPT) this.removals.delete(this.removals.keys().next().value!);
     await this.pending.get(sessionId)?.catch(() => undefined);
     this.commands.forget(sessionId);
     const container = await dockerCall(
@@ -145,6 +162,11 @@ export class SandboxLifecycle {
     // egress hook: the removed container's proxy socket goes with it.
     this.egress?.release(containerNameOf(sessionId, this.namePrefix));
     return { container: container ?? false, volume };
+  }
+
+  /** How many times this process removed the session's container: compared before and after a call. */
+  removalsOf(sessionId: string): number {
+    return this.removals.get(sessionId) ?? 0;
   }
 
   /** The worker's default sandbox image (what a workspace without an environment of its own runs). */

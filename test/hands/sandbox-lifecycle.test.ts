@@ -55,6 +55,26 @@ describe('sandbox lifecycle (real Docker)', () => {
     expect(next.content).toContain('here\n[exit code 0]');
   });
 
+  it('does not bring back a container removed while a call ran (the operation ended, the server gave up on the call)', async () => {
+    // A tool call the server timed out while the history service was down never heard of its
+    // operation's abort; the operation went on and removed the container (destroySandbox). The call
+    // must not replace the container it lost: nobody would remove that one again.
+    const sessionId = fx.sessionId('removed-under');
+    await bash(sessionId, 'echo here > f');
+    const running = bash(sessionId, 'echo started > started.txt; sleep 60');
+    const started = async () => (await fx.sh(sessionId, 'cat started.txt 2>/dev/null || true')).trim() === 'started';
+    for (let i = 0; i < 400 && !(await started()); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await started()).toBe(true);
+    expect(await hands.destroySandbox({ sessionId, keepVolume: true })).toEqual({ container: true, volume: false });
+
+    await expect(running).rejects.toThrow(/the sandbox was removed while this call ran/);
+    const containers = await docker.listContainers({ all: true, filters: { label: [`agent.sandbox=${sessionId}`] } });
+    expect(containers).toHaveLength(0);
+    // A call that begins after the removal gets its container, on the workspace that was kept.
+    const next = await bash(sessionId, 'cat f');
+    expect(next.content).toContain('here\n[exit code 0]');
+  });
+
   it("creates one container for concurrent ensure calls, also with another worker's sandboxes", async () => {
     const sessionId = fx.sessionId('race');
     const { sandboxImage: image, sandboxTools } = testPlatform();
