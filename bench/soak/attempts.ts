@@ -7,9 +7,11 @@
  */
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { COMPACT_CONTEXT_ACTIVITY } from '../../common/context';
+import { MODEL_STEP_ACTIVITY } from '../../common/model-step';
 
 /** The activities that call the model (`BrainActivities`). */
-export const MODEL_ACTIVITY_TYPES: readonly string[] = ['modelStep', 'compactContext'];
+export const MODEL_ACTIVITY_TYPES: readonly string[] = [MODEL_STEP_ACTIVITY, COMPACT_CONTEXT_ACTIVITY];
 
 const EventType = temporal.api.enums.v1.EventType;
 type History = temporal.api.history.v1.IHistory;
