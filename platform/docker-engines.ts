@@ -49,9 +49,49 @@ export async function ensureExtraDockerEngine(
   const paths = extraEnginePaths(name);
   const log = options.log ?? (() => undefined);
   const docker = new Docker({ socketPath: paths.socket });
-  if (!(await pingDocker(docker))) await startEngine(name, paths, docker, log);
+  if (!(await pingDocker(docker))) await withStartLock(paths, docker, () => startEngine(name, paths, docker, log));
   for (const image of options.images ?? []) await copyImage(image, options.source ?? new Docker(), docker, log);
   return { name, dockerHost: `unix://${paths.socket}`, docker };
+}
+
+/**
+ * Runs `start` holding the engine's start lock (a directory: made atomically, naming its holder's
+ * pid), unless the engine answers once the lock is ours: two processes that found it down at once
+ * (`.ci/run`'s stages start side by side) start one `dockerd`, not two on the same paths. A lock
+ * whose holder died is taken over.
+ */
+async function withStartLock(
+  paths: ReturnType<typeof extraEnginePaths>,
+  docker: Docker,
+  start: () => Promise<void>,
+): Promise<void> {
+  const lock = `${paths.execRoot}.starting`;
+  fs.mkdirSync(path.dirname(lock), { recursive: true });
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      fs.writeFileSync(path.join(lock, 'pid'), String(process.pid));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let holder = NaN;
+    try {
+      holder = Number(fs.readFileSync(path.join(lock, 'pid'), 'utf8').trim());
+    } catch {
+      // Made but not yet named: its maker is alive.
+    }
+    if (Number.isInteger(holder) && holder > 0 && !isAlive(holder)) fs.rmSync(lock, { recursive: true, force: true });
+    else if (Date.now() > deadline)
+      throw new PlatformError(`another process has been starting this Docker engine for 120 s (lock ${lock})`);
+    else await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  try {
+    if (!(await pingDocker(docker))) await start();
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 async function startEngine(
