@@ -55,7 +55,7 @@ export async function ensureExtraDockerEngine(
 }
 
 /**
- * Runs `start` holding the engine's start lock (a directory: made atomically, naming its holder's
+ * Runs `start` holding the engine's start lock (a file made only if absent, holding its maker's
  * pid), unless the engine answers once the lock is ours: two processes that found it down at once
  * (`.ci/run`'s stages start side by side) start one `dockerd`, not two on the same paths. A lock
  * whose holder died is taken over.
@@ -70,19 +70,13 @@ async function withStartLock(
   const deadline = Date.now() + 120_000;
   for (;;) {
     try {
-      fs.mkdirSync(lock);
-      fs.writeFileSync(path.join(lock, 'pid'), String(process.pid));
+      fs.writeFileSync(lock, String(process.pid), { flag: 'wx' });
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    let holder = NaN;
-    try {
-      holder = Number(fs.readFileSync(path.join(lock, 'pid'), 'utf8').trim());
-    } catch {
-      // Made but not yet named: its maker is alive.
-    }
-    if (Number.isInteger(holder) && holder > 0 && !isAlive(holder)) fs.rmSync(lock, { recursive: true, force: true });
+    const holder = lockHolder(lock);
+    if (Number.isInteger(holder) && holder > 0 && !isAlive(holder)) fs.rmSync(lock, { force: true });
     else if (Date.now() > deadline)
       throw new PlatformError(`another process has been starting this Docker engine for 120 s (lock ${lock})`);
     else await new Promise((resolve) => setTimeout(resolve, 250));
@@ -90,7 +84,16 @@ async function withStartLock(
   try {
     if (!(await pingDocker(docker))) await start();
   } finally {
-    fs.rmSync(lock, { recursive: true, force: true });
+    fs.rmSync(lock, { force: true });
+  }
+}
+
+/** The pid in `lock`; NaN while its maker is still writing it, or when it was just let go. */
+function lockHolder(lock: string): number {
+  try {
+    return Number(fs.readFileSync(lock, 'utf8').trim() || NaN);
+  } catch {
+    return NaN;
   }
 }
 

@@ -127,6 +127,9 @@ function fetchXSync(dir: string): string {
 }
 
 /** commons-cli 1.4's sources and test sources from Maven Central, with a pom that builds them. */
+/** Short JVMs, as many projects configure them: the quick compiler only and one GC thread. */
+const SHORT_JVM = '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC';
+
 function fetchCommonsCli(dir: string): string {
   const into = path.join(dir, 'commons-cli');
   const base = 'https://repo.maven.apache.org/maven2/commons-cli/commons-cli/1.4/commons-cli-1.4';
@@ -158,16 +161,15 @@ function fetchCommonsCli(dir: string): string {
     <plugins>
       <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-compiler-plugin</artifactId><version>3.13.0</version></plugin>
       <plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-surefire-plugin</artifactId><version>3.2.5</version>
-        <configuration><argLine>-XX:TieredStopAtLevel=1 -XX:+UseSerialGC</argLine></configuration></plugin>
+        <configuration><argLine>${SHORT_JVM}</argLine></configuration></plugin>
     </plugins>
   </build>
 </project>
 `,
   );
-  // Short JVMs, as many projects configure them (.mvn/jvm.config; surefire's argLine above): the
-  // quick compiler only and one GC thread, about half the CPU of Maven's few seconds of work.
+  // Maven's own JVM (surefire's gets `argLine` above): about half the CPU of their few seconds of work.
   fs.mkdirSync(path.join(into, '.mvn'), { recursive: true });
-  fs.writeFileSync(path.join(into, '.mvn', 'jvm.config'), '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC\n');
+  fs.writeFileSync(path.join(into, '.mvn', 'jvm.config'), `${SHORT_JVM}\n`);
   return into;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The order the cluster stage's files start in (it runs them one at a time). Its 3-minute soak paces
- * its own load, about half the machine: beside the stages `.ci/run` runs next to this one that half
- * is theirs; run last, after they ended, it leaves a core idle for its three minutes. Jest starts the
+ * its own load, about half the machine: the stages `.ci/run` runs beside this one take the other
+ * half; run last, after they ended, it leaves a core idle for its three minutes. Jest starts the
  * longest files first when its cache has their times, and the largest first when it has none (a
  * fresh clone): the soak then came last and the run took 1,610 s against 1,492 s with the cache. So
  * the two long files start first, in the order the cache gave them, and the rest follow in jest's
