@@ -352,7 +352,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     if (st) {
       out.push(
         `Stack traces: the Temporal SDK records a stack trace for every promise a workflow creates (the Web UI's Stack Trace tab); ` +
-          `the durable harness on a second worker process with \`AGENT_WORKFLOW_STACK_TRACES=off\` (empty stacks), alternating with the others at model latency 0 ` +
+          `the durable harness on a second worker process with \`AGENT_WORKFLOW_STACK_TRACES=off\` (no recording), alternating with the others at model latency 0 ` +
           `(${st.runs} × ${st.stepsPerRun} steps, ${st.samples} samples): median step ${n(st.onMsPerStep)} ms with stack traces (the default) vs ${n(st.offMsPerStep)} ms without ` +
           `(${n(st.savedMsPerStep)} ms saved; added overhead without them ${n(st.addedMsPerStep)} ms); a workflow task takes ${n(st.workflowTaskOnMs, 2)} vs ${n(st.workflowTaskOffMs, 2)} ms in the worker (SDK metrics, means over each worker's runs).`,
       );

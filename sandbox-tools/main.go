@@ -5,6 +5,7 @@
 //	executor                 runs the harness's commands on request over stdin/stdout (executor.go)
 //	run <runBase> ...        the run wrapper: one tool command, its identity, output and exit status
 //	                         kept where a later attempt finds them (run.go)
+//	checkpoint-probe <margin> whether the workspace changed since the last full checkpoint (probe.go)
 //	forward <port> <socket>  the sandbox's end of the egress proxy: 127.0.0.1:<port> -> <socket> (forward.go)
 //	read-file <request>      the file tools (readfile.go, writefile.go, editfile.go): <request> is
 //	write-file <request>     a JSON object, or @<file> holding one; they print the result for the
@@ -20,6 +21,7 @@ import (
 
 const usage = `usage: agent-sandbox-tools executor
        agent-sandbox-tools run <runBase> <outLink> <timeout s> <cap> <command> <journal> <head> <started> <mode> [args...]
+       agent-sandbox-tools checkpoint-probe <margin µs> [pattern...]
        agent-sandbox-tools forward <port> <unix socket>
        agent-sandbox-tools read-file|write-file|edit-file <JSON request | @file>`
 
@@ -32,6 +34,8 @@ func main() {
 	switch os.Args[1] {
 	case "executor":
 		os.Exit(runExecutor())
+	case "checkpoint-probe":
+		os.Exit(checkpointProbe(args))
 	case "forward":
 		if len(args) != 2 {
 			break

@@ -13,17 +13,14 @@
  *
  * Stack traces: for the Web UI's Stack Trace tab (the `__stack_trace` query), the Temporal SDK
  * records where every promise of a workflow was created — a JavaScript stack trace, mapped through
- * the bundle's source map, for each promise. On the 2-core bench machine that is about a quarter of a
- * workflow task's time in the worker (`npm run bench` shows it side by side: 8.7 vs 6.5 ms), CPU a
- * loaded brain worker gets back; a single operation's step time hardly changes. `off` keeps the
- * recording but makes its stacks empty (`Error.stackTraceLimit = 0` inside the workflow sandbox): the
- * tab then shows no frames, and an error thrown by workflow code carries its message without a stack.
+ * the bundle's source map, for each promise. `off` stops that recording (`WITHOUT_STACK_TRACES` in
+ * `workers.ts`): the tab then shows no frames; errors thrown by workflow code keep their stacks.
  * The operation's `status` query and the pending activities say what it waits for either way.
  * On by default, decided from the figures: under load (200 operations × 20 steps at once on one
- * worker, `npm run bench -- --only floor,concurrency`, two runs on one machine) they are 3.1 of the
- * worker's 27.5 ms of CPU per step (24.4 off) and 1 step/s in 20 (19.8 vs 20.8) — not what keeps the
- * worker above Temporal's floor (6.5–6.9 ms) — against the tab and the stack of an error in workflow
- * code, which a bug report needs. A brain worker that runs far more than its cores sets it off.
+ * worker, `npm run bench -- --only floor,concurrency`, one run each on one machine) they are 3.2 of
+ * the worker's 23.5 ms of CPU per step (20.3 off) and 1.6 steps/s in 24 (22.2 vs 23.8) — not what
+ * keeps the worker above Temporal's floor (about 6 ms) — against the tab, which a person looking at a
+ * stuck operation needs. A brain worker that runs far more than its cores sets it off.
  */
 import { parseDuration } from '../common/duration';
 import { onOff, parsed, readPart, settingsPart, variable, wholeNumber, type Environment } from '../common/env-settings';
@@ -98,7 +95,7 @@ export const BRAIN_WORKER_PART = settingsPart({
       WORKER_ENV.workflowStackTraces,
       {
         description:
-          "`on`: the Web UI's Stack Trace tab shows where each operation waits; `off`: no frames there (and none on errors thrown by workflow code), for a cheaper workflow task — the SDK records a stack trace for every promise a workflow creates (in `npm run bench`, 8.7 vs 6.5 ms of worker time per workflow task; under 200 operations at once, 27.5 vs 24.4 ms of worker CPU per step)",
+          "`on`: the Web UI's Stack Trace tab shows where each operation waits; `off`: no frames there (errors thrown by workflow code keep their stacks), for a cheaper workflow task — the SDK records a stack trace for every promise a workflow creates (under 200 operations at once in `npm run bench`, 23.5 vs 20.3 ms of worker CPU per step)",
         default: '`on`',
         values: '`on`, `off`',
       },

@@ -220,8 +220,15 @@ export function bundleBuildId(code: string): string {
   return `agent+${createHash('sha256').update(code).digest('hex').slice(0, 16)}`;
 }
 
-/** Makes every stack trace taken inside the workflow sandbox empty (`AGENT_WORKFLOW_STACK_TRACES=off`). */
-export const WITHOUT_STACK_TRACES = 'Error.stackTraceLimit = 0;';
+/**
+ * Turns the SDK's recording of workflow stack traces off (`AGENT_WORKFLOW_STACK_TRACES=off`). The SDK
+ * records them from a promise hook that runs for every promise the workflow creates and first looks
+ * up the running workflow through `promise.constructor.constructor` (the sandbox's `Function`); on
+ * the sandbox's `Promise` that lookup answers "no workflow", so the hook returns at once and records
+ * nothing. Errors thrown by workflow code keep their stacks.
+ */
+export const WITHOUT_STACK_TRACES =
+  "Object.defineProperty(Promise, 'constructor', { value: function () { return function () { return undefined; }; } });";
 
 /** Tells the workflow code it runs on a versioned worker, so each type declares its behaviour (`workflows/shared/versioning.ts`). */
 const VERSIONED_WORKER = `globalThis.${VERSIONED_WORKER_GLOBAL} = true;`;

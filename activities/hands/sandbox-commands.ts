@@ -19,6 +19,7 @@ import { containerNameOf } from '../../common/sandbox-names';
 import type { SandboxEgressWiring } from '../egress/egress-host';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
 import { commandRunner, type CommandRun, type CommandRunner } from './executor/runner';
+import { SANDBOX_TOOLS } from './executor/sandbox-tools';
 import { JOURNAL_WRITER } from './journal-store';
 import { parseWrapperOutput, PidLineWatch, wrapperArgv, type ExecOptions, type ProcessIdentity } from './run-wrapper';
 import { AGENT_USER, namePrefixOf, sandboxEnv, WORKSPACE_DIR } from './sandbox-spec';
@@ -138,17 +139,30 @@ export class SandboxCommands {
     args: string[] = [],
     options: { user?: string } = {},
   ): Promise<ScriptResult> {
+    return this.captured(
+      sessionId,
+      ['bash', '-c', script, 'agent-script', ...args],
+      options.user ?? AGENT_USER,
+      'sandbox script',
+    );
+  }
+
+  /** Runs one of the sandbox tools' programs (`agent-sandbox-tools <args>`) and returns its output, as `script`. */
+  async tool(sessionId: string, args: string[], options: { user?: string } = {}): Promise<ScriptResult> {
+    return this.captured(sessionId, [SANDBOX_TOOLS, ...args], options.user ?? AGENT_USER, 'sandbox tool');
+  }
+
+  private async captured(sessionId: string, argv: string[], user: string, what: string): Promise<ScriptResult> {
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     const run = await this.runner.run(
       sessionId,
-      ['bash', '-c', script, 'agent-script', ...args],
-      options.user ?? AGENT_USER,
+      argv,
+      user,
       { stdout: (c) => stdout.push(c), stderr: (c) => stderr.push(c) },
       { exitCode: true },
     );
-    if (run.executorLost)
-      throw new SandboxError('unavailable', `${run.executorLost}; a sandbox script's outcome is unknown`);
+    if (run.executorLost) throw new SandboxError('unavailable', `${run.executorLost}; a ${what}'s outcome is unknown`);
     return {
       exitCode: run.exitCode ?? -1,
       stdout: Buffer.concat(stdout),

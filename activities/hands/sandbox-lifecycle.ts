@@ -34,6 +34,7 @@ import {
   type WorkspaceEnvironment,
 } from './sandbox-spec';
 import { SandboxVolumes } from './sandbox-volumes';
+import { HostCommandHelper } from './host-commands';
 import { quotaUnsupportedReason, type WorkspaceQuota } from './workspace-quota';
 
 export interface SandboxLifecycleOptions {
@@ -118,7 +119,13 @@ export class SandboxLifecycle {
       );
     }
     this.quota = options.quota && !unsupported ? options.quota : null;
-    this.volumes = new SandboxVolumes(this.docker, this.quota, AGENT_UID, this.namePrefix);
+    this.volumes = new SandboxVolumes(
+      this.docker,
+      this.quota,
+      AGENT_UID,
+      this.namePrefix,
+      this.quota ? new HostCommandHelper(options.sandboxTools).run : undefined,
+    );
   }
 
   /** Makes sure a running container exists for the sandbox; creates or replaces one as needed. */

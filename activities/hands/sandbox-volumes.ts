@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import type Docker from 'dockerode';
 import { DEFAULT_NAME_PREFIX, journalVolumeNameOf, SANDBOX_LABELS, volumeNameOf } from '../../common/sandbox-names';
 import { classifyDockerError, dockerCall, SandboxError, statusOf } from './docker-calls';
+import { spawnDirectly, type HostCommandRunner } from './host-commands';
 import { attach, backingFileOf, createImage, imagePathOf, release, type WorkspaceQuota } from './workspace-quota';
 
 export class SandboxVolumes {
@@ -24,6 +25,8 @@ export class SandboxVolumes {
     private readonly ownerUid: number,
     /** What the volume names start with (`common/sandbox-names.ts`). */
     private readonly namePrefix = DEFAULT_NAME_PREFIX,
+    /** How a quota workspace's host programs run (`host-commands.ts`). */
+    private readonly hostCommands: HostCommandRunner = spawnDirectly,
   ) {}
 
   async workspaceExists(sessionId: string): Promise<boolean> {
@@ -82,7 +85,7 @@ export class SandboxVolumes {
     }
     const newImage = imagePathOf(this.quota, volumeNameOf(sessionId, this.namePrefix));
     try {
-      await createImage(newImage, this.quota.sizeBytes, this.ownerUid);
+      await createImage(newImage, this.quota.sizeBytes, this.ownerUid, this.hostCommands);
     } catch (err) {
       throw new SandboxError('failed', `could not make the workspace file system: ${(err as Error).message}`, {
         cause: err,
@@ -130,7 +133,7 @@ export class SandboxVolumes {
     const image = volume.Labels?.[SANDBOX_LABELS.quotaImage];
     if (image) {
       try {
-        await release(image, volume.Options?.device);
+        await release(image, volume.Options?.device, this.hostCommands);
       } catch (err) {
         throw new SandboxError('failed', `could not release the workspace file system: ${(err as Error).message}`, {
           cause: err,
@@ -153,7 +156,7 @@ export class SandboxVolumes {
       if (!match) continue;
       const image = path.join(this.quota.imageDir, file);
       if (fs.statSync(image).mtimeMs > cutoffMs || (await this.workspaceExists(match[1]))) continue;
-      await release(image);
+      await release(image, undefined, this.hostCommands);
       released.push(image);
     }
     return released;
@@ -165,7 +168,7 @@ export class SandboxVolumes {
 
   private async attachImage(image: string): Promise<string> {
     try {
-      return await attach(image);
+      return await attach(image, this.hostCommands);
     } catch (err) {
       throw new SandboxError('failed', `could not attach the workspace file system: ${(err as Error).message}`, {
         cause: err,

@@ -14,13 +14,11 @@
  * volume is then re-created on the new device, its files intact), and `release` detaches the device
  * and deletes the image when the volume is removed.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
 import type Docker from 'dockerode';
-
-const execFileAsync = promisify(execFile);
+import { spawnDirectly, type HostCommandRunner } from './host-commands';
 
 export interface WorkspaceQuota {
   /** Size of each workspace file system, in bytes. */
@@ -58,15 +56,17 @@ function findTool(name: string): string | undefined {
   return tools.get(name);
 }
 
-async function run(tool: string, args: string[]): Promise<string> {
+async function run(tool: string, args: string[], commands: HostCommandRunner): Promise<string> {
   const file = findTool(tool) ?? tool;
+  let result;
   try {
-    const { stdout } = await execFileAsync(file, args, { encoding: 'utf8' });
-    return stdout.trim();
+    result = await commands(file, args);
   } catch (err) {
-    const stderr = ((err as { stderr?: string }).stderr ?? '').trim();
-    throw new Error(`${tool} ${args.join(' ')} failed: ${stderr || (err as Error).message}`);
+    throw new Error(`${tool} ${args.join(' ')} failed: ${(err as Error).message}`);
   }
+  if (result.exitCode !== 0)
+    throw new Error(`${tool} ${args.join(' ')} failed: ${result.stderr.trim() || `exit status ${result.exitCode}`}`);
+  return result.stdout.trim();
 }
 
 /** The file-system image of the workspace volume `volumeName`. */
@@ -79,7 +79,12 @@ export function imagePathOf(quota: WorkspaceQuota, volumeName: string): string {
  * blocks, its root owned by the agent's uid and no `lost+found` (the workspace root is the project).
  * An image that already exists is kept (its files are the workspace).
  */
-export async function createImage(image: string, sizeBytes: number, ownerUid: number): Promise<void> {
+export async function createImage(
+  image: string,
+  sizeBytes: number,
+  ownerUid: number,
+  commands: HostCommandRunner = spawnDirectly,
+): Promise<void> {
   if (fs.existsSync(image)) return;
   fs.mkdirSync(path.dirname(image), { recursive: true, mode: 0o700 });
   const partial = `${image}.${process.pid}.partial`;
@@ -91,16 +96,20 @@ export async function createImage(image: string, sizeBytes: number, ownerUid: nu
     } finally {
       fs.closeSync(fd);
     }
-    await run('mkfs.ext4', [
-      '-q',
-      '-F',
-      '-m',
-      '0',
-      '-E',
-      `root_owner=${ownerUid}:${ownerUid},lazy_itable_init=1,lazy_journal_init=1`,
-      partial,
-    ]);
-    await run('debugfs', ['-w', '-R', 'rmdir lost+found', partial]);
+    await run(
+      'mkfs.ext4',
+      [
+        '-q',
+        '-F',
+        '-m',
+        '0',
+        '-E',
+        `root_owner=${ownerUid}:${ownerUid},lazy_itable_init=1,lazy_journal_init=1`,
+        partial,
+      ],
+      commands,
+    );
+    await run('debugfs', ['-w', '-R', 'rmdir lost+found', partial], commands);
     // A link never replaces an image another process finished first: the first one is the workspace.
     fs.linkSync(partial, image);
   } catch (err) {
@@ -111,8 +120,13 @@ export async function createImage(image: string, sizeBytes: number, ownerUid: nu
 }
 
 /** The loop device `image` is attached to, if any (`/dev/loopN`). */
-export async function deviceOf(image: string): Promise<string | undefined> {
-  const out = await run('losetup', ['--associated', image, '--noheadings', '--output', 'NAME']).catch(() => '');
+export async function deviceOf(
+  image: string,
+  commands: HostCommandRunner = spawnDirectly,
+): Promise<string | undefined> {
+  const out = await run('losetup', ['--associated', image, '--noheadings', '--output', 'NAME'], commands).catch(
+    () => '',
+  );
   return out.split('\n').find(Boolean)?.trim();
 }
 
@@ -127,19 +141,23 @@ export function backingFileOf(device: string): string | undefined {
 }
 
 /** Attaches the image to a loop device unless it already is; returns the device. */
-export async function attach(image: string): Promise<string> {
-  const existing = await deviceOf(image);
+export async function attach(image: string, commands: HostCommandRunner = spawnDirectly): Promise<string> {
+  const existing = await deviceOf(image, commands);
   if (existing) return existing;
-  return run('losetup', ['--find', '--show', image]);
+  return run('losetup', ['--find', '--show', image], commands);
 }
 
 /** Detaches the image's loop device (only if it really is this image's) and deletes the image. */
-export async function release(image: string, device?: string): Promise<void> {
+export async function release(
+  image: string,
+  device?: string,
+  commands: HostCommandRunner = spawnDirectly,
+): Promise<void> {
   const devices = new Set<string>();
   if (device && backingFileOf(device) === image) devices.add(device);
-  const attached = await deviceOf(image);
+  const attached = await deviceOf(image, commands);
   if (attached) devices.add(attached);
-  for (const dev of devices) await run('losetup', ['--detach', dev]);
+  for (const dev of devices) await run('losetup', ['--detach', dev], commands);
   fs.rmSync(image, { force: true });
 }
 

@@ -17,7 +17,7 @@ import type { RecordedCheckpoint, CheckpointOutcome, CheckpointWorkspaceInput } 
 import { journalVolumeNameOf, SANDBOX_LABELS, volumeNameOf } from '../../../common/sandbox-names';
 import { dockerCall, SandboxError } from '../docker-calls';
 import { JOURNAL_DIR, JOURNAL_WRITER } from '../journal-store';
-import type { SandboxCommands } from '../sandbox-commands';
+import type { SandboxCommands, ScriptResult } from '../sandbox-commands';
 import type { SandboxLifecycle } from '../sandbox-lifecycle';
 import { sandboxLabels, WORKSPACE_DIR } from '../sandbox-spec';
 
@@ -83,18 +83,20 @@ export class SandboxCheckpoints {
    * Records the session's workspace (the container must be running); `skipped` when its image has
    * no git. `probe` (the default) first asks whether anything changed since the session's last full
    * checkpoint and, when nothing did, answers with that checkpoint's commit without running git
-   * (`checkpoint.sh`); `full` always reads the workspace.
+   * (the sandbox tools' `checkpoint-probe`, one process); `full` always reads the workspace
+   * (`checkpoint.sh`).
    */
   async record(input: CheckpointWorkspaceInput, mode: 'probe' | 'full' = 'probe'): Promise<CheckpointOutcome> {
     const started = Date.now();
+    const patterns = [...input.exclude, ...ALWAYS_EXCLUDED];
+    const probed = mode === 'probe' ? await this.probe(input.sessionId, patterns) : undefined;
     const ref = `ops/${input.operationId.replace(/[^A-Za-z0-9_-]/g, '_')}/${input.kind}-${input.turn}`;
     const message = `${input.operationId} ${input.kind === 'base' ? 'before its first change, turn' : 'turn'} ${input.turn}`;
-    const run = await this.commands.script(
-      input.sessionId,
-      SCRIPTS.record,
-      [SCRIPTS.read, ref, message, mode, String(this.probeMarginUs), ...input.exclude, ...ALWAYS_EXCLUDED],
-      { user: JOURNAL_WRITER },
-    );
+    const run =
+      probed ??
+      (await this.commands.script(input.sessionId, SCRIPTS.record, [SCRIPTS.read, ref, message, ...patterns], {
+        user: JOURNAL_WRITER,
+      }));
     const at = new Date().toISOString();
     const output = run.stdout.toString('utf8');
     const skipped = /^@@checkpoint-skipped (.*)$/m.exec(output);
@@ -121,6 +123,18 @@ export class SandboxCheckpoints {
       ms: Date.now() - started,
     };
     return checkpoint;
+  }
+
+  /**
+   * The probe's answer when the workspace is as the last full checkpoint left it (its output has
+   * that checkpoint's header), else undefined: it changed, or the probe could not tell (a sandbox
+   * tools binary without the probe answers with its usage and status 2).
+   */
+  private async probe(sessionId: string, patterns: string[]): Promise<ScriptResult | undefined> {
+    const run = await this.commands.tool(sessionId, ['checkpoint-probe', String(this.probeMarginUs), ...patterns], {
+      user: JOURNAL_WRITER,
+    });
+    return run.exitCode === 0 && run.stdout.toString('utf8').startsWith('@@checkpoint ') ? run : undefined;
   }
 
   /**

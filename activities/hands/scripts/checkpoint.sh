@@ -5,22 +5,17 @@
 # repository (git computes every object's id as it does), checks that the trees are whole, and
 # commits. The agent can add objects only through that pack; it never changes an object or a ref.
 #
-# In `probe` mode a workspace in which nothing changed since the session's last full checkpoint
-# costs one `find` and no git: when no file or directory the checkpoint would hold (as the agent
-# sees them) had its status changed since shortly before that checkpoint started ($5 µs: file times
-# come from a clock that may lag by a tick), the session's head commit is this checkpoint too. The harness's copies of tool outputs (.agent/out/) do not
-# count: the hands ask for `full` when a call's result points the model at its copy. The probe is
-# trusted only while the wall clock kept pace with the boot clock, so a clock stepped back cannot
-# hide a change.
-# $1 the agent's half  $2 ref name (under refs/checkpoints/)  $3 commit message  $4 probe|full
-# $5 the probe's margin in µs  $6… patterns left out
+# After it, the sandbox tools' checkpoint-probe (sandbox-tools/probe.go) can answer a turn in which
+# nothing changed without git, from the record this leaves in $repo/last-full: the clocks as the
+# workspace was about to be read, the commit, the files left unread and the patterns.
+# $1 the agent's half  $2 ref name (under refs/checkpoints/)  $3 commit message  $4… patterns left out
 # stdout: "@@checkpoint-skipped <why>", or "@@checkpoint <commit> <parent or -> <changed> <unreadable>"
-# and then the first changed paths, each ending with NUL (an unchanged workspace: its commit twice).
+# and then the first changed paths, each ending with NUL.
 set -u
 umask 022
 repo=/var/lib/agent-journal/checkpoints.git
-read_half=$1 ref=$2 message=$3 mode=$4 margin=$5
-shift 5
+read_half=$1 ref=$2 message=$3
+shift 3
 last=$repo/last-full
 # The clocks as the workspace is about to be read: the wall clock in µs (empty in a bash without
 # it) and the boot clock (/proc/uptime, hundredths of a second) in µs.
@@ -48,38 +43,6 @@ if [ ! -f "$repo/HEAD" ]; then
   mv -T "$tmp" "$repo" 2> /dev/null || rm -rf "$tmp"
 fi
 [ -f "$repo/HEAD" ] || exit 90
-# $1… the patterns left out. Succeeds when the probe finds the workspace as the last full checkpoint left it.
-unchanged() {
-  [ "$mode" = probe ] && [ -n "$wall" ] && [ -n "$boot" ] || return 1
-  local then_wall= then_boot= commit= unread= patterns= head= pattern found
-  { read -r then_wall then_boot commit unread && IFS= read -r patterns; } < "$last" 2> /dev/null || return 1
-  [[ $then_wall$then_boot =~ ^[0-9]+$ ]] && [ -n "$commit" ] && [ "$patterns" = "$joined" ] || return 1
-  read -r head < "$repo/refs/checkpoints/head" 2> /dev/null && [ "$head" = "$commit" ] || return 1
-  # A wall clock set back (or forward) since then, or a reboot, shows as a drift from the boot clock
-  # (both are slewed alike; 50 ms is what sampling the two clocks may differ by).
-  local drift=$(((wall - then_wall) - (boot - then_boot)))
-  [[ $margin =~ ^[0-9]+$ ]] && [ "${drift#-}" -le 50000 ] || return 1
-  local since=$((then_wall - margin))
-  # Folders left out by a plain name are not walked; with a negation anywhere, every folder is.
-  local prune=(-path /workspace/.agent/out)
-  for pattern in "$@"; do
-    case $pattern in
-      '!'*)
-        prune=(-path /workspace/.agent/out)
-        break
-        ;;
-      *[][*?\\]*) ;;
-      /*/) [[ ${pattern:1:-1} == */* ]] || prune+=(-o -path "/workspace${pattern%/}" -type d) ;;
-      /*) [[ ${pattern:1} == */* ]] || prune+=(-o -path "/workspace$pattern") ;;
-      */) [[ ${pattern%/} == */* ]] || prune+=(-o ! -path '/workspace/.git/*' -type d -name "${pattern%/}") ;;
-      *) [[ $pattern == */* ]] || prune+=(-o ! -path '/workspace/.git/*' -name "$pattern") ;;
-    esac
-  done
-  found=$(setpriv --reuid=1000 --regid=1000 --clear-groups -- find /workspace -path '/workspace/*' \( "${prune[@]}" \) \
-    -prune -o -newerct "@${since:0:-6}.${since: -6}" -print -quit 2> /dev/null) && [ -z "$found" ] || return 1
-  printf '@@checkpoint %s %s 0 %s\n' "$commit" "$commit" "${unread:-0}"
-}
-if unchanged "$@"; then exit 0; fi
 export GIT_DIR=$repo
 work=$(mktemp -d "$repo/tmp-checkpoint.XXXXXX") || exit 90
 trap 'rm -rf "$work"' EXIT
