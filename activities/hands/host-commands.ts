@@ -8,9 +8,10 @@
  * worker's event loop — in the bench's 200 × 20 run, six starts per operation were a fifth of the
  * worker's CPU. The helper is a few megabytes; its forks cost next to nothing.
  *
- * A command the helper cannot take (it would not start, or it died under the command) is run the
- * plain way, so a command never fails because of the helper; one lost in flight is reported as
- * failed, since it may have run (each caller's command is safe to run again).
+ * A command the helper cannot take (the helper would not start, or could not start the program) is
+ * run the plain way, so a command never fails because the helper is missing; one lost in flight
+ * (the helper died under it) is reported as failed, since it may have run (each caller's command is
+ * safe to run again).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { Duplex } from 'node:stream';
