@@ -11,12 +11,12 @@
  * once (a step's tail): it grows by a bounded amount per step. A lane's next operation continues the
  * context of the previous one (`continues`), so a lane's context spans a chain of operations.
  *
- * Deterministic: type-only imports.
+ * Deterministic: type-only imports and pure functions.
  */
 import type { CompactContextInput, CompactContextResult, ContextClear } from './context';
 import type { ContextFingerprint, TailBlock } from './context-fingerprint';
 import type { McpToolDefinition } from './mcp';
-import type { ModelReply } from './model-types';
+import type { AssistantMessage, ModelReply } from './model-types';
 
 export interface ModelStepInput {
   /** Workflow id of the operation: the cache key and where the history lives. */
@@ -60,9 +60,29 @@ export interface ModelStepInput {
   mcpTools?: McpToolDefinition[];
 }
 
-export interface ModelStepResult extends ModelReply {
-  /** Whether the brain rebuilt the context from history for this step (cold cache or mismatch). */
-  rebuilt: boolean;
+/**
+ * A model step's result, as every step's history holds it: the reply with the message's id, model
+ * and content (what the context, a rewind and the token report read back) and its stop reason once
+ * (`stopReason`). The API's constant `type` and `role`, its `stop_reason` again and a null
+ * `stop_sequence` are left out (`recordedReply`); results recorded before carry them.
+ */
+export interface ModelStepResult extends Omit<ModelReply, 'message'> {
+  message: RecordedAssistantMessage;
+  /** The brain rebuilt the context from history for this step (cold cache or mismatch); absent when it did not. */
+  rebuilt?: boolean;
+}
+
+export type RecordedAssistantMessage = Pick<AssistantMessage, 'id' | 'model' | 'content'> &
+  Partial<Pick<AssistantMessage, 'type' | 'role' | 'stop_reason' | 'stop_sequence'>>;
+
+/** The result a model step records for `reply` (see `ModelStepResult`). */
+export function recordedReply(reply: ModelReply, rebuilt: boolean): ModelStepResult {
+  const { id, model, content, stop_sequence } = reply.message;
+  return {
+    ...reply,
+    message: { id, model, content, ...(stop_sequence !== null ? { stop_sequence } : {}) },
+    ...(rebuilt ? { rebuilt } : {}),
+  };
 }
 
 /** The activity type names, used when the brain reads steps back from history. */

@@ -8,7 +8,12 @@ import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { CompactContextInput, CompactContextResult } from '../../common/context';
-import type { BrainActivities, ModelStepInput, ModelStepResult } from '../../common/model-step';
+import {
+  recordedReply,
+  type BrainActivities,
+  type ModelStepInput,
+  type ModelStepResult,
+} from '../../common/model-step';
 import type { ContextFingerprint } from '../../common/context-fingerprint';
 import type { ModelRequest } from '../../common/model-types';
 import { toolDefinitions } from '../../common/tools';
@@ -83,7 +88,7 @@ async function modelStep(
   }).finally(() => live.close());
   crashPoint(`model: after response (turn ${input.turn})`);
   deps.cache.set(contextKey(input.operationId, input.lane), withReply(context, input.tail, reply));
-  return { ...reply, rebuilt };
+  return recordedReply(reply, rebuilt);
 }
 
 /**

@@ -1,6 +1,7 @@
 /** The stuck verdicts and the loop patterns as pure functions (the end-to-end runs are in stuck.test.ts). */
 import { stuckLimitsSchema } from '../../common/stuck';
-import { detect, type LoopWindow } from '../../workflows/operation/loop-detector';
+import type { ToolUseBlock } from '../../common/model-types';
+import { checkForLoop, detect, type LoopWindow } from '../../workflows/operation/loop-detector';
 import { stuckReason, type WatchTarget } from '../../workflows/operation/stuck';
 
 const limits = stuckLimitsSchema.parse({});
@@ -82,6 +83,70 @@ describe('loop patterns', () => {
     const ab = [call('a'), call('b'), call('a'), call('b'), call('a'), call('b')];
     expect(detect(window(ab), limits)?.pattern).toBe('alternate');
     expect(detect(window(ab.slice(1)), limits)).toBeUndefined();
+  });
+
+  it('carries two calls whatever the limits, and finds what counting every call finds', () => {
+    // The rule over the whole sequence, as the detector applied it when it carried max(limits) calls.
+    const reference = (seq: string[], repeats: number, alternations: number): string | undefined => {
+      const lastN = seq.slice(-repeats);
+      if (lastN.length === repeats && lastN.every((c) => c === lastN[0])) return `repeat ${lastN[0]}`;
+      const lastM = seq.slice(-alternations);
+      if (lastM.length === alternations && lastM[0] !== lastM[1] && lastM.every((c, i) => i < 2 || c === lastM[i - 2]))
+        return `alternate ${lastM[0]} / ${lastM[1]}`;
+      return undefined;
+    };
+    let seed = 7;
+    const random = (n: number): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    for (const [sameCallRepeats, alternations] of [
+      [3, 6],
+      [4, 5],
+      [2, 4],
+      [1_000_000, 1_000_000],
+    ]) {
+      const these = { ...limits, sameCallRepeats, alternations, errorTurns: 1_000_000 };
+      let window: LoopWindow | undefined;
+      const seq: string[] = [];
+      const patterns = new Set<string>();
+      for (let i = 0; i < 400; i += 1) {
+        // Runs of repeats and alternations among three commands, so that both patterns show.
+        const command = i % 40 < 12 ? 'a' : i % 40 < 26 ? (i % 2 === 0 ? 'a' : 'b') : ['a', 'b', 'c'][random(3)];
+        const call: ToolUseBlock = {
+          type: 'tool_use',
+          id: `t${i}`,
+          name: 'bash',
+          input: { command },
+          caller: { type: 'direct' },
+        };
+        const verdict = checkForLoop(
+          window,
+          [call],
+          [{ type: 'tool_result', tool_use_id: call.id, content: 'ok' }],
+          these,
+        );
+        seq.push(command);
+        window = { ...verdict.window, noted: undefined };
+        expect(window.calls.length).toBeLessThanOrEqual(2);
+        const found = detect(window, these);
+        const expected = reference(seq, sameCallRepeats, alternations);
+        const labels = found?.description.replaceAll('bash: ', '').match(/\(([^)]*)\)$/)?.[1];
+        expect(found && `${found.pattern} ${labels}`).toEqual(expected);
+        if (found) patterns.add(found.pattern);
+      }
+      expect([...patterns].sort()).toEqual(sameCallRepeats < 1_000_000 ? ['alternate', 'repeat'] : []);
+    }
+    // A window carried by an older run (every call up to the limits) is read the same way.
+    const old = window([call('a'), call('b'), call('a'), call('b'), call('a'), call('b')]);
+    const next = checkForLoop(
+      old,
+      [{ type: 'tool_use', id: 'n', name: 'x', input: {}, caller: { type: 'direct' } }],
+      [],
+      limits,
+    );
+    expect(next.window.calls).toHaveLength(2);
+    expect(detect(old, limits)?.description).toContain('(a / b)');
   });
 
   it('finds turns of only errors', () => {

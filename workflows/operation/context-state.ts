@@ -120,6 +120,16 @@ export function trackedResults(
   return tracked;
 }
 
+/**
+ * Whether the context needs to keep tracking a result: one a clear batch may replace, or whose
+ * spilled output the ledger counts when a compaction drops it. Any other result (a short output, a
+ * synthetic one) changes no decision and no figure, and carrying it would make every continue-as-new
+ * carry one entry per tool call the operation ever made.
+ */
+export function worthTracking(result: TrackedResult): boolean {
+  return result.removable > 0 || result.spillExtra > 0;
+}
+
 /** What an answered model step changes in the context. */
 export interface ContextAfterReply {
   context: ContextState;

@@ -168,3 +168,12 @@ export function continuationOf(op: OperationRun): { continues?: string } {
     base.edits === from.edits;
   return unchanged ? { continues: from.operationId } : {};
 }
+
+/**
+ * The fingerprint as a step's input records it: counts of 0 left out (the brain reads them as 0),
+ * since every model step's history holds it.
+ */
+export function recordedFingerprint(op: OperationRun): ContextFingerprint {
+  const { compactions, edits, ...rest } = contextFingerprint(op);
+  return { ...rest, ...(compactions ? { compactions } : {}), ...(edits ? { edits } : {}) };
+}

@@ -5,7 +5,9 @@
  * pattern goes on after the note, the operation ends `failed` with reason `stuck: <pattern>`.
  * Pure: the operation carries the window and applies the verdict.
  *
- * The window (hashes of the recent calls and results) is carried across continue-as-new.
+ * The window is carried across continue-as-new: the last two calls (hashes of each call and its
+ * result) and how long the current repeat and alternation have run, so its size does not grow with
+ * the limits (an operation may set them to a million).
  */
 import type { TailBlock } from '../../common/context-fingerprint';
 import type { ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
@@ -21,7 +23,10 @@ interface SeenCall {
 }
 
 export interface LoopWindow {
+  /** The last two calls, oldest first (carries of older runs: the last `max(limits)` calls). */
   calls: readonly SeenCall[];
+  /** How long the repeat and the alternation ending at the last call have run (absent in older carries: counted from `calls`). */
+  runs?: LoopRuns;
   /** Consecutive turns whose every tool result was an error. */
   errorTurns: number;
   /** The pattern the model was already told about. */
@@ -29,6 +34,16 @@ export interface LoopWindow {
 }
 
 export type LoopPattern = 'repeat' | 'alternate' | 'errors';
+
+/**
+ * The runs ending at the last call: `repeat` calls in a row the same as it (call and result), and
+ * `alternate` calls in a row that alternate between two different ones (1 when the last two are the
+ * same or there is only one call).
+ */
+export interface LoopRuns {
+  repeat: number;
+  alternate: number;
+}
 
 /** What the detector makes of a tool batch. */
 export interface LoopVerdict {
@@ -51,18 +66,22 @@ export function checkForLoop(
     tail.filter((b): b is ToolResultBlockParam => b.type === 'tool_result').map((b) => [b.tool_use_id, b] as const),
   );
   let allErrors = calls.length > 0;
-  const seen = [...(previous?.calls ?? [])];
+  let seen = (previous?.calls ?? []).slice(-2);
+  let runs = previous ? runsOf(previous) : { repeat: 0, alternate: 0 };
   for (const call of calls) {
     const result = results.get(call.id);
     if (!result?.is_error) allErrors = false;
-    seen.push({
+    const next: SeenCall = {
       call: hash(`${call.name}\u0000${stableJson(call.input)}`),
       result: hash(`${result?.is_error ? 'E' : 'O'}\u0000${stableJson(result?.content ?? '')}`),
       label: label(call),
-    });
+    };
+    runs = extendRuns(runs, seen, next);
+    seen = [...seen, next].slice(-2);
   }
   const window: LoopWindow = {
-    calls: seen.slice(-Math.max(limits.sameCallRepeats, limits.alternations)),
+    calls: seen,
+    runs,
     errorTurns: allErrors ? (previous?.errorTurns ?? 0) + 1 : 0,
   };
   const found = detect(window, limits);
@@ -77,29 +96,54 @@ export function detect(
   limits: StuckLimits,
 ): { pattern: LoopPattern; description: string } | undefined {
   const { calls } = window;
-  const same = (a: SeenCall, b: SeenCall): boolean => a.call === b.call && a.result === b.result;
-  const lastN = calls.slice(-limits.sameCallRepeats);
-  if (lastN.length === limits.sameCallRepeats && lastN.every((c) => same(c, lastN[0]))) {
+  const runs = runsOf(window);
+  const last = calls[calls.length - 1];
+  const before = calls[calls.length - 2];
+  if (last && runs.repeat >= limits.sameCallRepeats) {
     return {
       pattern: 'repeat',
-      description: `repeated the same call with the same result ${limits.sameCallRepeats} times (${lastN[0].label})`,
+      description: `repeated the same call with the same result ${limits.sameCallRepeats} times (${last.label})`,
     };
   }
-  const lastM = calls.slice(-limits.alternations);
-  if (
-    lastM.length === limits.alternations &&
-    !same(lastM[0], lastM[1]) &&
-    lastM.every((c, i) => i < 2 || same(c, lastM[i - 2]))
-  ) {
+  if (last && before && runs.alternate >= limits.alternations) {
+    // The first two of the last `alternations` calls, in their order.
+    const [first, second] = limits.alternations % 2 === 0 ? [before, last] : [last, before];
     return {
       pattern: 'alternate',
-      description: `alternated between two calls ${limits.alternations} times (${lastM[0].label} / ${lastM[1].label})`,
+      description: `alternated between two calls ${limits.alternations} times (${first.label} / ${second.label})`,
     };
   }
   if (window.errorTurns >= limits.errorTurns) {
     return { pattern: 'errors', description: `only errors for ${window.errorTurns} turns` };
   }
   return undefined;
+}
+
+function same(a: SeenCall, b: SeenCall): boolean {
+  return a.call === b.call && a.result === b.result;
+}
+
+/** The window's runs: carried, or (older carries) counted from its calls. */
+function runsOf(window: LoopWindow): LoopRuns {
+  if (window.runs) return window.runs;
+  let runs: LoopRuns = { repeat: 0, alternate: 0 };
+  let seen: SeenCall[] = [];
+  for (const call of window.calls) {
+    runs = extendRuns(runs, seen, call);
+    seen = [...seen, call].slice(-2);
+  }
+  return runs;
+}
+
+/** The runs after `next`, given those ending at the last of `seen` (its last two calls, oldest first). */
+function extendRuns(runs: LoopRuns, seen: readonly SeenCall[], next: SeenCall): LoopRuns {
+  const last = seen[seen.length - 1];
+  const before = seen[seen.length - 2];
+  if (!last) return { repeat: 1, alternate: 1 };
+  if (same(next, last)) return { repeat: runs.repeat + 1, alternate: 1 };
+  // `before` differs from `last` whenever the alternation has run two calls or more.
+  if (before && runs.alternate >= 2 && same(next, before)) return { repeat: 1, alternate: runs.alternate + 1 };
+  return { repeat: 1, alternate: 2 };
 }
 
 function loopNote(description: string): string {

@@ -7,7 +7,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { BrainActivities, ModelStepResult } from '../../common/model-step';
 import { DEFAULT_SYSTEM_PROMPT } from '../../common/prompts';
 import { withinDeadline } from './budget';
-import { contextFingerprint, continuationOf, editFrontierOf } from './context-window';
+import { continuationOf, editFrontierOf, recordedFingerprint } from './context-window';
 import { replyText, toolCallsOf } from './reply';
 import { heartbeatOverride, type OperationRun } from './state';
 import { MODEL_STEP_ACTIVITY_OPTIONS } from '../shared/policies';
@@ -32,7 +32,7 @@ export function requestModelTurn(op: OperationRun): Promise<ModelStepResult | un
         model: settings.model,
         maxTokens: settings.maxTokensPerTurn,
         system: carry.messages === 0 ? (settings.system ?? DEFAULT_SYSTEM_PROMPT) : undefined,
-        base: contextFingerprint(op),
+        base: recordedFingerprint(op),
         ...(op.nextClear ? { clear: op.nextClear } : {}),
         ...editFrontierOf(op),
         tail: [...carry.tail],

@@ -49,6 +49,7 @@ import {
   newContextState,
   startingContextState,
   trackedResults,
+  worthTracking,
   type ContextState,
 } from './context-state';
 import { openLiveEvents, type LiveEvents } from './live';
@@ -379,7 +380,7 @@ export class OperationRun {
     this.callsAhead.clear();
     state.tail = results;
     for (const result of trackedResults(state.turn, results, this.outcomes)) {
-      state.context.results.push(result);
+      if (worthTracking(result)) state.context.results.push(result);
       ledgerToolResult(state.ledger, result.spillExtra);
     }
   }
@@ -406,6 +407,8 @@ export class OperationRun {
   /** The carry the next run starts from (continue-as-new), with the live stream's state. */
   carryOver(): OperationCarry {
     this.state.live = this.live.state();
+    // Carries of older runs tracked every result.
+    this.state.context.results = this.state.context.results.filter(worthTracking);
     return this.state;
   }
 

@@ -280,7 +280,8 @@ async function executeToolCall(
             name,
             input: prepared.input,
             timeoutMs,
-            egress: op.settings.egress,
+            // The hands read an absent policy as `none` (every step's history holds this input).
+            ...(op.settings.egress !== 'none' ? { egress: op.settings.egress } : {}),
             ...(checkpoint ? { checkpoint } : {}),
           });
         const host = sandbox.route.host?.host;
