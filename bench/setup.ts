@@ -20,7 +20,7 @@ import { DATA_DIR } from '../platform/paths';
 import { buildSandboxImage } from '../platform/sandbox-image';
 import { ensureTemporalCli, type ResolvedCli } from '../platform/temporal-cli';
 import type { BenchPlatform } from './context';
-import { workflowInterceptorModules } from '../workers/workflow-bundle';
+import { workflowInterceptorModules, workflowPreloadModules } from '../workers/workflow-bundle';
 
 export const BENCH_DATA_DIR = path.join(DATA_DIR, 'bench');
 
@@ -76,6 +76,7 @@ export async function preparePlatform(options: {
   const bundle = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
     workflowInterceptorModules: workflowInterceptorModules(),
+    preloadModules: workflowPreloadModules(),
     logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
   });
   const workflowBundlePath = path.join(BENCH_DATA_DIR, `workflow-bundle-${process.pid}.js`);

@@ -26,7 +26,7 @@ import { ensureTemporalCli } from '../platform/temporal-cli';
 import { runMain } from '../client/main';
 import { containerNameOf } from '../common/sandbox-names';
 import type { ScriptedTurn } from '../scripted-model/script';
-import { workflowInterceptorModules } from '../workers/workflow-bundle';
+import { workflowInterceptorModules, workflowPreloadModules } from '../workers/workflow-bundle';
 
 const FIXTURES = path.join(PROJECT_ROOT, 'test', 'fixtures', 'histories');
 
@@ -46,6 +46,7 @@ runMain(async (args) => {
   const bundle = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
     workflowInterceptorModules: workflowInterceptorModules(),
+    preloadModules: workflowPreloadModules(),
   });
   const bundlePath = path.join(dir, 'bundle.js');
   fs.writeFileSync(bundlePath, bundle.code);

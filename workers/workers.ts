@@ -64,7 +64,7 @@ import {
   secretStoreFromEnv,
   workerVersioningFromEnv,
 } from './settings';
-import { workflowInterceptorModules } from './workflow-bundle';
+import { workflowInterceptorModules, workflowPreloadModules } from './workflow-bundle';
 
 export interface CommonWorkerOptions {
   connection: NativeConnection;
@@ -195,6 +195,7 @@ async function workflowCode(
     (await bundleWorkflowCode({
       workflowsPath: require.resolve('../workflows'),
       workflowInterceptorModules: workflowInterceptorModules(),
+      preloadModules: workflowPreloadModules(),
       logger: Runtime.instance().logger,
     }));
   const code = 'code' in bundle ? bundle.code : fs.readFileSync(bundle.codePath, 'utf8');

@@ -23,7 +23,7 @@ import {
   startCluster,
   stopCluster,
 } from '../../platform/temporal-cluster';
-import { workflowInterceptorModules } from '../../workers/workflow-bundle';
+import { workflowInterceptorModules, workflowPreloadModules } from '../../workers/workflow-bundle';
 import { parseSoakArgs, SOAK_USAGE } from './args';
 import { renderSoakMarkdown } from './report';
 import { describeFaults, planSoak } from './schedule';
@@ -66,6 +66,7 @@ runMain(async (argv) => {
   const bundle = await bundleWorkflowCode({
     workflowsPath: require.resolve('../../workflows'),
     workflowInterceptorModules: workflowInterceptorModules(),
+    preloadModules: workflowPreloadModules(),
     logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
   });
   const workflowBundlePath = path.join(dataDir, 'workflow-bundle.js');

@@ -33,7 +33,7 @@ import { OPERATION_WORKFLOW_TYPE, statusQuery, type OperationInput } from '../..
 import { freePort, startDevServer, type DevServer } from '../../platform/dev-server';
 import { DATA_DIR } from '../../platform/paths';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../scripted-model/server';
-import { workflowInterceptorModules } from '../../workers/workflow-bundle';
+import { workflowInterceptorModules, workflowPreloadModules } from '../../workers/workflow-bundle';
 import { bundleBuildId, createBrainWorker, createHandsWorker } from '../../workers/workers';
 import { agentProcessArgs } from '../support/compiled-entries';
 import { testPlatform } from '../support/env';
@@ -138,6 +138,7 @@ describe('Worker Versioning: a rollout from build A to build B', () => {
       await bundleWorkflowCode({
         workflowsPath: require.resolve('../support/versioning-workflows'),
         workflowInterceptorModules: workflowInterceptorModules(),
+        preloadModules: workflowPreloadModules(),
         logger: quiet,
       })
     ).code;

@@ -19,7 +19,7 @@ import { imageExists, sandboxImageTag } from '../../platform/sandbox-image';
 import { ensureSandboxTools } from '../../platform/sandbox-tools';
 import { ensureTemporalCli } from '../../platform/temporal-cli';
 import { compileEntries } from './compiled-entries';
-import { workflowInterceptorModules } from '../../workers/workflow-bundle';
+import { workflowInterceptorModules, workflowPreloadModules } from '../../workers/workflow-bundle';
 
 declare global {
   var __AGENT_TEST_SERVER__: DevServer | undefined;
@@ -41,6 +41,7 @@ export default async function globalSetup(): Promise<void> {
   const bundled = bundleWorkflowCode({
     workflowsPath: require.resolve('./workflows'),
     workflowInterceptorModules: workflowInterceptorModules(),
+    preloadModules: workflowPreloadModules(),
     logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
   });
   // A failed start below must not leave the bundle's rejection unheard.

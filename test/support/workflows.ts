@@ -15,3 +15,4 @@ export {
 export { callModelOnce } from './model-workflows';
 export { handsRunToolOnce } from './hands-workflows';
 export { retriedActivityOnce, timedOutActivityOnce } from './failover-workflows';
+export { zodInWorkflow } from './bundle-workflows';
