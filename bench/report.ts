@@ -891,6 +891,15 @@ function floorSection(floor: NonNullable<BenchResults['floor']>, results: BenchR
       c ? `${n(c.stepsPerSecond, 1)} steps/s (${pct(c.stepsPerSecond / floor.stepsPerSecond)} of the floor)` : '–',
     ],
   ];
+  const longest = results.history?.points.at(-1);
+  if (floor.historyBytesPerStep)
+    rows.push([
+      'history per step (one workflow at a time)',
+      `${n(floor.historyBytesPerStep, 0)} B`,
+      longest
+        ? `${n(longest.bytesPerStepExcludingContent, 0)} B excluding content at ${longest.steps} steps (×${n(longest.bytesPerStepExcludingContent / floor.historyBytesPerStep, 2)})`
+        : '–',
+    ]);
   if (floor.cpuMsPerStep)
     rows.push([
       'CPU per step at once (machine / worker / server)',

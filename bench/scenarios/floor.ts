@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { cpuSnapshot, cpuUsageBetween, descendsFrom, type CpuUsage } from '../cpu-usage';
 import { runId, uniqueQueues, type BenchContext } from '../context';
 import { FLOOR_WORKFLOW_TYPE, type FloorInput } from '../floor/workflow';
+import { measureHistory } from '../history-size';
 import type { BenchProfile } from '../profiles';
 import type { FloorResult } from '../results';
 import { median, p95, round } from '../stats';
@@ -29,21 +30,27 @@ export async function runFloor(
     entry: path.join(__dirname, '..', 'floor', 'worker-process.ts'),
     env: { [WORKER_ENV.stickyFailover]: STICKY_FAILOVER_UNDER_LOAD },
   });
-  const run = (steps: number, label: string): Promise<number[]> =>
+  const run = (steps: number, label: string, workflowId = runId('floor', label)): Promise<number[]> =>
     ctx.client.workflow.execute(FLOOR_WORKFLOW_TYPE, {
       taskQueue: queues.brainQueue,
-      workflowId: runId('floor', label),
+      workflowId,
       args: [{ steps, handsQueue: queues.handsQueue } satisfies FloorInput],
     });
   try {
     await run(3, 'warm-up');
     const gaps: number[] = [];
+    let lastSingle = '';
     for (let index = 0; index < profile.runs; index++) {
-      const times = await run(profile.steps, `single-${index}`);
+      lastSingle = runId('floor', `single-${index}`);
+      const times = await run(profile.steps, `single-${index}`, lastSingle);
       // The first gap includes the workflow's start, as the harness's first step includes the container's.
       for (let step = 2; step < times.length; step++) gaps.push(times[step]! - times[step - 1]!);
     }
     ctx.log(`floor: one workflow at a time: ${median(gaps)} ms per step (median of ${gaps.length})`);
+    // The same events as the harness's step with nothing in them: what a step's history costs in Temporal itself.
+    const history = await measureHistory(ctx.client, lastSingle);
+    const historyBytesPerStep = round(history.bytes / profile.steps);
+    ctx.log(`floor: history ${historyBytesPerStep} B per step (${history.events} events for ${profile.steps} steps)`);
 
     const cpuBefore = cpuSnapshot();
     const submitted = Date.now();
@@ -70,6 +77,7 @@ export async function runFloor(
       samples: gaps.length,
       msPerStep: round(median(gaps)),
       p95Ms: round(p95(gaps)),
+      historyBytesPerStep,
       workflows: concurrency.operations,
       stepsPerWorkflow: concurrency.steps,
       wallMs,
