@@ -121,6 +121,21 @@ module.exports = tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
     },
   },
+  {
+    // common/ is evaluated once per worker and shared by every workflow (common/preloaded.ts): a
+    // module-level variable would be one workflow's state seen by all the others.
+    files: ['common/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "Program > VariableDeclaration[kind!='const'], Program > ExportNamedDeclaration > VariableDeclaration[kind!='const']",
+          message: 'common/ keeps no module-level variable: every workflow shares its modules (common/preloaded.ts)',
+        },
+      ],
+    },
+  },
   ...layerRules,
   envRule,
   {
