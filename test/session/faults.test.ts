@@ -73,8 +73,13 @@ describe('session faults', () => {
       expect((await harness.result(first.operationId)).finalText).toBe('first done');
       const result = await harness.result(followUp.operationId);
       expect(result.finalText).toBe('log: ran\n[exit code 0]');
-      const status = await harness.status(sessionId);
-      expect(status.operations.map((o) => o.state)).toEqual(['completed', 'completed']);
+      // The session records an operation's end in its own next workflow task, after the operation's
+      // result is already readable: wait for that record instead of reading it once.
+      const ended = await waitFor(async () => {
+        const states = (await harness.status(sessionId)).operations.map((o) => o.state);
+        return states.every((state) => state !== 'running' && state !== 'queued') ? states : undefined;
+      }, 'the session to record both operations ended');
+      expect(ended).toEqual(['completed', 'completed']);
     } finally {
       await s?.close();
       await server.stop();
