@@ -10,6 +10,7 @@ import { SUBAGENT_SYSTEM_PROMPT } from '../../common/prompts';
 import type { ScriptedRequest } from '../../scripted-model/script';
 import type { RecordedRequest } from '../../scripted-model/server';
 import { conversations, type RequestBody } from '../support/conversations';
+import { waitFor } from '../support/operation-harness';
 import { startSessionHarness, type SessionHarness } from '../support/session-harness';
 
 const echoResults = { respond: (request: ScriptedRequest) => ({ text: JSON.stringify(request.toolResults) }) };
@@ -94,8 +95,13 @@ describe('subagents (the task tool)', () => {
     expect(totalTokens(parent.usage)).toBe(servedTokens(requests));
     expect(totalTokens(parent.usage)).toBeGreaterThan(totalTokens(child.usage));
 
-    // The session lists the forked lane and its operation.
-    const status = await s.status(sessionId);
+    // The session lists the forked lane and its operation (it records an operation's end in its own
+    // next workflow task, after the operation's result is readable).
+    const status = await waitFor(async () => {
+      const now = await s.status(sessionId);
+      const entry = now.operations.find((o) => o.lane === 'subagent:toolu_task_1');
+      return entry && entry.state !== 'running' && entry.state !== 'queued' ? now : undefined;
+    }, 'the session to record the subagent ended');
     expect(status.lanes.find((l) => l.name === 'subagent:toolu_task_1')).toMatchObject({
       forkedFrom: { lane: 'main', operationId: accepted.operationId, toolCallId: 'toolu_task_1' },
     });
