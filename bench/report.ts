@@ -905,7 +905,10 @@ function floorSection(floor: NonNullable<BenchResults['floor']>, results: BenchR
       'CPU per step at once (machine / worker / server)',
       `${n(floor.cpuMsPerStep.total, 1)} / ${n(floor.cpuMsPerStep.worker, 1)} / ${n(floor.cpuMsPerStep.server, 1)} ms`,
       cpu
-        ? `${n(cpu.total, 1)} / ${n(cpu.worker, 1)} / ${n(cpu.server, 1)} ms, and ${n(cpu.containers, 1)} ms in the operations' containers`
+        ? `${n(cpu.total, 1)} / ${n(cpu.worker, 1)} / ${n(cpu.server, 1)} ms, and ${n(cpu.containers, 1)} ms in the operations' containers` +
+          (cpu.containersInside !== undefined && cpu.containerShims !== undefined
+            ? ` (${n(cpu.containersInside, 1)} inside them, ${n(cpu.containerShims, 1)} in their shims and runc)`
+            : '')
         : '–',
     ]);
   return [

@@ -398,6 +398,8 @@ export function cpuPerStep(c: ConcurrencyResult): CpuPerStep {
   return {
     total: per((c.cpu?.machineBusyS ?? 0) * 1000),
     containers: per(of(CPU_GROUP_LABELS.containers)),
+    containersInside: per(of(CPU_GROUP_LABELS.containersInside)),
+    containerShims: per(of(CPU_GROUP_LABELS.containerShims)),
     worker: per(of(CPU_GROUP_LABELS.worker)),
     server: per(of(CPU_GROUP_LABELS.server)),
   };

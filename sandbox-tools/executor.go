@@ -17,6 +17,10 @@
 //	{"id": n, "t": "f", "error": "..."} it could not be started (the pid limit, a missing program)
 //	{"t": "bad-request", "error": "..."} a line that is not a request (the hands then drop the channel)
 //
+// A request to run this binary's own `checkpoint-probe` as the executor's own user is answered
+// in-process, on a thread of its own that ends with it, with the same output and status: the probe
+// runs on every turn, and a process of its own would cost more than its walk of the workspace.
+//
 // Commands get /dev/null as stdin and the executor's environment and working directory: what a
 // `docker exec` of the same container would give them. At the end of stdin (the worker is gone) it
 // takes no more requests, lets the commands it runs finish, and exits.
@@ -35,6 +39,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -73,6 +78,8 @@ type command struct {
 }
 
 type executor struct {
+	// self is the path this binary was started as (`checkpoint-probe` requests for it run in-process).
+	self    string
 	out     *replies
 	devnull *os.File
 	mu      sync.Mutex
@@ -89,7 +96,7 @@ func runExecutor() int {
 		fmt.Fprintln(os.Stderr, "agent-sandbox-tools executor:", err)
 		return 1
 	}
-	e := &executor{out: &replies{out: os.Stdout}, devnull: devnull, byPid: map[int]*command{}}
+	e := &executor{self: selfPath(), out: &replies{out: os.Stdout}, devnull: devnull, byPid: map[int]*command{}}
 	children := make(chan os.Signal, 1)
 	signal.Notify(children, syscall.SIGCHLD)
 	go func() {
@@ -170,6 +177,10 @@ func (e *executor) start(id string, argv []string, cred *syscall.Credential) {
 		return
 	}
 	program, err := exec.LookPath(argv[0])
+	if err == nil && program == e.self && len(argv) > 1 && argv[1] == "checkpoint-probe" && ownIdentity(cred) {
+		e.probe(id, argv[2:])
+		return
+	}
 	if err != nil {
 		why := describe(err)
 		if errors.Is(err, exec.ErrNotFound) {
@@ -209,6 +220,60 @@ func (e *executor) start(id string, argv []string, cred *syscall.Credential) {
 	}
 	go e.relay(cmd, os.NewFile(uintptr(stdout[0]), "stdout"), "o")
 	go e.relay(cmd, os.NewFile(uintptr(stderr[0]), "stderr"), "e")
+}
+
+// probe answers a `checkpoint-probe` request in-process, on a goroutine locked to its thread: with
+// no supplementary groups there (as a probe process started for the request would have), then the
+// agent's file-system identity for the walk; the thread's own identity is put back before it serves
+// other goroutines again. A thread whose identity cannot be put back ends with the goroutine (the
+// runtime does not reuse a thread left locked). The thread is kept rather than ended each time so
+// that the executor needs no new thread per probe when the sandbox's pid limit is reached.
+func (e *executor) probe(id string, args []string) {
+	e.running.Add(1)
+	go func() {
+		defer e.running.Done()
+		runtime.LockOSThread()
+		var out, errs bytes.Buffer
+		code := 1
+		groups, err := syscall.Getgroups()
+		known := err == nil
+		if known {
+			err = threadFsIdentity(os.Geteuid(), os.Getegid(), nil)
+		}
+		if err != nil {
+			fmt.Fprintln(&errs, "agent-sandbox-tools checkpoint-probe:", err)
+		} else {
+			code = probeAnswer(args, &out, &errs)
+		}
+		own := make([]uint32, len(groups))
+		for i, group := range groups {
+			own[i] = uint32(group)
+		}
+		if known && threadFsIdentity(os.Geteuid(), os.Getegid(), own) == nil {
+			runtime.UnlockOSThread()
+		}
+		if out.Len() > 0 {
+			e.out.send(`{"id":`+id+`,"t":"o","n":`+strconv.Itoa(out.Len())+"}", out.Bytes())
+		}
+		if errs.Len() > 0 {
+			e.out.send(`{"id":`+id+`,"t":"e","n":`+strconv.Itoa(errs.Len())+"}", errs.Bytes())
+		}
+		e.out.send(`{"id":`+id+`,"t":"x","code":`+strconv.Itoa(code)+`}`, nil)
+	}()
+}
+
+// ownIdentity: whether a request's credential is the executor's own user (none given, or the same ids).
+func ownIdentity(cred *syscall.Credential) bool {
+	return cred == nil || (int(cred.Uid) == os.Geteuid() && int(cred.Gid) == os.Getegid())
+}
+
+// selfPath is the path of this binary as a request's argv[0] resolves to it; "" when unknown.
+func selfPath() string {
+	path, err := exec.LookPath(os.Args[0])
+	if err != nil {
+		return ""
+	}
+	return path
 }
 
 // relay sends one of a command's outputs as it arrives, until its end.

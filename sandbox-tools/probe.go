@@ -17,6 +17,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -47,26 +48,38 @@ type lastFull struct {
 }
 
 func checkpointProbe(argv []string) int {
+	runtime.GOMAXPROCS(1)
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(64 << 20)
+	runtime.LockOSThread() // the walk changes the thread's file-system identity; the process ends after it
+	var out, errs bytes.Buffer
+	code := probeAnswer(argv, &out, &errs)
+	os.Stdout.Write(out.Bytes())
+	os.Stderr.Write(errs.Bytes())
+	return code
+}
+
+// probeAnswer is the probe's work for `checkpoint-probe <argv>`: its output, its messages and its exit
+// status. It changes the file-system identity of the calling thread, which the caller has locked its
+// goroutine to (and restores afterwards, or lets end, when it goes on living: the executor).
+func probeAnswer(argv []string, out, errs *bytes.Buffer) int {
 	if len(argv) < 1 {
-		fmt.Fprintln(os.Stderr, "agent-sandbox-tools checkpoint-probe: expected <margin µs> [pattern...]")
+		fmt.Fprintln(errs, "agent-sandbox-tools checkpoint-probe: expected <margin µs> [pattern...]")
 		return 2
 	}
 	margin, err := strconv.ParseInt(argv[0], 10, 64)
 	if err != nil || margin < 0 {
-		fmt.Fprintf(os.Stderr, "agent-sandbox-tools checkpoint-probe: margin: %q is not a number of µs\n", argv[0])
+		fmt.Fprintf(errs, "agent-sandbox-tools checkpoint-probe: margin: %q is not a number of µs\n", argv[0])
 		return 2
 	}
-	runtime.GOMAXPROCS(1)
-	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(64 << 20)
-	if why := probe(margin, argv[1:]); why != "" {
-		fmt.Printf("@@checkpoint-changed %s\n", why)
+	if why := probe(margin, argv[1:], out); why != "" {
+		fmt.Fprintf(out, "@@checkpoint-changed %s\n", why)
 	}
 	return 0
 }
 
-// probe prints the unchanged answer and returns "", or returns why the workspace must be read.
-func probe(margin int64, patterns []string) string {
+// probe writes the unchanged answer and returns "", or returns why the workspace must be read.
+func probe(margin int64, patterns []string, out *bytes.Buffer) string {
 	// The clocks as the workspace is about to be read.
 	wall := time.Now().UnixMicro()
 	boot, err := bootClock()
@@ -99,7 +112,7 @@ func probe(margin int64, patterns []string) string {
 	if last.unreadable == "" {
 		last.unreadable = "0"
 	}
-	fmt.Printf("@@checkpoint %s %s 0 %s\n", last.commit, last.commit, last.unreadable)
+	fmt.Fprintf(out, "@@checkpoint %s %s 0 %s\n", last.commit, last.commit, last.unreadable)
 	return ""
 }
 
@@ -208,9 +221,7 @@ func pruned(rules []prune, path, name string, isDir bool) bool {
 // changedSince walks the workspace as the agent and returns the first entry whose status changed
 // after `since` (ns since the epoch), or "" when none did; an entry it cannot read is an error.
 func changedSince(since int64, rules []prune) (string, error) {
-	// This goroutine alone, on its own thread, takes the agent's file-system identity; the process
-	// ends when it is done.
-	runtime.LockOSThread()
+	// This thread alone (the caller locked its goroutine to it) takes the agent's file-system identity.
 	if err := threadFsIdentity(agentID, agentID, nil); err != nil {
 		return "", err
 	}

@@ -152,6 +152,10 @@ export const CPU_GROUP_LABELS = {
   worker: 'worker process',
   server: 'Temporal dev server',
   containers: "the operations' containers",
+  /** Inside the containers: the executors and what they run (run wrappers, shells, probes, git). */
+  containersInside: "the operations' containers: executors",
+  /** Docker's processes for each container on the host: its shim and the `runc` calls it reaps. */
+  containerShims: "the operations' containers: shims",
 } as const;
 
 /** The processes whose CPU time the scenario reports (the Docker daemons are shared with anything else using Docker). */
@@ -177,11 +181,12 @@ async function processGroups(ctx: BenchContext, workerPid: number, ids: readonly
     { label: 'dockerd', matches: (_pid, p) => p.comm === 'dockerd' },
     { label: 'containerd', matches: (_pid, p) => p.comm === 'containerd' },
     {
-      label: "the operations' containers (shims, runc; executors, tool processes)",
-      matches: (_pid, p) =>
-        [...containerIds].some(
-          (id) => p.cgroup.includes(id) || (p.comm.startsWith('containerd-shim') && p.args.includes(id)),
-        ),
+      label: "the operations' containers: executors, tool processes (inside the containers)",
+      matches: (_pid, p) => [...containerIds].some((id) => p.cgroup.includes(id)),
+    },
+    {
+      label: "the operations' containers: shims, runc (Docker's, on the host)",
+      matches: (_pid, p) => p.comm.startsWith('containerd-shim') && [...containerIds].some((id) => p.args.includes(id)),
     },
     { label: 'bench process (scripted model server, client)', matches: (pid) => pid === process.pid },
   ];

@@ -13,7 +13,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { createHandsActivities } from '../../activities/hands/activities';
-import { recordsOf } from '../../activities/hands/journal-store';
+import { ALWAYS_EXCLUDED } from '../../activities/hands/checkpoints/sandbox-checkpoints';
+import { JOURNAL_WRITER, recordsOf } from '../../activities/hands/journal-store';
 import { readHandsSettings } from '../../activities/hands/settings';
 import { parseJournal } from '../../activities/hands/journal';
 import type { RunToolInput, ToolOutcome } from '../../common/hands';
@@ -21,6 +22,7 @@ import { containerNameOf } from '../../common/sandbox-names';
 import { dockerClient } from '../../platform/docker-engine';
 import { testPlatform } from '../support/env';
 import { handsFixture } from '../support/hands';
+import { waitFor } from '../support/operation-harness';
 
 const docker = dockerClient();
 
@@ -106,6 +108,29 @@ function standInTools(name: string, executor: string): string {
   return file;
 }
 
+/** The host's folder of the pids cgroup of a process (cgroup v1's pids hierarchy, else the unified one). */
+function pidsCgroupOf(pid: number): string {
+  const lines = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8').trim().split('\n');
+  const v1 = lines.find((line) => line.split(':')[1]?.split(',').includes('pids'));
+  if (v1) return `/sys/fs/cgroup/pids${v1.split(':')[2]}`;
+  const unified = lines.find((line) => line.startsWith('0::'))!.slice(3);
+  return fs.existsSync('/sys/fs/cgroup/cgroup.controllers')
+    ? `/sys/fs/cgroup${unified}`
+    : `/sys/fs/cgroup/unified${unified}`;
+}
+
+/** Forks until the sandbox's pid limit refuses, then keeps every process (the first one too) asleep. */
+const FILL_PIDS = [
+  'import os, time',
+  'while True:',
+  '    try:',
+  '        if os.fork() == 0:',
+  '            break',
+  '    except OSError:',
+  '        break',
+  'time.sleep(100000)',
+].join('\n');
+
 describe('sandbox executor (real Docker)', () => {
   const fx = handsFixture();
   const hands = createHandsActivities({ sandboxes: fx.sandboxes });
@@ -168,6 +193,45 @@ describe('sandbox executor (real Docker)', () => {
     expect(parallel.map((o) => o.content)).toEqual(['a\n[exit code 0]', 'b\n[exit code 0]', 'c\n[exit code 0]']);
     expect(await fx.sandboxes.commands.executorPid(sessionId)).toBe(pid);
     expect(await executorPids(sessionId)).toEqual([pid]);
+  });
+
+  it('answers the checkpoint probe in-process: with the pid limit reached, the probe still answers', async () => {
+    const sessionId = fx.sessionId('probe-inline');
+    await hands.runTool(call(sessionId, 'bash', { command: 'echo a > a.txt' }));
+    const executor = await fx.sandboxes.commands.executorPid(sessionId);
+    const recorded = await hands.checkpointWorkspace({
+      sessionId,
+      operationId: 'op-probe-inline',
+      turn: 1,
+      kind: 'turn',
+      exclude: [],
+    });
+    const commit = (recorded as { commit: string }).commit;
+    const probe = async () => {
+      const run = await fx.sandboxes.commands.tool(sessionId, ['checkpoint-probe', '0', ...ALWAYS_EXCLUDED], {
+        user: JOURNAL_WRITER,
+      });
+      return { exitCode: run.exitCode, stdout: run.stdout.toString('utf8'), stderr: run.stderr };
+    };
+    const unchanged = { exitCode: 0, stdout: `@@checkpoint ${commit} ${commit} 0 0\n`, stderr: '' };
+    expect(await probe()).toEqual(unchanged);
+
+    // The agent takes every pid the sandbox may have: a process started for the probe would be refused.
+    const info = await docker.getContainer(containerNameOf(sessionId)).inspect();
+    const pids = (file: string) => fs.readFileSync(`${pidsCgroupOf(info.State.Pid)}/${file}`, 'utf8').trim();
+    const exec = await docker.getContainer(containerNameOf(sessionId)).exec({
+      Cmd: ['python3', '-c', FILL_PIDS],
+      User: '1000:1000',
+      WorkingDir: '/tmp',
+    });
+    await exec.start({ Detach: true });
+    await waitFor(async () => pids('pids.current') === pids('pids.max'), 'the pid limit to be reached');
+    await expect(fx.sandboxes.commands.script(sessionId, 'true', [], { user: JOURNAL_WRITER })).rejects.toThrow(
+      /could not start a command in the sandbox/,
+    );
+    expect(await probe()).toEqual(unchanged);
+    expect(await probe()).toEqual(unchanged);
+    expect(await fx.sandboxes.commands.executorPid(sessionId)).toBe(executor);
   });
 
   it('a never call whose executor is SIGKILLed mid-call runs once and returns its real result; the next call restarts the executor', async () => {

@@ -31,7 +31,7 @@ const SCRIPTS = {
 /** Where the original journal is mounted in the restore container. */
 const SOURCE_DIR = '/checkpoints';
 /** Left out of every checkpoint: a quota workspace's file system has it at its root, readable by root only. */
-const ALWAYS_EXCLUDED = ['/lost+found/'];
+export const ALWAYS_EXCLUDED = ['/lost+found/'];
 /** Capabilities of the restore container: write the files, then give them to the agent. */
 const RESTORE_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER'];
 
