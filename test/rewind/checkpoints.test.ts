@@ -241,6 +241,17 @@ describe('checkpoints of a workspace, and restoring one', () => {
     );
     const outcome = recorded(await checkpoint(sessionId, 1, ['*.log']));
     expect([...outcome.changed].sort()).toEqual(['keep.txt', 'node_modules/x/i.js']);
+    // Other patterns in the same session take files in and out; the same ones again change nothing.
+    expect(recorded(await checkpoint(sessionId, 2, ['node_modules/'])).changed.sort()).toEqual([
+      'build/out.log',
+      'node_modules/x/i.js',
+    ]);
+    expect(recorded(await checkpoint(sessionId, 3, ['*.log'])).changed.sort()).toEqual([
+      'build/out.log',
+      'node_modules/x/i.js',
+    ]);
+    await fixture.sh(sessionId, 'echo d >> keep.txt && echo e > build/new.log');
+    expect(recorded(await checkpoint(sessionId, 4, ['*.log'])).changed).toEqual(['keep.txt']);
   });
 
   it('skips a sandbox whose image has no git, saying why', async () => {

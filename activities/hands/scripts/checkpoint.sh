@@ -37,8 +37,7 @@ if [ ! -f "$repo/HEAD" ]; then
   tmp=$repo.new.$$
   rm -rf "$tmp"
   git init -q --bare "$tmp" || exit 90
-  git --git-dir="$tmp" config gc.auto 0
-  git --git-dir="$tmp" config core.logAllRefUpdates false
+  printf '[gc]\n\tauto = 0\n[core]\n\tlogAllRefUpdates = false\n' >> "$tmp/config"
   printf '* -text -eol -filter -ident -working-tree-encoding\n' > "$tmp/info/attributes"
   mv -T "$tmp" "$repo" 2> /dev/null || rm -rf "$tmp"
 fi
@@ -63,16 +62,24 @@ if ! git rev-list --objects "$ws" "$gt" > /dev/null 2>&1; then
   exit 94
 fi
 root=$(printf '040000 tree %s\tgit\n040000 tree %s\tworkspace\n' "$gt" "$ws" | git mktree) || exit 95
-parent=$(git rev-parse -q --verify refs/checkpoints/head 2> /dev/null)
+# The head as its loose ref holds it (nothing here packs refs), else as git finds it.
+parent=
+[ -f "$repo/refs/checkpoints/head" ] && read -r parent < "$repo/refs/checkpoints/head"
+[[ $parent =~ ^[0-9a-f]{40}$ ]] || parent=$(git rev-parse -q --verify refs/checkpoints/head 2> /dev/null)
 commit=$(GIT_AUTHOR_NAME=agent-harness GIT_AUTHOR_EMAIL=harness@agent.invalid \
   GIT_COMMITTER_NAME=agent-harness GIT_COMMITTER_EMAIL=harness@agent.invalid \
   git commit-tree "$root" ${parent:+-p "$parent"} -m "$message") || exit 95
-git update-ref "refs/checkpoints/$ref" "$commit" && git update-ref refs/checkpoints/head "$commit" || exit 96
+printf 'update refs/checkpoints/%s %s\nupdate refs/checkpoints/head %s\n' "$ref" "$commit" "$commit" |
+  git update-ref --stdin || exit 96
 from=${parent:+$parent:workspace}
 git diff-tree -r --no-renames --name-only -z "${from:-4b825dc642cb6eb9a060e54bf8d69288fbee4904}" "$ws" > "$work/changed"
-changed=$(tr -cd '\0' < "$work/changed" | wc -c)
-printf '@@checkpoint %s %s %s %s\n' "$commit" "${parent:--}" "$changed" "${unreadable:-0}"
-head -z -n 10 "$work/changed"
+# (mapfile -d needs bash 4.4; an older bash in an environment's image reads them one by one)
+if ! mapfile -d '' -t changed < "$work/changed" 2> /dev/null; then
+  changed=()
+  while IFS= read -r -d '' file; do changed+=("$file"); done < "$work/changed"
+fi
+printf '@@checkpoint %s %s %s %s\n' "$commit" "${parent:--}" "${#changed[@]}" "${unreadable:-0}"
+((${#changed[@]})) && printf '%s\0' "${changed[@]:0:10}"
 if [ -n "$wall" ]; then
   printf '%s %s %s %s\n%s\n' "$wall" "$boot" "$commit" "${unreadable:-0}" "$joined" > "$last.tmp" &&
     mv -f "$last.tmp" "$last"
