@@ -109,3 +109,23 @@ export function cpuUsageBetween(before: CpuSnapshot, after: CpuSnapshot, groups:
     })),
   };
 }
+
+/** One thread's scheduler times (Linux `schedstat`): on a core, and runnable but waiting for one. */
+export interface ThreadTimes {
+  onCpuNs: number;
+  waitingNs: number;
+}
+
+/** The scheduler times of thread `tid` of process `pid` (its main thread by default); undefined without schedstat. */
+export function threadTimes(pid: number, tid: number = pid): ThreadTimes | undefined {
+  try {
+    const [onCpu, waiting] = fs
+      .readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    return onCpu !== undefined && waiting !== undefined ? { onCpuNs: onCpu, waitingNs: waiting } : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -595,6 +595,12 @@ export const resultsSchema = z.strictObject({
        * activities, their heartbeats and the SDK's calls run there, so a heartbeat is at least this late.
        */
       workerEventLoopDelayMs: z.strictObject({ p99: num, max: num }).optional(),
+      /**
+       * The worker's main thread (JavaScript: workflow tasks, activity code, the SDK's calls into its
+       * core) over the run, in seconds: on a core, and runnable but waiting for one (Linux schedstat).
+       * Their sum against the wall time is how much of the run that one thread had work.
+       */
+      workerMainThread: z.strictObject({ onCpuS: num, waitingS: num }).optional(),
       /** Median and p95 time from submit to completion of one operation. */
       operationMs: z.strictObject({ median: num, p95: num }),
       /**

@@ -11,7 +11,7 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { operationResult } from '../../client/operation-result';
 import { containerNameOf } from '../../common/sandbox-names';
-import { cpuSnapshot, cpuUsageBetween, descendsFrom, type ProcessGroup } from '../cpu-usage';
+import { cpuSnapshot, cpuUsageBetween, descendsFrom, threadTimes, type ProcessGroup } from '../cpu-usage';
 import { startScriptedModelServer } from '../../scripted-model/server';
 import { runId, startOperation, uniqueQueues, type BenchContext } from '../context';
 import { goalParam, markerText, stepsScript } from '../model';
@@ -47,6 +47,7 @@ export async function runConcurrency(
   try {
     await worker.eventLoopDelay(); // from here on
     const cpuBefore = cpuSnapshot();
+    const mainBefore = threadTimes(worker.pid);
     const submitted = Date.now();
     const outcomes = await Promise.all(
       ids.map(async (id) => {
@@ -72,6 +73,7 @@ export async function runConcurrency(
     );
     const wallMs = Math.max(...outcomes.map((outcome) => outcome.endedAt)) - submitted;
     const cpuAfter = cpuSnapshot();
+    const mainAfter = threadTimes(worker.pid);
     const loop = await worker.eventLoopDelay();
     const cpu =
       cpuBefore && cpuAfter
@@ -90,6 +92,14 @@ export async function runConcurrency(
       stickyFailover: STICKY_FAILOVER_UNDER_LOAD,
       workerPeakRssMb: round(worker.peakRssMb()),
       workerEventLoopDelayMs: { p99: loop.p99Ms, max: loop.maxMs },
+      ...(mainBefore && mainAfter
+        ? {
+            workerMainThread: {
+              onCpuS: round((mainAfter.onCpuNs - mainBefore.onCpuNs) / 1e9),
+              waitingS: round((mainAfter.waitingNs - mainBefore.waitingNs) / 1e9),
+            },
+          }
+        : {}),
       operationMs: { median: round(median(durations)), p95: round(p95(durations)) },
       timeouts,
       ...(cpu ? { cpu } : {}),
