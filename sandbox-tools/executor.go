@@ -18,8 +18,8 @@
 //	{"t": "bad-request", "error": "..."} a line that is not a request (the hands then drop the channel)
 //
 // A request to run this binary's own `checkpoint-probe` as the executor's own user is answered
-// in-process, on a thread of its own that ends with it, with the same output and status: the probe
-// runs on every turn, and a process of its own would cost more than its walk of the workspace.
+// in-process (on a thread locked to it for the walk; see probe), with the same output and status:
+// the probe runs on every turn, and a process of its own would cost more than its walk.
 //
 // Commands get /dev/null as stdin and the executor's environment and working directory: what a
 // `docker exec` of the same container would give them. At the end of stdin (the worker is gone) it
