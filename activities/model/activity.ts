@@ -39,8 +39,8 @@ export function failedAttemptsUsageFrom(heartbeatDetails: unknown): TokenUsage |
 }
 
 /**
- * Sends one request from inside an activity: heartbeats on a timer and whenever usage arrives
- * (so a later failure cannot lose it), carries the usage of earlier failed attempts (read from the
+ * Sends one request from inside an activity: heartbeats on a timer from half a second in, and
+ * whenever usage arrives after that or the attempt fails (so a later attempt cannot lose it), carries the usage of earlier failed attempts (read from the
  * previous attempt's last heartbeat) into the reply, and aborts on activity cancellation.
  * Every model-calling activity goes through here.
  */
@@ -54,12 +54,20 @@ export async function sendWithHeartbeats(input: {
   const context = Context.current();
   const intervalMs =
     input.heartbeatIntervalMs ?? Math.max(1000, Math.floor((context.info.heartbeatTimeoutMs ?? 30_000) / 3));
-  const heartbeat = new Heartbeat<ModelHeartbeatDetails>(context, intervalMs, {
-    requestId: null,
-    events: 0,
-    usage: null,
-    failedAttemptsUsage: failedAttemptsUsageFrom(context.info.heartbeatDetails) ?? null,
-  });
+  // Lazy: a call that ends within half a second writes no heartbeat (at a short model step, one
+  // write of the workflow's state on the server less per step). A call that fails sooner flushes its
+  // details, so the next attempt still reads the usage this one was billed.
+  const heartbeat = new Heartbeat<ModelHeartbeatDetails>(
+    context,
+    intervalMs,
+    {
+      requestId: null,
+      events: 0,
+      usage: null,
+      failedAttemptsUsage: failedAttemptsUsageFrom(context.info.heartbeatDetails) ?? null,
+    },
+    false,
+  );
   try {
     return await sendMessagesRequest({
       client: input.client,
@@ -73,6 +81,9 @@ export async function sendWithHeartbeats(input: {
         heartbeat.set(progress, usageChanged || progress.events % 50 === 0);
       },
     });
+  } catch (err) {
+    heartbeat.flush();
+    throw err;
   } finally {
     heartbeat.stop();
   }

@@ -1,7 +1,7 @@
 /**
  * When a lazy heartbeat (`sendNow: false`) writes its first heartbeat: half a second into an
  * activity that began on time, at once when the activity began late (the worker is behind and the
- * attempt's heartbeat timeout has been running).
+ * attempt's heartbeat timeout has been running). Before it, new details wait for it unless flushed.
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Context } from '@temporalio/activity';
@@ -41,6 +41,50 @@ describe('lazy heartbeats', () => {
         heartbeat.stop();
         jest.advanceTimersByTime(5_000);
         expect(sent).toHaveLength(2);
+      });
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('hold the details set before the first heartbeat, which sends the latest', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      const env = new MockActivityEnvironment({ currentAttemptScheduledTimestampMs: Date.now() });
+      const sent: unknown[] = [];
+      env.on('heartbeat', (details: unknown) => sent.push(details));
+      await env.run(async () => {
+        const heartbeat = new Heartbeat(Context.current(), 1_000, { usage: 0 }, false);
+        heartbeat.set({ usage: 1 });
+        heartbeat.set({ usage: 2 });
+        expect(sent).toEqual([]);
+        jest.advanceTimersByTime(500);
+        expect(sent).toEqual([{ usage: 2 }]);
+        heartbeat.set({ usage: 3 });
+        expect(sent).toEqual([{ usage: 2 }, { usage: 3 }]);
+        heartbeat.stop();
+      });
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('flush sends the details at once before the first heartbeat, and nothing more after it', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      const env = new MockActivityEnvironment({ currentAttemptScheduledTimestampMs: Date.now() });
+      const sent: unknown[] = [];
+      env.on('heartbeat', (details: unknown) => sent.push(details));
+      await env.run(async () => {
+        const heartbeat = new Heartbeat(Context.current(), 1_000, { usage: 0 }, false);
+        heartbeat.set({ usage: 5 });
+        heartbeat.flush();
+        expect(sent).toEqual([{ usage: 5 }]);
+        heartbeat.flush();
+        expect(sent).toEqual([{ usage: 5 }]);
+        heartbeat.set({ usage: 6 });
+        expect(sent).toEqual([{ usage: 5 }, { usage: 6 }]);
+        heartbeat.stop();
       });
     } finally {
       jest.useRealTimers();

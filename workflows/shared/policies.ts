@@ -54,10 +54,10 @@ import { toolRunTimeoutMs, type ToolName } from '../../common/tools';
  * - `startToCloseTimeout` 10 min — one attempt: a streamed answer of 16k tokens at a slow ~30
  *   tokens/s takes ~9 min. (A stream that goes silent is abandoned much sooner, after
  *   `AGENT_MODEL_IDLE_TIMEOUT_MS`, and retried.)
- * - `heartbeatTimeout` 3 s — the activity heartbeats every second while it waits and whenever usage
- *   arrives (workers flush heartbeats to the server every second), so a worker that died mid-call
- *   is noticed within 3 s and the call moves to another worker; heartbeats also deliver
- *   cancellation.
+ * - `heartbeatTimeout` 3 s — the activity heartbeats every second from half a second in, and whenever
+ *   usage arrives after that (workers flush heartbeats to the server every second), so a worker that
+ *   died mid-call is noticed within 3 s and the call moves to another worker; heartbeats also deliver
+ *   cancellation. A call that ends within half a second writes none (`activities/heartbeat.ts`).
  * - `scheduleToCloseTimeout` 30 min — every attempt and every wait between them: an API that stays
  *   down fails the step after half an hour rather than parking the operation forever.
  * - `retry.initialInterval` 0.5 s, `backoffCoefficient` 2, `maximumInterval` 60 s — waits of
