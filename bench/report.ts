@@ -672,6 +672,17 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
       );
       out.push('');
     }
+    const wm = c.workerMetrics;
+    if (wm) {
+      const steps = c.completed * c.stepsPerOperation;
+      const perStep = (count: number) => n(count / Math.max(steps, 1), 2);
+      out.push(
+        `The worker's side under this load (SDK metrics over the run): ${perStep(wm.activities)} activities and ${perStep(wm.workflowTasks)} workflow tasks per step; ` +
+          `on average an activity took ${wm.activityExecutionMs !== undefined ? `${n(wm.activityExecutionMs, 0)} ms` : '–'} from its start in the worker to its result and a workflow task ${n(wm.workflowTaskExecutionMs, 1)} ms; ` +
+          `${perStep(wm.heartbeatCalls)} heartbeat calls per step (${wm.heartbeatCalls} in all, each a write on the server): an activity that runs past half a second heartbeats (activities/heartbeat.ts), so a slower step writes more.`,
+      );
+      out.push('');
+    }
   }
 
   const r = results.recovery;

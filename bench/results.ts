@@ -119,6 +119,8 @@ export const workerMetricsSchema = z.strictObject({
   heartbeatCallMs: num,
   /** Activities the worker ran (model steps and tool calls). */
   activities: num,
+  /** Mean time from an activity's start in the worker to its result (absent in older results). */
+  activityExecutionMs: num.optional(),
 });
 
 /**
@@ -601,6 +603,8 @@ export const resultsSchema = z.strictObject({
        * Their sum against the wall time is how much of the run that one thread had work.
        */
       workerMainThread: z.strictObject({ onCpuS: num, waitingS: num }).optional(),
+      /** The worker's SDK metrics over the run: its heartbeat calls, activity and workflow-task times. */
+      workerMetrics: workerMetricsSchema.optional(),
       /** Median and p95 time from submit to completion of one operation. */
       operationMs: z.strictObject({ median: num, p95: num }),
       /**

@@ -40,5 +40,6 @@ export async function scrapeWorkerMetrics(url: string): Promise<WorkerMetrics> {
     heartbeatCalls: heartbeats.count,
     heartbeatCallMs: mean(heartbeats),
     activities: activities.count,
+    activityExecutionMs: mean(activities),
   };
 }

@@ -20,6 +20,8 @@ import type { ConcurrencyResult } from '../results';
 import { median, p95, round } from '../stats';
 import { spawnWorkerChild, workerProcessConfig } from '../worker-child';
 import { WORKER_ENV } from '../../workers/worker-settings';
+import { freePort } from '../../platform/dev-server';
+import { scrapeWorkerMetrics } from '../worker-metrics';
 
 /**
  * The worker's `AGENT_STICKY_FAILOVER` here. 200 operations on two cores keep every workflow task
@@ -40,7 +42,8 @@ export async function runConcurrency(
     }),
   });
   const queues = uniqueQueues('bench-concurrency');
-  const worker = await spawnWorkerChild(workerProcessConfig(ctx, server.url, queues), ctx.log, {
+  const metricsAddress = `127.0.0.1:${await freePort()}`;
+  const worker = await spawnWorkerChild(workerProcessConfig(ctx, server.url, queues, { metricsAddress }), ctx.log, {
     env: { [WORKER_ENV.stickyFailover]: STICKY_FAILOVER_UNDER_LOAD },
   });
   const ids = Array.from({ length: profile.operations }, (_, index) => runId('concurrency', `${index}`));
@@ -75,6 +78,10 @@ export async function runConcurrency(
     const cpuAfter = cpuSnapshot();
     const mainAfter = threadTimes(worker.pid);
     const loop = await worker.eventLoopDelay();
+    const workerMetrics = await scrapeWorkerMetrics(`http://${metricsAddress}/metrics`).catch((err: Error) => {
+      ctx.log(`concurrency: the worker's metrics could not be read: ${err.message}`);
+      return undefined;
+    });
     const cpu =
       cpuBefore && cpuAfter
         ? cpuUsageBetween(cpuBefore, cpuAfter, await processGroups(ctx, worker.pid, ids))
@@ -100,6 +107,7 @@ export async function runConcurrency(
             },
           }
         : {}),
+      ...(workerMetrics ? { workerMetrics } : {}),
       operationMs: { median: round(median(durations)), p95: round(p95(durations)) },
       timeouts,
       ...(cpu ? { cpu } : {}),
