@@ -40,8 +40,9 @@ export function failedAttemptsUsageFrom(heartbeatDetails: unknown): TokenUsage |
 
 /**
  * Sends one request from inside an activity: heartbeats on a timer from half a second in, and
- * whenever usage arrives after that or the attempt fails (so a later attempt cannot lose it), carries the usage of earlier failed attempts (read from the
- * previous attempt's last heartbeat) into the reply, and aborts on activity cancellation.
+ * whenever usage arrives after that or the attempt fails (so a later attempt cannot lose it),
+ * carries the usage of earlier failed attempts (read from the previous attempt's last heartbeat)
+ * into the reply, and aborts on activity cancellation.
  * Every model-calling activity goes through here.
  */
 export async function sendWithHeartbeats(input: {
