@@ -22,6 +22,10 @@ export type SeedSource = { kind: 'local'; path: string } | { kind: 'git'; url: s
 
 export interface RunToolInput {
   sessionId: string;
+  /**
+   * The operation the call belongs to; absent, the session id (an operation in a session of its own,
+   * whose workflow id is its session id). Every step's history holds this input.
+   */
   operationId?: string;
   /** The model's `tool_use` id: the key of the activity id, the journal, the run directory and the output file. */
   toolCallId: string;

@@ -26,7 +26,7 @@ import type { HandsTool, ToolContext, ToolResult } from './tools/types';
 
 const TOOL_CALL_ID = /^[A-Za-z0-9_.-]{1,128}$/;
 
-type ValidCall = RunToolInput & { name: ToolName; input: ToolInput<ToolName> };
+type ValidCall = RunToolInput & { operationId: string; name: ToolName; input: ToolInput<ToolName> };
 
 /**
  * One try of a call on the current container: its result, or the reason the container was lost; and
@@ -52,7 +52,14 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
   }
   const checked = validateToolCall(raw.name, raw.input);
   if (!checked.ok) return { content: checked.error, isError: true, synthetic: false };
-  const call: ValidCall = { ...raw, sessionId: sessionOf(raw), name: raw.name as ToolName, input: checked.input };
+  const sessionId = sessionOf(raw);
+  const call: ValidCall = {
+    ...raw,
+    sessionId,
+    operationId: raw.operationId ?? sessionId,
+    name: raw.name as ToolName,
+    input: checked.input,
+  };
 
   // Most tool calls end within half a second: none of them writes a heartbeat (the details are for the
   // Web UI's pending-activity view; recovery reads the workspace journal, not heartbeats).
@@ -133,7 +140,7 @@ async function checkpointAfterCall(
     const outcome = await hands.sandboxes.checkpoints.record(
       {
         sessionId: call.sessionId,
-        operationId: call.operationId ?? call.sessionId,
+        operationId: call.operationId,
         turn: checkpoint.turn,
         kind: 'turn',
         exclude: checkpoint.exclude,

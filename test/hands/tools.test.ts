@@ -43,7 +43,12 @@ describe('hands tools (real Docker)', () => {
     expect(info.HostConfig.CapDrop).toEqual(['ALL']);
     expect([...(info.HostConfig.CapAdd ?? [])].sort()).toEqual(['KILL', 'SETGID', 'SETUID']);
     expect(info.HostConfig.SecurityOpt).toEqual(['no-new-privileges']);
-    expect(info.Config.Labels).toMatchObject({ 'agent.harness': '1', 'agent.sandbox': sessionId });
+    // A call without an operation id belongs to its session's own operation (`RunToolInput.operationId`).
+    expect(info.Config.Labels).toMatchObject({
+      'agent.harness': '1',
+      'agent.sandbox': sessionId,
+      'agent.operation': sessionId,
+    });
     expect(info.HostConfig.Memory).toBeGreaterThan(0);
     expect(info.HostConfig.PidsLimit).toBeGreaterThan(0);
     // The harness's own programs (executor, file helpers) come from the host, read-only: not from the image.

@@ -108,6 +108,33 @@ describe('the steps of an operation in history', () => {
     expect(batch.results).toEqual(batch.calls);
   });
 
+  it("records a tool call's operation id only when it is not the session id", async () => {
+    const runToolInputs = async (handle: { fetchHistory(): Promise<temporal.api.history.v1.IHistory> }) =>
+      ((await handle.fetchHistory()).events ?? [])
+        .map((event) => event.activityTaskScheduledEventAttributes)
+        .filter((scheduled) => scheduled?.activityType?.name === 'runTool')
+        .map((scheduled) =>
+          defaultPayloadConverter.fromPayload<Record<string, unknown>>(scheduled!.input!.payloads![0]!),
+        );
+    const script = [{ toolCalls: [{ name: 'bash', input: { command: 'true' } }] }, { text: 'done' }];
+
+    // An operation in a session of its own: its session id is its workflow id, and its calls say so once.
+    h.model.setScript(script);
+    const own = await h.start({ goal: 'one call' });
+    expect((await operationResult(own)).state).toBe('completed');
+    const [ownCall] = await runToolInputs(own);
+    expect(ownCall).toMatchObject({ sessionId: own.workflowId });
+    expect(ownCall).not.toHaveProperty('operationId');
+
+    // An operation in a named session: its calls name both.
+    h.model.setScript(script);
+    const sessionId = `step-shape-${own.workflowId.slice(-8)}`;
+    const inSession = await h.start({ goal: 'one call', sessionId });
+    expect((await operationResult(inSession)).state).toBe('completed');
+    const [sessionCall] = await runToolInputs(inSession);
+    expect(sessionCall).toMatchObject({ sessionId, operationId: inSession.workflowId });
+  });
+
   it('publishes the counters every 10 turns and at the end, while the status query is live at every turn', async () => {
     const wait = 'while [ ! -f /workspace/release ]; do sleep 0.05; done';
     h.model.setScript([

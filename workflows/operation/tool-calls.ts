@@ -275,7 +275,8 @@ async function executeToolCall(
         const run = () =>
           runTool({
             sessionId: op.sessionId,
-            operationId: op.operationId,
+            // Absent when it is the session id (an operation in a session of its own): the hands read it so.
+            ...(op.operationId !== op.sessionId ? { operationId: op.operationId } : {}),
             toolCallId: call.id,
             name,
             input: prepared.input,
