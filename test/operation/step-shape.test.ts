@@ -36,6 +36,14 @@ function toolSchedulingTasks(events: HistoryEvent[]): Map<string, string> {
   return tasks;
 }
 
+/** The input of each `runTool` activity, in the order they were scheduled. */
+function runToolInputs(events: HistoryEvent[]): Record<string, unknown>[] {
+  return events
+    .map((event) => event.activityTaskScheduledEventAttributes)
+    .filter((scheduled) => scheduled?.activityType?.name === 'runTool')
+    .map((scheduled) => defaultPayloadConverter.fromPayload<Record<string, unknown>>(scheduled!.input!.payloads![0]!));
+}
+
 type Message = { content: Array<{ type: string; id?: string; tool_use_id?: string }> };
 
 /** The tool calls of a request's last assistant message and the results of its last message, ids in order. */
@@ -109,20 +117,13 @@ describe('the steps of an operation in history', () => {
   });
 
   it("records a tool call's operation id only when it is not the session id", async () => {
-    const runToolInputs = async (handle: { fetchHistory(): Promise<temporal.api.history.v1.IHistory> }) =>
-      ((await handle.fetchHistory()).events ?? [])
-        .map((event) => event.activityTaskScheduledEventAttributes)
-        .filter((scheduled) => scheduled?.activityType?.name === 'runTool')
-        .map((scheduled) =>
-          defaultPayloadConverter.fromPayload<Record<string, unknown>>(scheduled!.input!.payloads![0]!),
-        );
     const script = [{ toolCalls: [{ name: 'bash', input: { command: 'true' } }] }, { text: 'done' }];
 
     // An operation in a session of its own: its session id is its workflow id, and its calls say so once.
     h.model.setScript(script);
     const own = await h.start({ goal: 'one call' });
     expect((await operationResult(own)).state).toBe('completed');
-    const [ownCall] = await runToolInputs(own);
+    const [ownCall] = runToolInputs((await own.fetchHistory()).events ?? []);
     expect(ownCall).toMatchObject({ sessionId: own.workflowId });
     expect(ownCall).not.toHaveProperty('operationId');
 
@@ -131,7 +132,7 @@ describe('the steps of an operation in history', () => {
     const sessionId = `step-shape-${own.workflowId.slice(-8)}`;
     const inSession = await h.start({ goal: 'one call', sessionId });
     expect((await operationResult(inSession)).state).toBe('completed');
-    const [sessionCall] = await runToolInputs(inSession);
+    const [sessionCall] = runToolInputs((await inSession.fetchHistory()).events ?? []);
     expect(sessionCall).toMatchObject({ sessionId, operationId: inSession.workflowId });
   });
 
