@@ -7,6 +7,8 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 
+export { eventTimeMs } from '../common/recorded-steps';
+
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 type Payloads = temporal.api.common.v1.IPayloads | null | undefined;
 
@@ -26,13 +28,6 @@ export function payload<T>(payloads: Payloads, index = 0): T | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Milliseconds since the epoch (with fractions) of an event. */
-export function eventTimeMs(event: HistoryEvent): number {
-  const t = event.eventTime;
-  if (!t) return 0;
-  return Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6;
 }
 
 const CLOSE_EVENTS = [

@@ -299,7 +299,7 @@ function mapActivityEvent(
     emit('tool.finished', event, {
       toolCallId: call.toolCallId,
       name: call.name,
-      isError: outcome ? outcome.isError : true,
+      isError: outcome ? outcome.isError === true : true,
       ...(outcome?.exitCode !== undefined ? { exitCode: outcome.exitCode } : {}),
       excerpt: excerpt(outcome?.content ?? failure ?? 'the tool activity did not complete'),
     });

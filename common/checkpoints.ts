@@ -15,7 +15,7 @@
  * Deterministic (imported by workflow code): zod and types only.
  */
 import { z } from 'zod';
-import type { CheckpointOutcome, SkippedCheckpoint } from './checkpoint-record';
+import type { CheckpointOutcome, CheckpointResult, SkippedCheckpoint } from './checkpoint-record';
 import type { HandsHost } from './hands-route';
 
 /** Folders a checkpoint leaves out unless the operation says otherwise (`checkpoints.exclude`). */
@@ -71,7 +71,14 @@ export interface CheckpointWorkspaceInput {
   exclude: string[];
 }
 
-export type { CheckpointOutcome, RecordedCheckpoint, SkippedCheckpoint } from './checkpoint-record';
+export type {
+  CheckpointOutcome,
+  CheckpointResult,
+  RecordedCheckpoint,
+  ShortCheckpoint,
+  SkippedCheckpoint,
+} from './checkpoint-record';
+export { checkpointOutcome, checkpointResult } from './checkpoint-record';
 
 export const CHANGED_FILES_LISTED = 10;
 
@@ -99,7 +106,7 @@ export interface RestoredWorkspace {
 
 export interface CheckpointActivities {
   /** Records the workspace as a checkpoint; a sandbox without git answers `skipped`. */
-  checkpointWorkspace(input: CheckpointWorkspaceInput): Promise<CheckpointOutcome>;
+  checkpointWorkspace(input: CheckpointWorkspaceInput): Promise<CheckpointResult>;
   /**
    * Makes a new session's workspace (and journal) volume from a checkpoint of another session on
    * this host, with that workspace's environment. Idempotent: a retry after a crash starts over on
@@ -119,6 +126,6 @@ export const CHECKPOINT_FAILURE_TYPES = {
   workspaceExists: 'WorkspaceExists',
 } as const;
 
-export function isSkipped(outcome: CheckpointOutcome): outcome is SkippedCheckpoint {
+export function isSkipped(outcome: CheckpointOutcome | CheckpointResult): outcome is SkippedCheckpoint {
   return 'skipped' in outcome;
 }

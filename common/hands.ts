@@ -13,7 +13,7 @@
  * Deterministic: types and constants only (imported by workflow code).
  */
 
-import type { CheckpointOutcome } from './checkpoint-record';
+import type { CheckpointResult } from './checkpoint-record';
 import type { EgressPolicy, EgressSummary } from './egress';
 import type { HooksInput } from './hooks';
 
@@ -59,12 +59,17 @@ export interface Spill {
   lines: number;
 }
 
+/**
+ * A hands tool call's result, as its history holds it. `isError` and `synthetic` are written only
+ * when true (results recorded before carry `false`); a checkpoint is in its short form
+ * (`CheckpointResult`).
+ */
 export interface ToolOutcome {
   /** The tool_result content for the model. */
   content: string;
-  isError: boolean;
+  isError?: boolean;
   /** True when the hands made the result up (an interrupted `never` call) instead of running the tool. */
-  synthetic: boolean;
+  synthetic?: boolean;
   exitCode?: number;
   /** Why the sandbox container was replaced before this call (also stated in `content`). */
   sandboxReplaced?: string;
@@ -77,7 +82,7 @@ export interface ToolOutcome {
    */
   executorFallback?: string;
   /** The checkpoint the call was asked to record: recorded, or skipped when the image has no git. */
-  checkpoint?: CheckpointOutcome;
+  checkpoint?: CheckpointResult;
   /** Why the checkpoint the call was asked to record could not be (the call's own result stands). */
   checkpointFailure?: string;
 }

@@ -17,6 +17,13 @@ import { addUsage, usageOfFailedCall, type TokenUsage } from './model-types';
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 type Failure = temporal.api.failure.v1.IFailure;
 
+/** Milliseconds since the epoch (with fractions) of an event. */
+export function eventTimeMs(event: HistoryEvent): number {
+  const t = event.eventTime;
+  if (!t) return 0;
+  return Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6;
+}
+
 export interface StepFailure {
   /** The ApplicationFailure type (`ModelPromptTooLong`, …), or the kind of timeout/cancellation. */
   type: string | null;

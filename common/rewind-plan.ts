@@ -15,9 +15,11 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import {
   CHECKPOINT_ACTIVITY,
+  checkpointOutcome,
   isSkipped,
   type CheckpointKind,
   type CheckpointOutcome,
+  type CheckpointResult,
   type CheckpointWorkspaceInput,
   type RecordedCheckpoint,
 } from './checkpoints';
@@ -26,7 +28,7 @@ import type { LaneContinuation } from './lanes';
 import type { ModelStepResult } from './model-step';
 import { promptTokens, type ToolResultBlockParam } from './model-types';
 import { parseOperationInput, type OperationResult, type OperationSettings } from './operation';
-import { readRecordedRun, type RecordedStep } from './recorded-steps';
+import { eventTimeMs, readRecordedRun, type RecordedStep } from './recorded-steps';
 import { REWIND_FAILURE_TYPES, type PlanRewindInput, type RewindPlan } from './rewind';
 import { sessionIdFor } from './sandbox-names';
 import type { OperationDefaults } from './session';
@@ -88,12 +90,14 @@ export function readCheckpoints(runs: readonly (readonly HistoryEvent[])[]): Che
       }
       const completed = event.activityTaskCompletedEventAttributes;
       const done = completed && byScheduledId.get(String(completed.scheduledEventId));
-      if (done && !done.ofCall) done.record.outcome = decode<CheckpointOutcome>(completed.result);
-      if (done && done.ofCall) {
-        const outcome = decode<ToolOutcome>(completed.result);
-        if (outcome?.checkpoint) done.record.outcome = outcome.checkpoint;
+      if (done) {
+        // A short result has no time of its own: it was recorded as its activity completed.
+        const completedAt = new Date(eventTimeMs(event)).toISOString();
+        const outcome = done.ofCall ? decode<ToolOutcome>(completed.result) : undefined;
+        const result = done.ofCall ? outcome?.checkpoint : decode<CheckpointResult>(completed.result);
+        if (result) done.record.outcome = checkpointOutcome(result, completedAt);
         else if (outcome?.checkpointFailure !== undefined) done.record.failure = outcome.checkpointFailure;
-        else withoutOne.add(done.record);
+        else if (done.ofCall) withoutOne.add(done.record);
       }
       const failed = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;
       const failedRecord = failed && byScheduledId.get(String(failed.scheduledEventId))?.record;

@@ -6,7 +6,7 @@
  */
 import type { Context } from '@temporalio/activity';
 import { HANDS_FAILURE_TYPES, type RunToolInput, type ToolCallCheckpoint, type ToolOutcome } from '../../common/hands';
-import { toolCallCheckpointSchema } from '../../common/checkpoints';
+import { checkpointResult, toolCallCheckpointSchema } from '../../common/checkpoints';
 import { replayPolicyOf, toolSummary, validateToolCall, type ToolInput, type ToolName } from '../../common/tools';
 import { crashPoint } from '../crash-points';
 import { beginToolEgress, finishToolEgress } from '../egress/tool-egress';
@@ -51,7 +51,7 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
     );
   }
   const checked = validateToolCall(raw.name, raw.input);
-  if (!checked.ok) return { content: checked.error, isError: true, synthetic: false };
+  if (!checked.ok) return { content: checked.error, isError: true };
   const sessionId = sessionOf(raw);
   const call: ValidCall = {
     ...raw,
@@ -110,8 +110,8 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
     return {
       // A token a tool echoed never reaches the history.
       content: hands.secrets ? hands.secrets.mask(content) : content,
-      isError: result.isError,
-      synthetic: attempt.synthetic,
+      ...(result.isError ? { isError: true } : {}),
+      ...(attempt.synthetic ? { synthetic: true } : {}),
       ...(result.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
       ...(replaced ? { sandboxReplaced: replaced } : {}),
       ...(result.spill ? { spill: result.spill } : {}),
@@ -147,7 +147,7 @@ async function checkpointAfterCall(
       },
       full ? 'full' : 'probe',
     );
-    return { checkpoint: outcome };
+    return { checkpoint: checkpointResult(outcome) };
   } catch (err) {
     return { checkpointFailure: toActivityFailure(err).message };
   }

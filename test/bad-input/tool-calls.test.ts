@@ -12,7 +12,7 @@ import { operationResult } from '../../client/operation-result';
 import type { OperationResult } from '../../common/operation';
 import { containerNameOf } from '../../common/sandbox-names';
 import type { ScriptedRequest, ScriptedToolCall, ScriptedTurn } from '../../scripted-model/script';
-import { handsFixture } from '../support/hands';
+import { handsFixture, readOutcome } from '../support/hands';
 import { startOperationHarness, type OperationHarness } from '../support/operation-harness';
 
 interface ToolCase {
@@ -257,7 +257,7 @@ describe('tool calls a model cannot send, sent to the hands directly', () => {
       name: 'delete_everything',
       input: {},
     });
-    expect(outcome).toEqual({
+    expect(readOutcome(outcome)).toEqual({
       content:
         'Unknown tool "delete_everything". Available tools: bash, read_file, write_file, edit_file, list_files, grep.',
       isError: true,
@@ -282,7 +282,7 @@ describe('tool calls a model cannot send, sent to the hands directly', () => {
     const sessionId = fx.sessionId('ten-mb');
     const toolCallId = `toolu_tenmb_${name}`;
     const outcome = await hands.runTool({ sessionId, toolCallId, name, input });
-    expect(outcome).toMatchObject({ isError: true, synthetic: false });
+    expect(readOutcome(outcome)).toMatchObject({ isError: true, synthetic: false });
     expect(outcome.content).toContain(message);
     expect(outcome.content).toContain('Nothing was run.');
     // No sandbox was even needed: nothing was written, no journal entry exists.

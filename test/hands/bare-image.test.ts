@@ -8,7 +8,7 @@ import { createHandsActivities } from '../../activities/hands/activities';
 import { dockerClient } from '../../platform/docker-engine';
 import { imageWithoutPythonAndNode, type BareImage } from '../support/bare-image';
 import { testPlatform } from '../support/env';
-import { handsFixture, type HandsFixture } from '../support/hands';
+import { handsFixture, type HandsFixture, readOutcome } from '../support/hands';
 
 describe('a sandbox image without python3 and node (real Docker)', () => {
   let image: BareImage;
@@ -36,7 +36,7 @@ describe('a sandbox image without python3 and node (real Docker)', () => {
 
   it('has neither, and runs bash through the executor', async () => {
     const probe = await call('bash', { command: 'command -v python3 node nodejs; id -u; echo done' });
-    expect(probe).toMatchObject({ content: '1000\ndone\n[exit code 0]', isError: false });
+    expect(readOutcome(probe)).toMatchObject({ content: '1000\ndone\n[exit code 0]', isError: false });
     const pid = await fx.sandboxes.commands.executorPid(sessionId);
     expect(pid).toBeGreaterThan(1);
     const cmdline = await call('bash', { command: `tr '\\0' ' ' < /proc/${pid}/cmdline` });
@@ -55,7 +55,7 @@ describe('a sandbox image without python3 and node (real Docker)', () => {
       '     1\trow 1\n     2\trow 2\n[Showing lines 1-2 of 12 (limit=2). Call read_file with offset=3 to continue.]',
     );
     const edited = await call('edit_file', { path: 'notes/rows.txt', old_text: 'row 5\n', new_text: 'five\nFIVE\n' });
-    expect(edited).toMatchObject({
+    expect(readOutcome(edited)).toMatchObject({
       content: 'Edited notes/rows.txt: replaced 2 line(s) at line 5 with 3 line(s).',
       isError: false,
     });

@@ -10,7 +10,8 @@ import type { Worker } from '@temporalio/worker';
 import { createHandsActivities } from '../../activities/hands/activities';
 import { parseJournal } from '../../activities/hands/journal';
 import { recordsOf } from '../../activities/hands/journal-store';
-import { handsFixture } from '../support/hands';
+import type { ToolOutcome } from '../../common/hands';
+import { handsFixture, readOutcome } from '../support/hands';
 import { connectTestTemporal, createTestWorker, uniqueQueue, type TestTemporal } from '../support/temporal';
 import { handsRunToolOnce } from '../support/hands-workflows';
 
@@ -101,7 +102,7 @@ describe('runTool cancellation through Temporal (real Docker, real server)', () 
 
       const secondRun = new MockActivityEnvironment({ attempt: 2 }).run(runTool, input);
       await fx.sh(sessionId, 'touch /workspace/release');
-      expect(await secondRun).toMatchObject({
+      expect(readOutcome((await secondRun) as ToolOutcome)).toMatchObject({
         content: 'waiting\nreleased\n[exit code 0]',
         isError: false,
         exitCode: 0,

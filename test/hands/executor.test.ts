@@ -21,7 +21,7 @@ import type { RunToolInput, ToolOutcome } from '../../common/hands';
 import { containerNameOf } from '../../common/sandbox-names';
 import { dockerClient } from '../../platform/docker-engine';
 import { testPlatform } from '../support/env';
-import { handsFixture } from '../support/hands';
+import { handsFixture, readOutcome } from '../support/hands';
 import { waitFor } from '../support/operation-harness';
 
 const docker = dockerClient();
@@ -175,7 +175,7 @@ describe('sandbox executor (real Docker)', () => {
   it('runs every call of a sandbox through one executor the agent can neither signal nor read', async () => {
     const sessionId = fx.sessionId('executor');
     const first = await hands.runTool(call(sessionId, 'bash', { command: 'id -u; pwd' }));
-    expect(first).toMatchObject({ content: '1000\n/workspace\n[exit code 0]', isError: false });
+    expect(readOutcome(first)).toMatchObject({ content: '1000\n/workspace\n[exit code 0]', isError: false });
     expect(first.executorFallback).toBeUndefined();
     const pid = await fx.sandboxes.commands.executorPid(sessionId);
     expect(pid).toBeGreaterThan(1);
@@ -244,7 +244,7 @@ describe('sandbox executor (real Docker)', () => {
     await dockerExec(sessionId, `kill -KILL ${killed}`);
     // The command goes on without the executor; released, it finishes and its result is recorded.
     await release(sessionId, outcome, 'released');
-    expect(await outcome).toMatchObject({ content: 'released\nafter\n[exit code 0]', synthetic: false });
+    expect(readOutcome(await outcome)).toMatchObject({ content: 'released\nafter\n[exit code 0]', synthetic: false });
     expect(await count(sessionId, 'runs.log')).toBe(1);
 
     const next = await hands.runTool(call(sessionId, 'bash', { command: 'echo next' }));
@@ -283,7 +283,7 @@ describe('sandbox executor (real Docker)', () => {
     await dockerExec(sessionId, `kill -KILL ${wrapper} ${executor}; kill -KILL -- -${pid}`);
     // The second attempt opens the pipe again; this writer waits for it.
     await release(sessionId, outcome, 'a needle here');
-    expect(await outcome).toMatchObject({ isError: false, synthetic: false });
+    expect(readOutcome(await outcome)).toMatchObject({ isError: false, synthetic: false });
     expect((await outcome).content).toContain('a needle here');
     expect(await attemptsStarted(sessionId, search.toolCallId)).toEqual([1, 2]);
     expect(await fx.sandboxes.commands.executorPid(sessionId)).not.toBe(executor);
@@ -293,7 +293,7 @@ describe('sandbox executor (real Docker)', () => {
     const { sessionId, executor, search, outcome, pid, wrapper } = await gatedSearch('wrapper-killed');
     await dockerExec(sessionId, `kill -KILL ${wrapper}; kill -KILL -- -${pid}`);
     await release(sessionId, outcome, 'a needle here');
-    expect(await outcome).toMatchObject({ isError: false, synthetic: false });
+    expect(readOutcome(await outcome)).toMatchObject({ isError: false, synthetic: false });
     expect((await outcome).content).toContain('a needle here');
     expect(await attemptsStarted(sessionId, search.toolCallId)).toEqual([1, 2]);
     expect(await fx.sandboxes.commands.executorPid(sessionId)).toBe(executor);
@@ -308,7 +308,11 @@ describe('sandbox executor (real Docker)', () => {
       const outcome = await createHandsActivities({ sandboxes: broken.sandboxes }).runTool(
         call(sessionId, 'bash', { command: 'echo via docker exec' }),
       );
-      expect(outcome).toMatchObject({ content: 'via docker exec\n[exit code 0]', isError: false, synthetic: false });
+      expect(readOutcome(outcome)).toMatchObject({
+        content: 'via docker exec\n[exit code 0]',
+        isError: false,
+        synthetic: false,
+      });
       expect(outcome.executorFallback).toMatch(/^the sandbox executor could not start: /);
       expect(await broken.sandboxes.commands.executorPid(sessionId)).toBeUndefined();
       expect(await executorPids(sessionId)).toEqual([]);
@@ -336,7 +340,7 @@ describe('sandbox executor (real Docker)', () => {
       // The third loss in a row switches the sandbox to docker exec, so the next call goes through.
       const second = call(sessionId, 'bash', { command: 'echo two >> runs.log; cat runs.log' });
       const outcome = await dyingHands.runTool(second);
-      expect(outcome).toMatchObject({ content: 'two\n[exit code 0]', isError: false, synthetic: false });
+      expect(readOutcome(outcome)).toMatchObject({ content: 'two\n[exit code 0]', isError: false, synthetic: false });
       expect(outcome.executorFallback).toMatch(/3 times in a row before it finished a command/);
       expect(await count(sessionId, 'runs.log')).toBe(1);
     } finally {
@@ -359,7 +363,7 @@ describe('sandbox executor (real Docker)', () => {
       const outcome = await createHandsActivities({ sandboxes: plain.sandboxes }).runTool(
         call(sessionId, 'bash', { command: 'echo plain' }),
       );
-      expect(outcome).toMatchObject({ content: 'plain\n[exit code 0]', isError: false });
+      expect(readOutcome(outcome)).toMatchObject({ content: 'plain\n[exit code 0]', isError: false });
       expect(outcome.executorFallback).toBeUndefined();
       expect(await executorPids(sessionId)).toEqual([]);
     } finally {

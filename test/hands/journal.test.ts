@@ -12,7 +12,7 @@ import { parseJournal } from '../../activities/hands/journal';
 import { JOURNAL_WRITER, legacyRecordsOf, recordsOf } from '../../activities/hands/journal-store';
 import { runStatus } from '../../activities/hands/run-records';
 import { containerNameOf } from '../../common/sandbox-names';
-import { handsFixture } from '../support/hands';
+import { handsFixture, readOutcome } from '../support/hands';
 import { testPlatform } from '../support/env';
 
 describe('tool-call journal and replay (real Docker)', () => {
@@ -51,7 +51,7 @@ describe('tool-call journal and replay (real Docker)', () => {
   it('journals started, process and finished with the result', async () => {
     const call = newCall('echo hi; exit 4');
     const outcome = await hands.runTool(call);
-    expect(outcome).toMatchObject({ isError: true, exitCode: 4, synthetic: false });
+    expect(readOutcome(outcome)).toMatchObject({ isError: true, exitCode: 4, synthetic: false });
     const journal = await journalOf(call.toolCallId);
     expect(journal).toMatchObject({
       version: 1,
@@ -111,7 +111,7 @@ describe('tool-call journal and replay (real Docker)', () => {
     const started = Date.now();
     const retry = await hands.runTool(call);
     expect(Date.now() - started).toBeGreaterThan(500); // it waited
-    expect(retry).toMatchObject({
+    expect(readOutcome(retry)).toMatchObject({
       isError: false,
       synthetic: false,
       exitCode: 0,
@@ -158,7 +158,7 @@ describe('tool-call journal and replay (real Docker)', () => {
     expect(child).toMatch(/^\d+$/);
     expect(children.trim().split('\n')).toEqual([child, child]);
     expect(leader).toBe(child);
-    expect(await running).toMatchObject({ isError: false, content: 'done\n[exit code 0]' });
+    expect(readOutcome(await running)).toMatchObject({ isError: false, content: 'done\n[exit code 0]' });
   });
 
   it('reports a started call whose process died as interrupted, with its partial output, and never runs it again', async () => {

@@ -36,7 +36,7 @@ describe('sandbox lifecycle (real Docker)', () => {
     await docker.getContainer(containerNameOf(sessionId)).kill();
 
     const second = await bash(sessionId, 'cat state.txt');
-    expect(second.isError).toBe(false);
+    expect(second.isError).toBeUndefined();
     expect(second.sandboxReplaced).toBe('the previous container was gone (exited 137)');
     expect(second.content).toBe(
       '[sandbox restarted: the previous container was gone (exited 137); /workspace is preserved]\nkept\n[exit code 0]',

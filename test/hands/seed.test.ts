@@ -109,7 +109,7 @@ describe('workspace seeding and diff (real Docker)', () => {
       name: 'edit_file',
       input: { path: 'src/app.js', old_text: '"v2"', new_text: '"v3"' },
     });
-    expect(edit.isError).toBe(false);
+    expect(edit.isError).toBeUndefined();
     await hands.runTool({
       sessionId,
       toolCallId: `toolu_${randomUUID().slice(0, 12)}`,

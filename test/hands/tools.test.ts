@@ -5,7 +5,7 @@ import { createHandsActivities } from '../../activities/hands/activities';
 import type { RunToolInput } from '../../common/hands';
 import { containerNameOf } from '../../common/sandbox-names';
 import { recordsOf } from '../../activities/hands/journal-store';
-import { handsFixture } from '../support/hands';
+import { handsFixture, readOutcome } from '../support/hands';
 
 describe('hands tools (real Docker)', () => {
   const fx = handsFixture();
@@ -22,7 +22,7 @@ describe('hands tools (real Docker)', () => {
         'id -u; id -g; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "; ls /var/run/docker.sock 2>&1 | head -1; ' +
         'grep -E "^(CapPrm|CapEff|CapAmb|NoNewPrivs):" /proc/self/status | tr -s "\\t" " "',
     });
-    expect(result.isError).toBe(false);
+    expect(result.isError).toBeUndefined();
     const [uid, gid, ...rest] = result.content.split('\n');
     expect(uid).toBe('1000');
     expect(gid).toBe('1000');
@@ -66,11 +66,11 @@ describe('hands tools (real Docker)', () => {
   it('writes a file and reads it back, numbered, with offset and limit', async () => {
     const content = Array.from({ length: 30 }, (_, i) => `row ${i + 1}`).join('\n') + '\n';
     const written = await call('write_file', { path: 'notes/rows.txt', content });
-    expect(written).toMatchObject({ isError: false, synthetic: false });
+    expect(readOutcome(written)).toMatchObject({ isError: false, synthetic: false });
     expect(written.content).toContain('Created notes/rows.txt: 201 bytes, 30 lines');
 
     const whole = await call('read_file', { path: 'notes/rows.txt' });
-    expect(whole.isError).toBe(false);
+    expect(whole.isError).toBeUndefined();
     expect(whole.content.split('\n')[0]).toBe('     1\trow 1');
     expect(whole.content).toContain('    30\trow 30');
 
@@ -91,7 +91,7 @@ describe('hands tools (real Docker)', () => {
   it('writes large content through a staged file', async () => {
     const content = 'abcdefghij'.repeat(20_000) + '\n'; // 200 KB: more than one argv entry may hold
     const written = await call('write_file', { path: 'big.txt', content });
-    expect(written.isError).toBe(false);
+    expect(written.isError).toBeUndefined();
     expect(await fx.sh(sessionId, 'stat -c %s big.txt; ls .agent/in | wc -l')).toBe('200001\n0\n');
   });
 
@@ -114,7 +114,7 @@ describe('hands tools (real Docker)', () => {
       old_text: 'const b = 2;',
       new_text: 'const b = 20;\nconst c = 30;',
     });
-    expect(once).toMatchObject({ isError: false, synthetic: false });
+    expect(readOutcome(once)).toMatchObject({ isError: false, synthetic: false });
     expect(once.content).toContain('Edited src/app.ts: replaced 1 line(s) at line 2 with 2 line(s)');
     expect(await fx.sh(sessionId, 'cat src/app.ts')).toBe(
       'const a = 1;\nconst b = 20;\nconst c = 30;\nconst a2 = 1;\n',
@@ -133,9 +133,9 @@ describe('hands tools (real Docker)', () => {
       name: 'edit_file',
       input: { path: 'retry.txt', old_text: 'beta', new_text: 'gamma' },
     };
-    expect((await hands.runTool(edit)).isError).toBe(false);
+    expect((await hands.runTool(edit)).isError).toBeUndefined();
     const retried = await hands.runTool(edit); // same tool call id: a retry
-    expect(retried.isError).toBe(false);
+    expect(retried.isError).toBeUndefined();
     expect(retried.content).toContain('Edit already applied to retry.txt');
     // A fresh call with the same arguments is not a retry: the model hears that nothing matched.
     const fresh = await call('edit_file', { path: 'retry.txt', old_text: 'beta', new_text: 'gamma' });
@@ -156,14 +156,14 @@ describe('hands tools (real Docker)', () => {
     expect(capped.content).toContain('[showing the first 2 of 3 files');
     expect(capped.spill?.lines).toBe(3);
     const none = await call('list_files', { pattern: '*.rs' });
-    expect(none).toMatchObject({ isError: false, content: 'No files found matching *.rs.' });
+    expect(readOutcome(none)).toMatchObject({ isError: false, content: 'No files found matching *.rs.' });
 
     const hits = await call('grep', { pattern: 'needle', ignore_case: true });
     expect(hits.content.split('\n')).toEqual(['lib/a.py:1:needle one', 'lib/deep/b.py:1:NEEDLE two']);
     const scoped = await call('grep', { pattern: 'needle', path: 'lib', glob: '*.py' });
     expect(scoped.content).toBe('lib/a.py:1:needle one');
     const nothing = await call('grep', { pattern: 'haystack' });
-    expect(nothing).toMatchObject({ isError: false, content: 'No matches for "haystack".' });
+    expect(readOutcome(nothing)).toMatchObject({ isError: false, content: 'No matches for "haystack".' });
     const bad = await call('grep', { pattern: '(' });
     expect(bad.isError).toBe(true);
     expect(bad.content).toContain('regex parse error');
@@ -171,7 +171,7 @@ describe('hands tools (real Docker)', () => {
 
   it('reports bash exit codes; a non-zero exit is an error result, not an exception', async () => {
     const ok = await call('bash', { command: 'echo out; echo err >&2' });
-    expect(ok).toMatchObject({ isError: false, exitCode: 0, synthetic: false });
+    expect(readOutcome(ok)).toMatchObject({ isError: false, exitCode: 0, synthetic: false });
     expect(ok.content).toBe('out\nerr\n[exit code 0]');
     const failed = await call('bash', { command: 'echo failing; exit 3' });
     expect(failed).toMatchObject({ isError: true, exitCode: 3 });
@@ -208,7 +208,7 @@ describe('hands tools (real Docker)', () => {
       name: 'bash',
       input: { command: 'seq 1 100000' },
     });
-    expect(result).toMatchObject({ isError: false, exitCode: 0, spill: { bytes: 10_000 } });
+    expect(readOutcome(result)).toMatchObject({ isError: false, exitCode: 0, spill: { bytes: 10_000 } });
     expect(result.content).toContain(
       '[output capture stopped at 10000 bytes; the remaining 578895 bytes were discarded]\n[exit code 0]',
     );
@@ -222,7 +222,7 @@ describe('hands tools (real Docker)', () => {
       name: 'edit_file',
       input: { path: 'x', old_text: 'a', new_text: 'b', oldText2: 'c' },
     });
-    expect(result).toMatchObject({ isError: true, synthetic: false });
+    expect(readOutcome(result)).toMatchObject({ isError: true, synthetic: false });
     expect(result.content).toContain('"oldText2"');
     expect(await fx.sh(sessionId, `ls ${recordsOf(toolCallId).journalPath} 2>/dev/null | wc -l`)).toBe('0\n');
   });
@@ -231,7 +231,7 @@ describe('hands tools (real Docker)', () => {
     const toolCallId = `toolu_${randomUUID().slice(0, 12)}`;
     const result = await hands.runTool({ sessionId, toolCallId, name: 'bash', input: { command: 'seq 1 20000' } });
     const path = `/workspace/.agent/out/${toolCallId}.txt`;
-    expect(result.isError).toBe(false);
+    expect(result.isError).toBeUndefined();
     expect(result.spill).toEqual({ path, bytes: 108894, lines: 20000 });
     expect(result.content.startsWith('1\n2\n3\n')).toBe(true);
     expect(result.content).toContain('19999\n20000\n[exit code 0]');

@@ -107,7 +107,7 @@ describe('workspace disk quota (real Docker, loop devices)', () => {
 
   it('attaches the image again after a reboot (its loop device gone); the files and the quota are intact', async () => {
     const sessionId = fx.sessionId('quota-reboot');
-    expect((await bash(sessionId, 'echo survives > kept.txt && echo ok')).isError).toBe(false);
+    expect((await bash(sessionId, 'echo survives > kept.txt && echo ok')).isError).toBeUndefined();
     const image = imagePathOf(quota, volumeNameOf(sessionId));
     // A reboot: the container stops, no loop device survives, and the device the volume names now
     // belongs to another image (attached first after the boot).

@@ -12,6 +12,9 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { operationResult } from '../../client/operation-result';
+import type { RecordedCheckpoint, ShortCheckpoint } from '../../common/checkpoints';
+import type { ToolOutcome } from '../../common/hands';
+import { readCheckpoints } from '../../common/rewind-plan';
 import { statusQuery } from '../../common/operation';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
 import { PROJECT_ROOT } from '../../platform/paths';
@@ -42,6 +45,19 @@ function runToolInputs(events: HistoryEvent[]): Record<string, unknown>[] {
     .map((event) => event.activityTaskScheduledEventAttributes)
     .filter((scheduled) => scheduled?.activityType?.name === 'runTool')
     .map((scheduled) => defaultPayloadConverter.fromPayload<Record<string, unknown>>(scheduled!.input!.payloads![0]!));
+}
+
+/** The result of each completed `runTool` activity, in the order they completed. */
+function runToolResults(events: HistoryEvent[]): ToolOutcome[] {
+  const runTool = new Set(
+    events
+      .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runTool')
+      .map((event) => String(event.eventId)),
+  );
+  return events
+    .map((event) => event.activityTaskCompletedEventAttributes)
+    .filter((completed) => completed && runTool.has(String(completed.scheduledEventId)))
+    .map((completed) => defaultPayloadConverter.fromPayload<ToolOutcome>(completed!.result!.payloads![0]!));
 }
 
 type Message = { content: Array<{ type: string; id?: string; tool_use_id?: string }> };
@@ -134,6 +150,38 @@ describe('the steps of an operation in history', () => {
     expect((await operationResult(inSession)).state).toBe('completed');
     const [sessionCall] = runToolInputs((await inSession.fetchHistory()).events ?? []);
     expect(sessionCall).toMatchObject({ sessionId, operationId: inSession.workflowId });
+  });
+
+  it("records a tool call's result without its false flags, and a checkpoint without its empty fields", async () => {
+    h.model.setScript([
+      { toolCalls: [{ name: 'bash', input: { command: 'echo a > a.txt' } }] },
+      { toolCalls: [{ name: 'bash', input: { command: 'true' } }] },
+      { text: 'done' },
+    ]);
+    const handle = await h.start({ goal: 'two calls' });
+    expect((await operationResult(handle)).state).toBe('completed');
+    const events = (await handle.fetchHistory()).events ?? [];
+    const [changed, same] = runToolResults(events);
+    for (const result of [changed!, same!]) {
+      expect(result).toMatchObject({ content: '(no output)\n[exit code 0]', exitCode: 0 });
+      expect(result).not.toHaveProperty('isError');
+      expect(result).not.toHaveProperty('synthetic');
+      expect(result.checkpoint).not.toHaveProperty('at');
+    }
+    expect(changed!.checkpoint).toMatchObject({ filesChanged: 1, changed: ['a.txt'] });
+    // Nothing changed in turn 2: the probe's answer is the commit alone; a full read (the probe cannot
+    // tell within a second of the last one) is a new commit on its parent. Neither writes a zero or an empty list.
+    const second = same!.checkpoint as ShortCheckpoint;
+    expect(Object.keys(second).filter((key) => !['commit', 'parent', 'ms'].includes(key))).toEqual([]);
+    if (second.parent !== undefined) expect(second.parent).not.toBe(second.commit);
+    // Read back, every checkpoint is whole again, each at its activity's completion time.
+    const read = readCheckpoints([events]).map((record) => record.outcome as RecordedCheckpoint);
+    expect(read.map((outcome) => [outcome.filesChanged, outcome.changed])).toEqual([
+      [0, []], // before the first change: the empty workspace
+      [1, ['a.txt']],
+      [0, []],
+    ]);
+    expect(read.every((outcome) => !Number.isNaN(Date.parse(outcome.at)))).toBe(true);
   });
 
   it('publishes the counters every 10 turns and at the end, while the status query is live at every turn', async () => {

@@ -7,7 +7,12 @@
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { CHECKPOINT_ACTIVITY, type CheckpointOutcome, type CheckpointWorkspaceInput } from '../../common/checkpoints';
+import {
+  CHECKPOINT_ACTIVITY,
+  checkpointResult,
+  type CheckpointOutcome,
+  type CheckpointWorkspaceInput,
+} from '../../common/checkpoints';
 import type { RunToolInput, ToolOutcome } from '../../common/hands';
 import { readCheckpoints } from '../../common/rewind-plan';
 
@@ -45,10 +50,12 @@ class History {
     return eventId;
   }
 
-  complete(scheduledEventId: number, result: unknown): void {
+  complete(scheduledEventId: number, result: unknown, at?: string): void {
+    const ms = at === undefined ? undefined : Date.parse(at);
     this.events.push(
       event({
         eventId: this.events.length + 1,
+        ...(ms !== undefined ? { eventTime: { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 } } : {}),
         activityTaskCompletedEventAttributes: { scheduledEventId, result: payloads(result) },
       }),
     );
@@ -118,5 +125,26 @@ describe('readCheckpoints', () => {
       { turn: 4, kind: 'turn', activityId: 'tool-t4', commit: undefined, failure: 'SandboxLost' },
     ]);
     expect(records.every((record) => record.taskQueue === 'hands@host-a')).toBe(true);
+  });
+
+  it('reads short results in full: an unchanged checkpoint is its commit alone, recorded when its activity completed', () => {
+    const [a, b] = ['a'.repeat(40), 'b'.repeat(40)];
+    const [at1, at2] = ['2026-12-05T10:00:01.250Z', '2026-12-05T10:00:02.500Z'];
+    const older = recorded(a); // a result recorded before short results: every field
+    const changed = checkpointResult(recorded(b, a));
+    const unchanged = checkpointResult({ commit: b, parent: b, filesChanged: 0, changed: [], at: at1, ms: 0 });
+    expect(changed).toEqual({ commit: b, parent: a, filesChanged: 1, changed: ['a.txt'], ms: 12 });
+    expect(unchanged).toEqual({ commit: b });
+    expect(checkpointResult({ skipped: 'no git', at: at1 })).toEqual({ skipped: 'no git', at: at1 });
+
+    const h = new History();
+    h.complete(h.schedule(CHECKPOINT_ACTIVITY, 'checkpoint-base-0', own(0, 'base')), older);
+    h.complete(h.schedule('runTool', 'tool-t1', call('t1', 1)), { content: '', checkpoint: changed }, at1);
+    h.complete(h.schedule(CHECKPOINT_ACTIVITY, 'checkpoint-turn-2', own(2, 'turn')), unchanged, at2);
+    expect(readCheckpoints([h.events]).map((record) => record.outcome)).toEqual([
+      older,
+      { commit: b, parent: a, filesChanged: 1, changed: ['a.txt'], at: at1, ms: 12 },
+      { commit: b, filesChanged: 0, changed: [], at: at2, ms: 0 },
+    ]);
   });
 });

@@ -19,8 +19,10 @@ import { AGENT_USER } from '../../activities/hands/sandbox-spec';
 import {
   CHECKPOINT_FAILURE_TYPES,
   DEFAULT_CHECKPOINT_EXCLUDE,
+  checkpointOutcome,
   isSkipped,
   type CheckpointOutcome,
+  type CheckpointResult,
   type RecordedCheckpoint,
 } from '../../common/checkpoints';
 import { dockerClient } from '../../platform/docker-engine';
@@ -33,9 +35,10 @@ const MANIFEST = `cd /workspace && find . -path ./node_modules -prune -o \\( -ty
     if [ -L "$f" ]; then printf '%s -> %s\\n' "$f" "$(readlink "$f")"; else printf '%s %s\\n' "$f" "$(sha256sum < "$f" | cut -c1-16)"; fi
   done`;
 
-const recorded = (outcome: CheckpointOutcome): RecordedCheckpoint => {
+/** A checkpoint's result as the history's readers read it (`checkpointOutcome`: a short result in full). */
+const recorded = (outcome: CheckpointOutcome | CheckpointResult): RecordedCheckpoint => {
   if (isSkipped(outcome)) throw new Error(`checkpoint skipped: ${outcome.skipped}`);
-  return outcome;
+  return checkpointOutcome(outcome, new Date().toISOString());
 };
 
 describe('checkpoints of a workspace, and restoring one', () => {

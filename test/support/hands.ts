@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { AGENT_USER } from '../../activities/hands/sandbox-spec';
+import type { ToolOutcome } from '../../common/hands';
 import { containerNameOf } from '../../common/sandbox-names';
 import { dockerClient } from '../../platform/docker-engine';
 import { createSandboxes, type Sandboxes, type SandboxesOptions } from '../../activities/hands/sandboxes';
@@ -87,3 +88,13 @@ export const inSandbox = async (sessionId: string, script: string): Promise<stri
     ({ stdout }) => stdout,
     () => undefined,
   );
+
+/**
+ * A tool call's outcome as the operation reads it: its history holds `isError` and `synthetic` only
+ * when true (`common/hands.ts` `ToolOutcome`).
+ */
+export const readOutcome = (outcome: ToolOutcome): ToolOutcome & { isError: boolean; synthetic: boolean } => ({
+  ...outcome,
+  isError: outcome.isError === true,
+  synthetic: outcome.synthetic === true,
+});

@@ -18,7 +18,7 @@ import { workflowInfo } from '@temporalio/workflow';
 import type { WorkflowStreamState } from '@temporalio/workflow-streams/workflow';
 import type { ApprovalDecisionInput, WaitingApproval } from '../../common/approvals';
 import type { BudgetAsks } from '../../common/budget';
-import { isSkipped, type CheckpointOutcome } from '../../common/checkpoints';
+import { isSkipped, type CheckpointResult } from '../../common/checkpoints';
 import type { CompactContextResult, CompactionReason, ContextClear } from '../../common/context';
 import type { TailBlock } from '../../common/context-fingerprint';
 import { addEgress, EMPTY_EGRESS, type EgressSummary } from '../../common/egress';
@@ -586,7 +586,7 @@ export class OperationRun {
   // Checkpoints (`checkpoints.ts`).
 
   /** A checkpoint was recorded — or skipped, when the sandbox cannot record one (then none is tried again). */
-  recordCheckpoint(turn: number, outcome: CheckpointOutcome): void {
+  recordCheckpoint(turn: number, outcome: CheckpointResult): void {
     const checkpoints = (this.state.checkpoints ??= { taken: 0 });
     checkpoints.tried = turn;
     if (isSkipped(outcome)) {

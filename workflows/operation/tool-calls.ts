@@ -293,8 +293,9 @@ async function executeToolCall(
     });
     op.recordToolOutcome(call.id, outcome);
     if (checkpoint) recordCheckpointOfCall(op, checkpoint, outcome);
-    op.showTool({ name, summary, isError: outcome.isError });
-    return toolResult(call.id, outcome.content, outcome.isError);
+    const isError = outcome.isError === true;
+    op.showTool({ name, summary, isError });
+    return toolResult(call.id, outcome.content, isError);
   } catch (err) {
     if (isCancellation(err) || op.abortReason !== undefined) {
       op.noteCancelled();

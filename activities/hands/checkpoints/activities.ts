@@ -6,7 +6,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import {
   CHECKPOINT_FAILURE_TYPES,
-  type CheckpointOutcome,
+  checkpointResult,
+  type CheckpointResult,
   type CheckpointWorkspaceInput,
   type RestoreCheckpointInput,
   type RestoredWorkspace,
@@ -21,11 +22,11 @@ import { toActivityFailure } from '../failures';
 export async function checkpointWorkspace(
   hands: HandsContext,
   input: CheckpointWorkspaceInput,
-): Promise<CheckpointOutcome> {
+): Promise<CheckpointResult> {
   const heartbeat = new Heartbeat(currentActivity(), hands.heartbeatEveryMs, { sessionId: input.sessionId }, false);
   try {
     await hands.sandboxes.lifecycle.ensure(input.sessionId, { operationId: input.operationId });
-    return await hands.sandboxes.checkpoints.record(input);
+    return checkpointResult(await hands.sandboxes.checkpoints.record(input));
   } catch (err) {
     throw toActivityFailure(err);
   } finally {
