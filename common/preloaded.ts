@@ -15,6 +15,7 @@ import './zod-defaults';
 import { z } from 'zod';
 import * as approvals from './approvals';
 import * as budget from './budget';
+import * as checkpointRecord from './checkpoint-record';
 import * as checkpoints from './checkpoints';
 import * as codingTask from './coding-task';
 import * as context from './context';
@@ -56,6 +57,7 @@ export const preloaded: readonly unknown[] = [
   z,
   approvals,
   budget,
+  checkpointRecord,
   checkpoints,
   codingTask,
   context,
