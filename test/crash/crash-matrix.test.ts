@@ -72,6 +72,7 @@ describe('crash matrix', () => {
   let model: ScriptedModelServer;
   let matrix: CrashMatrix;
   let reference: ScenarioOutcome;
+  let failed = false;
 
   beforeAll(async () => {
     temporal = await connectTestTemporal();
@@ -81,7 +82,7 @@ describe('crash matrix', () => {
     reference = await matrix.run({ name: 'reference' });
   });
   afterAll(async () => {
-    matrix?.cleanup();
+    matrix?.cleanup(failed);
     await model?.stop();
     await temporal?.close();
   });
@@ -109,6 +110,8 @@ describe('crash matrix', () => {
     const rows: Row[] = [];
     const failures: string[] = [];
     const started = Date.now();
+    // Until every check below has passed, a failure (a scenario that threw included) keeps the logs.
+    failed = true;
     // CRASH_MATRIX_ONLY=3,17 runs just those boundaries (for investigating one).
     const only = process.env.CRASH_MATRIX_ONLY?.split(',').map(Number);
     const numbers = full || only ? boundaries.map((_, index) => index + 1) : representativeBoundaries(boundaries);
@@ -143,7 +146,7 @@ describe('crash matrix', () => {
       });
       const problems = [
         outcome.crashes < (recoveryCrash ? 2 : 1)
-          ? `expected ${recoveryCrash ? 2 : 1} crashes, saw ${outcome.crashes}`
+          ? `expected ${recoveryCrash ? 2 : 1} crashes, saw ${outcome.crashes} (${outcome.workers.join('; ')})`
           : '',
         outcome.boundaries[0].slice(0, n).join('|') !== boundaries.slice(0, n).join('|')
           ? 'boundaries before the crash differ from the reference'
@@ -169,6 +172,7 @@ describe('crash matrix', () => {
         ),
       ].join('\n'),
     );
+    failed = failures.length > 0;
     expect(failures).toEqual([]);
     expect(rows.reduce((sum, r) => sum + r.duplicates, 0)).toBe(0);
   });

@@ -26,6 +26,7 @@ import { testPlatform } from '../support/env';
 import { containerNameOf } from '../../common/sandbox-names';
 import { removeSandboxes } from '../support/hands';
 import { standbyWorkerArgs } from '../support/compiled-entries';
+import { keepOrRemoveLogs } from '../support/crash-logs';
 
 const execFileAsync = promisify(execFile);
 
@@ -112,6 +113,8 @@ export interface ScenarioOutcome {
   boundaries: string[][];
   /** How many workers died of a crash point. */
   crashes: number;
+  /** Each worker that ran, in order: its crash plan, the boundaries it passed and how it exited. */
+  workers: string[];
   wallMs: number;
 }
 
@@ -122,6 +125,8 @@ interface WorkerProcess {
   crashAt?: number;
   /** Its crash log: one line per boundary passed. */
   log: string;
+  /** How it exited (`SIGKILL`, `exit 1`), once it has. */
+  exit?: string;
   /** Resolves when its workers are built and it waits for `go`. */
   ready: Promise<void>;
 }
@@ -152,6 +157,7 @@ export class CrashMatrix {
     let crashes = 0;
     let finished = false;
     const standing: WorkerProcess[] = [];
+    const ran: WorkerProcess[] = [];
     let current: WorkerProcess | undefined;
 
     // Runs `worker` now and, when it is planned to crash, keeps the one after it standing by; when it
@@ -159,7 +165,9 @@ export class CrashMatrix {
     const activate = (worker: WorkerProcess): void => {
       current = worker;
       if (worker.crashAt !== undefined) standing.push(this.spawnWorker(options, worker.index + 1));
-      worker.child.once('exit', () => {
+      worker.child.once('exit', (code, signal) => {
+        worker.exit = signal ?? `exit ${code}`;
+        ran.push(worker);
         boundaries[worker.index] = readBoundaries(worker.log);
         // The worker killed itself exactly when it reached its crash point: the count of boundaries
         // passed is the witness.
@@ -221,6 +229,11 @@ export class CrashMatrix {
         effects,
         boundaries,
         crashes,
+        workers: [...ran, ...(ran.includes(current!) ? [] : [current!])].map(
+          (worker) =>
+            `worker ${worker.index} (${worker.crashAt === undefined ? 'no crash planned' : `crash at ${worker.crashAt}`}): ` +
+            `passed ${readBoundaries(worker.log).length}, ${worker.exit ?? 'running'}`,
+        ),
         wallMs: Date.now() - started,
       };
     } finally {
@@ -263,10 +276,11 @@ export class CrashMatrix {
     return { child, index, crashAt, log, ready };
   }
 
-  cleanup(): void {
+  /** Stops the workers still standing by and removes the workers' logs, unless `keepLogs` (a failed run) says where they stay. */
+  cleanup(keepLogs = false): void {
     for (const worker of this.prepared.values()) worker.child.kill('SIGKILL');
     this.prepared.clear();
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    keepOrRemoveLogs(this.dir, keepLogs);
   }
 }
 

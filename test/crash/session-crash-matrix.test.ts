@@ -42,6 +42,7 @@ describe('session crash matrix', () => {
   let model: ScriptedModelServer;
   let matrix: SessionCrashMatrix;
   let reference: SessionScenarioOutcome;
+  let failed = false;
 
   beforeAll(async () => {
     temporal = await connectTestTemporal();
@@ -50,7 +51,7 @@ describe('session crash matrix', () => {
     reference = await matrix.run({ name: 'reference' });
   });
   afterAll(async () => {
-    matrix?.cleanup();
+    matrix?.cleanup(failed);
     await model?.stop();
     await temporal?.close();
   });
@@ -105,6 +106,8 @@ describe('session crash matrix', () => {
     const rows: Row[] = [];
     const failures: string[] = [];
     const started = Date.now();
+    // Until every check below has passed, a failure (a scenario that threw included) keeps the logs.
+    failed = true;
     const cases = points
       .map((point, i) => ({ n: i + 1, point, recoveryCrash: full || (i + 1) % 3 === 0 }))
       .filter(({ n }) => !only || only.includes(n));
@@ -117,7 +120,7 @@ describe('session crash matrix', () => {
       const outcome = outcomes[index];
       const problems = [
         outcome.crashes < (recoveryCrash ? 2 : 1)
-          ? `expected ${recoveryCrash ? 2 : 1} crashes, saw ${outcome.crashes}`
+          ? `expected ${recoveryCrash ? 2 : 1} crashes, saw ${outcome.crashes} (${outcome.workers.join('; ')})`
           : '',
         ...problemsOf(outcome),
       ].filter(Boolean);
@@ -148,6 +151,7 @@ describe('session crash matrix', () => {
         ),
       ].join('\n'),
     );
+    failed = failures.length > 0;
     expect(failures).toEqual([]);
     expect(rows.reduce((sum, r) => sum + r.lostPrompts + r.duplicatedPrompts + r.duplicatedEffects, 0)).toBe(0);
   });

@@ -26,6 +26,7 @@ import { conversations } from '../support/conversations';
 import { testPlatform } from '../support/env';
 import { removeSandboxes } from '../support/hands';
 import { agentProcessArgs } from '../support/compiled-entries';
+import { keepOrRemoveLogs } from '../support/crash-logs';
 
 /** Lines the `never` (bash) tools append; each must appear exactly once. */
 const execFileAsync = promisify(execFile);
@@ -100,6 +101,8 @@ export interface SessionScenarioOutcome {
   approvalsDecided: number;
   boundaries: string[][];
   crashes: number;
+  /** Each worker that ran, in order: its crash plan, the boundaries it passed and how it exited. */
+  workers: string[];
   wallMs: number;
 }
 
@@ -188,6 +191,7 @@ export class SessionCrashMatrix {
         approvalsDecided: events.filter((e) => e.type === 'approval.decided').length,
         boundaries: workers.boundaries,
         crashes: workers.crashes,
+        workers: workers.exits.filter(Boolean),
         wallMs: Date.now() - started,
       };
     } finally {
@@ -227,14 +231,17 @@ export class SessionCrashMatrix {
     }
   }
 
-  cleanup(): void {
-    fs.rmSync(this.dir, { recursive: true, force: true });
+  /** Removes the workers' logs, unless `keepLogs` (a failed run) says where they stay. */
+  cleanup(keepLogs = false): void {
+    keepOrRemoveLogs(this.dir, keepLogs);
   }
 }
 
 /** Runs the worker process in crash test mode and starts the next one whenever it dies. */
 class Supervisor {
   readonly boundaries: string[][] = [];
+  /** Each worker that exited, in order: its crash plan, the boundaries it passed and how it exited. */
+  readonly exits: string[] = [];
   crashes = 0;
   private current: ChildProcess | undefined;
   private finished = false;
@@ -281,12 +288,16 @@ class Supervisor {
       },
     );
     fs.closeSync(out);
-    child.on('exit', () => {
+    child.on('exit', (code, signal) => {
       this.boundaries[index] = fs
         .readFileSync(log, 'utf8')
         .split('\n')
         .filter(Boolean)
         .map((line) => line.split('\t')[1]);
+      const plan = Object.values(crash)[0];
+      this.exits[index] =
+        `worker ${index} (${plan === undefined ? 'no crash planned' : `crash at ${plan}`}): ` +
+        `passed ${this.boundaries[index].length}, ${signal ?? `exit ${code}`}`;
       if (Object.keys(crash).length > 0 && !this.finished) this.crashes += 1;
       if (!this.finished) this.start(index + 1);
     });

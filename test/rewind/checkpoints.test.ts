@@ -4,7 +4,8 @@
  * agent or ignored by the repository — without the excluded folders, the workspace repository's own
  * `.git` included, byte for byte (no line-ending conversion); the next one records only what changed;
  * the repository stays out of the agent's reach; a restore makes a new workspace with exactly those
- * files, owned by the agent, and is idempotent; a sandbox image without git is skipped with the reason;
+ * files, owned by the agent, and is idempotent; a sandbox image without git is skipped with the reason,
+ * and one whose bash has no `mapfile` lists the same changed files (the script's fallback);
  * a workspace unchanged since the last checkpoint is answered with its commit without reading it,
  * and every kind of change (a time set back, a deletion, a mode, a rename, `.git`) is seen.
  */
@@ -272,15 +273,80 @@ describe('checkpoints of a workspace, and restoring one', () => {
       await docker.getImage(image).remove({ force: true });
     }
   });
+
+  it('lists the same changed files with a bash that has no mapfile (an older bash in an environment image)', async () => {
+    const docker = dockerClient();
+    const image = await imageWithoutMapfile(docker, testPlatform().sandboxImage);
+    // Names that a line-by-line read would split or mangle: a space, a newline, a leading dash, a backslash, UTF-8.
+    const files = `printf 1 > 'a b.txt' && printf 2 > "$(printf 'new\\nline.txt')" && printf 3 > ./-dash.txt && printf 4 > 'back\\slash.txt' && printf 5 > 'ü.txt' && mkdir -p d && printf 6 > d/x.txt`;
+    try {
+      const current = fixture.sessionId('ckpt-mapfile');
+      const older = fixture.sessionId('ckpt-nomapfile');
+      await fixture.sandboxes.lifecycle.assignEnvironment(older, { image });
+      for (const sessionId of [current, older]) {
+        await fixture.sandboxes.lifecycle.ensure(sessionId);
+        await fixture.sh(sessionId, files);
+      }
+      // The builtin really is gone there for the journal's writer, who records checkpoints.
+      const probe = async (sessionId: string) =>
+        (
+          await fixture.sandboxes.commands.script(
+            sessionId,
+            'type mapfile > /dev/null 2>&1 && echo builtin || echo missing',
+            [],
+            { user: JOURNAL_WRITER },
+          )
+        ).stdout
+          .toString('utf8')
+          .trim();
+      expect(await probe(older)).toBe('missing');
+      expect(await probe(current)).toBe('builtin');
+      const first = recorded(await checkpoint(current, 1));
+      const second = recorded(await checkpoint(older, 1));
+      expect(second.filesChanged).toBe(first.filesChanged);
+      expect([...second.changed].sort()).toEqual([...first.changed].sort());
+      expect(second.changed).toEqual(
+        expect.arrayContaining(['a b.txt', 'new\nline.txt', '-dash.txt', 'back\\slash.txt', 'ü.txt', 'd/x.txt']),
+      );
+    } finally {
+      await fixture.cleanup();
+      await docker.getImage(image).remove({ force: true });
+    }
+  });
 });
 
 /** The sandbox image without git (a layer of deletions, committed from a container). */
-async function imageWithoutGit(docker: Docker, base: string): Promise<string> {
-  const tag = `agent-sandbox-nogit:${createHash('sha256').update(String(process.pid)).digest('hex').slice(0, 8)}`;
+function imageWithoutGit(docker: Docker, base: string): Promise<string> {
+  return derivedImage(docker, base, 'agent-sandbox-nogit', 'rm -f /usr/bin/git && ! command -v git');
+}
+
+/**
+ * The sandbox image with a bash that has no `mapfile` (as before bash 4.4 for `mapfile -d`): every
+ * non-interactive bash sources `BASH_ENV` first, which disables the builtin.
+ */
+function imageWithoutMapfile(docker: Docker, base: string): Promise<string> {
+  return derivedImage(
+    docker,
+    base,
+    'agent-sandbox-nomapfile',
+    "printf 'enable -n mapfile\\n' > /etc/no-mapfile.sh && chmod 644 /etc/no-mapfile.sh",
+    ['ENV BASH_ENV=/etc/no-mapfile.sh'],
+  );
+}
+
+/** `base` after `command` ran in it as root, committed as `<name>:<tag>` with the sandbox's user and command. */
+async function derivedImage(
+  docker: Docker,
+  base: string,
+  name: string,
+  command: string,
+  changes: string[] = [],
+): Promise<string> {
+  const tag = `${name}:${createHash('sha256').update(String(process.pid)).digest('hex').slice(0, 8)}`;
   const container = await docker.createContainer({
     Image: base,
     User: '0:0',
-    Cmd: ['bash', '-c', 'rm -f /usr/bin/git && ! command -v git'],
+    Cmd: ['bash', '-c', command],
     HostConfig: { NetworkMode: 'none' },
   });
   try {
@@ -288,9 +354,13 @@ async function imageWithoutGit(docker: Docker, base: string): Promise<string> {
     docker.modem.demuxStream(stream, new PassThrough(), new PassThrough());
     await container.start();
     const { StatusCode } = (await container.wait()) as { StatusCode: number };
-    if (StatusCode !== 0) throw new Error(`removing git failed (${StatusCode})`);
+    if (StatusCode !== 0) throw new Error(`${name}: \`${command}\` failed (${StatusCode})`);
     const [repo, version] = tag.split(':');
-    await container.commit({ repo, tag: version, changes: [`USER ${AGENT_USER}`, 'CMD ["sleep", "infinity"]'] });
+    await container.commit({
+      repo,
+      tag: version,
+      changes: [...changes, `USER ${AGENT_USER}`, 'CMD ["sleep", "infinity"]'],
+    });
   } finally {
     await container.remove({ force: true });
   }
