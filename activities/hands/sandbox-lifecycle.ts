@@ -35,6 +35,7 @@ import {
 } from './sandbox-spec';
 import { SandboxVolumes } from './sandbox-volumes';
 import { HostCommandHelper } from './host-commands';
+import { refuseStaleAttempt } from './stale-attempt';
 import { quotaUnsupportedReason, type WorkspaceQuota } from './workspace-quota';
 
 export interface SandboxLifecycleOptions {
@@ -67,6 +68,11 @@ export interface SandboxLifecycleOptions {
   egress?: SandboxEgressWiring;
   /** The commands in these sandboxes: a replaced or removed container's executor is dropped there. */
   commands: SandboxCommands;
+  /**
+   * Runs before a container is created (not when one runs already) and throws to refuse it; default:
+   * `refuseStaleAttempt`, which refuses a hands activity whose attempt the server already gave up on.
+   */
+  beforeCreate?: () => Promise<void>;
 }
 
 export interface EnsureResult {
@@ -97,6 +103,7 @@ export class SandboxLifecycle {
   private readonly labels: Record<string, string>;
   private readonly egress: SandboxEgressWiring | undefined;
   private readonly commands: SandboxCommands;
+  private readonly beforeCreate: () => Promise<void>;
   private readonly volumes: SandboxVolumes;
   private readonly pending = new Map<string, Promise<EnsureResult>>();
   /** Per session, how many times this process removed its container (the oldest forgotten past `MAX_REMOVALS_KEPT`). */
@@ -111,6 +118,7 @@ export class SandboxLifecycle {
     this.labels = options.labels ?? {};
     this.egress = options.egress;
     this.commands = options.commands;
+    this.beforeCreate = options.beforeCreate ?? refuseStaleAttempt;
     const unsupported = options.quota ? quotaUnsupportedReason(this.docker) : undefined;
     if (options.quota && unsupported) {
       (options.warn ?? ((line: string) => console.warn(line)))(
@@ -242,6 +250,7 @@ export class SandboxLifecycle {
       replaced = 'the previous container was gone (removed)';
     }
 
+    if (round === 0) await this.beforeCreate();
     const labels = sandboxLabels(this.labels, sessionId, operationId);
     await this.volumes.ensure(sessionId, labels);
     await this.egress?.ready();
