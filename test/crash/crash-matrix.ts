@@ -229,10 +229,11 @@ export class CrashMatrix {
         effects,
         boundaries,
         crashes,
-        workers: [...ran, ...(ran.includes(current!) ? [] : [current!])].map(
+        // Every worker that ran has exited by now (the last one was just stopped).
+        workers: ran.map(
           (worker) =>
             `worker ${worker.index} (${worker.crashAt === undefined ? 'no crash planned' : `crash at ${worker.crashAt}`}): ` +
-            `passed ${readBoundaries(worker.log).length}, ${worker.exit ?? 'running'}`,
+            `passed ${boundaries[worker.index]!.length}, ${worker.exit}`,
         ),
         wallMs: Date.now() - started,
       };
