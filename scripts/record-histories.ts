@@ -108,11 +108,13 @@ runMain(async (args) => {
   try {
     let handle: WorkflowHandle;
     // Each a fixture of its own, recorded by the code of its time: the seed source check before the
-    // first model call; then after its first reply, with checkpoints recorded by the tool calls.
+    // first model call; then after its first reply, with checkpoints recorded by the tool calls; then
+    // with the patches folded into one marker (`workflows/shared/patches.ts`).
     for (const name of [
       'completed-with-tools',
       'completed-with-seed-check',
       'completed-seed-check-after-first-reply',
+      'completed-patches-folded',
     ]) {
       if (!wanted(name)) continue;
       h.model.setScript(fixTheTest);
@@ -322,7 +324,10 @@ runMain(async (args) => {
       await record('mcp-tools', handle.workflowId);
     }
 
-    if (wanted('coding-task')) await recordCodingTask(record);
+    // The coding task of its time; then with the patches folded into one marker.
+    for (const name of ['coding-task', 'coding-task-patches-folded']) {
+      if (wanted(name)) await recordCodingTask(record, name);
+    }
 
     const { recordSessionHistories, SESSION_FIXTURES } = await import('./record-session-histories');
     if (SESSION_FIXTURES.some(wanted)) await recordSessionHistories(h, record, wanted);
@@ -338,16 +343,19 @@ runMain(async (args) => {
 });
 
 /** A coding task on `examples/textkit`: initializer and one feature, pushed to a local bare remote. */
-async function recordCodingTask(record: (name: string, workflowId: string) => Promise<void>): Promise<void> {
+async function recordCodingTask(
+  record: (name: string, workflowId: string) => Promise<void>,
+  name: string,
+): Promise<void> {
   const { startTaskHarness, taskResult } = await import('../test/support/coding-task');
   const h = await startTaskHarness();
   try {
     const handle = await h.start(
       { branch: 'agent/fixture', specPath: 'SPEC.md', verify: 'npm test', budget: { featuresPerRun: 1 } },
-      'fixture-coding-task',
+      `fixture-${name}`,
     );
     await taskResult(handle);
-    await record('coding-task', handle.workflowId);
+    await record(name, handle.workflowId);
   } finally {
     await h.close();
   }

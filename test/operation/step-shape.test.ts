@@ -18,6 +18,7 @@ import { readCheckpoints } from '../../common/rewind-plan';
 import { statusQuery } from '../../common/operation';
 import { SEARCH_ATTRIBUTES } from '../../common/search-attributes';
 import { PROJECT_ROOT } from '../../platform/paths';
+import { PATCH_FOLDS } from '../../workflows/shared/patches';
 import { everyWorkerOptions } from '../../workers/workers';
 import { startOperationHarness, waitFor, type OperationHarness } from '../support/operation-harness';
 import { containerNameOf } from '../../common/sandbox-names';
@@ -213,12 +214,27 @@ describe('the steps of an operation in history', () => {
     expect(result.turns).toBe(12);
 
     // The upserts that carry the counters (`patched()` upserts its own `TemporalChangeVersion` too).
-    const turnsPublished = ((await handle.fetchHistory()).events ?? [])
+    const events = (await handle.fetchHistory()).events ?? [];
+    const turnsPublished = events
       .map((event) => event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {})
       .map((fields) => fields[SEARCH_ATTRIBUTES.turns.name])
       .filter((payload) => payload !== undefined)
       .map((payload) => defaultPayloadConverter.fromPayload(payload));
     expect(turnsPublished).toEqual([0, 10, 12]); // start, turn 10, end
+    // Every patch this run took (checkpoints, counters, stuck detection, …) is in one marker, the fold's
+    // (`workflows/shared/patches.ts`), written first; so is the one upsert of `TemporalChangeVersion`.
+    const markers = events
+      .filter((event) => event.markerRecordedEventAttributes)
+      .map((event) =>
+        defaultPayloadConverter.fromPayload(event.markerRecordedEventAttributes!.details!['patch-data']!.payloads![0]!),
+      );
+    expect(markers).toEqual([{ id: PATCH_FOLDS[0]!.marker, deprecated: false }]);
+    expect(events.findIndex((event) => event.markerRecordedEventAttributes)).toBe(4); // after the first workflow task
+    const changeVersions = events.filter(
+      (event) =>
+        event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.['TemporalChangeVersion'],
+    );
+    expect(changeVersions).toHaveLength(1);
     const description = await handle.describe();
     expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.turns)).toBe(12);
     expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.status)).toBe('completed');

@@ -26,6 +26,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
+import { foldPatches } from '../shared/patches';
 import { CODING_TASK_FAILURES, type CodingTaskResult } from '../../common/coding-task';
 import { abortUpdate } from '../../common/operation';
 import { renderTaskReport } from '../../common/task-report';
@@ -42,6 +43,7 @@ import { answerTaskStatus, publishTaskAttributes, reportData, showTaskDetails } 
 export type { TaskCarry } from './state';
 
 export async function codingTask(rawInput: unknown, carry?: TaskCarry): Promise<CodingTaskResult> {
+  foldPatches();
   const task = startTaskRun(rawInput, carry, claimWatch);
   const scope = new CancellationScope();
   answerTaskStatus(task);

@@ -4,7 +4,8 @@
  * branch (a later run: no initializer) or produced by an initializer operation on a branch that has
  * none (its list validated, then committed and pushed as the branch's first commit).
  */
-import { ActivityFailure, ApplicationFailure, isCancellation, patched } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, isCancellation } from '@temporalio/workflow';
+import { isPatched } from '../shared/patches';
 import { taskRepoCacheKey } from '../../common/coding-task';
 import type { PreparedEnvironment } from '../../common/environment';
 import { checkNewFeatureList, parseFeatureList, type Feature } from '../../common/feature-list';
@@ -39,7 +40,7 @@ export async function prepareTask(task: TaskRun): Promise<TaskEnd | undefined> {
   carry.accepted = prepared.startCommit;
   carry.pushed = prepared.branchExisted ? prepared.startCommit : null;
   carry.sandboxUsed = true;
-  const environment = patched(TASK_ENVIRONMENT_PATCH) ? await prepareEnvironment(task) : undefined;
+  const environment = isPatched(TASK_ENVIRONMENT_PATCH) ? await prepareEnvironment(task) : undefined;
   await taskWorkspace(task).seedBranch({
     sessionId: task.sessionId,
     operationId: task.taskId,

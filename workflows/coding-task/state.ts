@@ -3,7 +3,8 @@
  * continue-as-new: the harness's record of the feature list (with the `passes` it set), the accepted
  * and pushed commits, per-feature progress and the ledger — small data, never a transcript.
  */
-import { ApplicationFailure, patched, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, workflowInfo } from '@temporalio/workflow';
+import { isPatched } from '../shared/patches';
 import type { ApprovalDecisionInput, WaitingApproval } from '../../common/approvals';
 import type { BudgetAsks } from '../../common/budget';
 import {
@@ -138,8 +139,8 @@ export function startTaskRun(
   state.runs += 1;
   const sessionId = sessionIdFor(`task-${taskId}`);
   const handsQueue = settings.handsTaskQueue ?? DEFAULT_HANDS_QUEUE;
-  const routing = patched(TASK_HANDS_ROUTING_PATCH);
-  const stuckWatch = patched(TASK_STUCK_PATCH);
+  const routing = isPatched(TASK_HANDS_ROUTING_PATCH);
+  const stuckWatch = isPatched(TASK_STUCK_PATCH);
   const task: TaskRun = {
     settings,
     taskId,

@@ -15,7 +15,8 @@
  * in operations that took the `checkpoints` patch; recorded by the tool call only in operations
  * that took the `checkpoint-with-tool-call` patch.
  */
-import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { isPatched } from '../shared/patches';
 import type { CheckpointActivities, CheckpointKind } from '../../common/checkpoints';
 import type { ToolCallCheckpoint, ToolOutcome } from '../../common/hands';
 import type { ToolUseBlock } from '../../common/model-types';
@@ -51,7 +52,7 @@ export function checkpointWithLastCall(
 ): ToolCallCheckpoint | undefined {
   const last = calls.at(-1);
   if (!last || !validateToolCall(last.name, last.input).ok || !due(op, calls)) return undefined;
-  if (!patched(CHECKPOINT_WITH_TOOL_CALL_PATCH)) return undefined;
+  if (!isPatched(CHECKPOINT_WITH_TOOL_CALL_PATCH)) return undefined;
   return { turn: op.carry.turn, exclude: [...op.settings.checkpoints.exclude] };
 }
 
@@ -86,7 +87,7 @@ function due(op: OperationRun, calls: readonly ToolUseBlock[]): boolean {
       replayPolicyOf(call.name) !== 'safe' &&
       validateModelToolCall(call.name, call.input).ok,
   );
-  return changing && patched(CHECKPOINTS_PATCH);
+  return changing && isPatched(CHECKPOINTS_PATCH);
 }
 
 async function recordCheckpoint(

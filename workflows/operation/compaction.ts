@@ -12,12 +12,12 @@
 import {
   ActivityFailure,
   ApplicationFailure,
-  patched,
   proxyActivities,
   setHandler,
   TimeoutFailure,
   workflowInfo,
 } from '@temporalio/workflow';
+import { isPatched } from '../shared/patches';
 import { COMPACTION_SUMMARY, type CompactionReason } from '../../common/context';
 import type { BrainActivities, ModelStepResult } from '../../common/model-step';
 import { CONTEXT_TOO_LARGE_FAILURE_TYPES, usageOfFailedCall, ZERO_USAGE } from '../../common/model-types';
@@ -88,7 +88,7 @@ export async function keepContextInWindow(
 ): Promise<boolean> {
   op.setClearBatch(undefined);
   const reason = compactionNeeded(op);
-  if (reason && canCompact(op) && patched(COMPACTION_PATCH)) {
+  if (reason && canCompact(op) && isPatched(COMPACTION_PATCH)) {
     // hooks: PreCompact (`hooks.ts`); nothing is scheduled without hooks.
     await beforeCompaction?.(reason);
     return compact(op, reason, false);
@@ -122,7 +122,7 @@ export async function compact(op: OperationRun, reason: CompactionReason, reduce
   });
   op.startCompaction();
   const watched = <T>(run: () => Promise<T>): Promise<T> =>
-    stuckDetectionOn() && patched(COMPACTION_WATCH_PATCH)
+    stuckDetectionOn() && isPatched(COMPACTION_WATCH_PATCH)
       ? watchActivity(op, { activityId, taskQueue: workflowInfo().taskQueue, waitingOn: `compaction ${number}` }, run)
       : run();
   let result;
@@ -169,7 +169,7 @@ export async function modelTurnWithinWindow(op: OperationRun): Promise<ModelStep
   } catch (err) {
     recordFailedCall(op, err, 'model');
     if (!isContextTooLarge(err) || !op.settings.context.compaction || !canCompact(op)) throw err;
-    if (!patched(COMPACTION_PATCH)) throw err;
+    if (!isPatched(COMPACTION_PATCH)) throw err;
   }
   op.setClearBatch(undefined);
   if (!(await compact(op, 'too-large', true))) return undefined;

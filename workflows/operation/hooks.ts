@@ -19,7 +19,8 @@
  * An operation without hooks schedules nothing here: its commands are exactly those it had before
  * hooks existed. With hooks, the new commands are behind the `hooks` patch.
  */
-import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { isPatched } from '../shared/patches';
 import {
   cutText,
   fnv1a,
@@ -60,7 +61,7 @@ export function hooksOf(op: OperationRun): HookSettings | undefined {
 
 /** Whether hooks run for `event` in this operation (the first such check records the patch). */
 export function hooksOn(op: OperationRun, event: HookEventName): boolean {
-  return hasHooks(hooksOf(op), event) && patched(HOOKS_PATCH);
+  return hasHooks(hooksOf(op), event) && isPatched(HOOKS_PATCH);
 }
 
 /** One place in the loop where hooks run. */
@@ -355,7 +356,7 @@ export function beforeCompaction(op: OperationRun, sandbox: OperationSandbox) {
 export function toolHooksFor(op: OperationRun, tool: string): boolean {
   const hooks = hooksOf(op);
   const named = hooksNameTool(hooks, 'PreToolUse', tool) || hooksNameTool(hooks, 'PostToolUse', tool);
-  return named && patched(HOOKS_PATCH);
+  return named && isPatched(HOOKS_PATCH);
 }
 
 /** Whether tool hooks apply to one of these calls (the batch then runs its calls in order). */

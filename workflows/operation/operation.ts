@@ -26,9 +26,9 @@ import {
   condition,
   continueAsNew,
   isCancellation,
-  patched,
   workflowInfo,
 } from '@temporalio/workflow';
+import { foldPatches, isPatched } from '../shared/patches';
 import { COMPACT_CONTEXT_ACTIVITY } from '../../common/context';
 import type { ModelStepResult } from '../../common/model-step';
 import type { TextBlockParam, ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
@@ -65,6 +65,7 @@ import {
 export type { OperationCarry } from './state';
 
 export async function operation(rawInput: unknown, carry?: OperationCarry): Promise<OperationResult> {
+  foldPatches();
   const op = new OperationRun(validSettings(rawInput), carry);
   const loopScope = new CancellationScope();
   answerStatusQuery(op);
@@ -79,7 +80,7 @@ export async function operation(rawInput: unknown, carry?: OperationCarry): Prom
   showDetails(op);
   startDeadline(op);
   const sandbox = provisionSandbox(op);
-  if (patched(SEED_CHECK_AFTER_FIRST_REPLY_PATCH)) {
+  if (isPatched(SEED_CHECK_AFTER_FIRST_REPLY_PATCH)) {
     // The first model request does not wait for the repository's check (`seed-check.ts`).
     const check = new SeedCheck(sandbox);
     const refused = checkBeforeFirstRequest(op) ? await check.run() : undefined;
@@ -184,7 +185,7 @@ async function actOnReply(
   const calls = toolCallsOf(reply);
   const cut =
     reply.stopReason === 'max_tokens' ||
-    (reply.stopReason === 'model_context_window_exceeded' && patched(STOP_REASONS_PATCH));
+    (reply.stopReason === 'model_context_window_exceeded' && isPatched(STOP_REASONS_PATCH));
   if (calls.length > 0 && cut) return goOn(op, actOnCutToolCalls(op, reply, calls));
   if (calls.length > 0) {
     op.startToolBatch(calls);

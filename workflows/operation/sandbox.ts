@@ -12,10 +12,10 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
-  patched,
   proxyActivities,
   setHandler,
 } from '@temporalio/workflow';
+import { isPatched } from '../shared/patches';
 import type { EnvironmentActivities } from '../../common/environment';
 import { HANDS_FAILURE_TYPES, type HandsActivities } from '../../common/hands';
 import { replaceHandsHostUpdate } from '../../common/hands-route';
@@ -103,7 +103,7 @@ function handsRouteOf(op: OperationRun): HandsRoute {
       current: () => op.carry.handsHost,
       record: (host) => (host ? op.claimHandsHost(host) : op.giveUpHandsHost()),
     },
-    routing: patched(HANDS_ROUTING_PATCH),
+    routing: isPatched(HANDS_ROUTING_PATCH),
     watch: (activityId, queue, run) =>
       watchActivity(op, { activityId, taskQueue: queue, waitingOn: 'a hands host' }, run),
     onChange: () => showDetails(op),
@@ -145,7 +145,7 @@ async function ensureWorkspace(sandbox: SandboxParts): Promise<void> {
   op.useSandbox();
   if (op.environmentFailure) throw ApplicationFailure.nonRetryable(op.environmentFailure, 'EnvironmentUnavailable');
   const wanted = source !== undefined || op.settings.environment !== undefined;
-  if (wanted && !op.carry.environment && patched(WORKSPACE_ENVIRONMENT_PATCH)) await prepareEnvironment(sandbox);
+  if (wanted && !op.carry.environment && isPatched(WORKSPACE_ENVIRONMENT_PATCH)) await prepareEnvironment(sandbox);
   if (source && !op.carry.seeded) {
     const what = `seed the workspace from ${source.kind === 'local' ? source.path : source.url}`;
     const id = `seed-workspace-${route.decisions.length}`;
@@ -234,7 +234,7 @@ async function checkSeedSource(sandbox: SandboxParts): Promise<OperationEnd | un
   const { carry } = op;
   const source = op.settings.repo;
   if (!source || carry.runs > 1 || carry.turn > 0 || carry.seeded) return undefined;
-  if (!patched(SEED_SOURCE_CHECK_PATCH)) return undefined;
+  if (!isPatched(SEED_SOURCE_CHECK_PATCH)) return undefined;
   const what = 'check the repository to seed';
   try {
     // Under the session's lease: the host that checks the path is the one that seeds it.

@@ -15,12 +15,12 @@
  * Before this, every reason but `refusal` ended the operation `completed`; histories recorded then
  * replay that way (`patched`).
  */
-import { patched } from '@temporalio/workflow';
 import type { ModelStepResult } from '../../common/model-step';
 import type { ToolUseBlock } from '../../common/model-types';
 import { canCompact } from './context-window';
 import { OperationEnd, type OperationRun, type ReplyContinuation } from './state';
 import { toolResult } from './tool-result';
+import { isPatched } from '../shared/patches';
 
 /** The `patched()` id of the stop-reason handling above. */
 export const STOP_REASONS_PATCH = 'stop-reasons';
@@ -32,7 +32,7 @@ export type AfterReply = OperationEnd | ReplyContinuation | undefined;
 export function actOnStopReason(op: OperationRun, reply: ModelStepResult): AfterReply {
   const stop = reply.stopReason;
   if (stop === 'refusal') return new OperationEnd('failed', 'the model refused the request');
-  if (stop === 'end_turn' || stop === 'stop_sequence' || !patched(STOP_REASONS_PATCH)) {
+  if (stop === 'end_turn' || stop === 'stop_sequence' || !isPatched(STOP_REASONS_PATCH)) {
     return op.carry.pendingSteering.length === 0 ? new OperationEnd('completed', stop ?? 'end_turn') : undefined;
   }
   switch (stop) {

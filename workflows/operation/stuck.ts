@@ -6,7 +6,8 @@
  * New in the command sequence (the watchdog's timer, probes, explicit activity ids), so it runs only
  * in operations that took the `stuck-detection` patch.
  */
-import { metricMeter, patched } from '@temporalio/workflow';
+import { metricMeter } from '@temporalio/workflow';
+import { isPatched } from '../shared/patches';
 import type { StuckState } from '../../common/stuck';
 import { Watchdog, type WatchTarget } from '../shared/stuck-watchdog';
 import type { OperationRun } from './state';
@@ -18,7 +19,7 @@ export const STUCK_DETECTION_PATCH = 'stuck-detection';
 
 /** True in operations started with stuck detection (recorded once per run as a patch marker). */
 export function stuckDetectionOn(): boolean {
-  return patched(STUCK_DETECTION_PATCH);
+  return isPatched(STUCK_DETECTION_PATCH);
 }
 
 const watchdogs = new WeakMap<OperationRun, Watchdog>();

@@ -10,7 +10,8 @@
  * whose calls run at once. Results are always in the model's order. After an abort the remaining
  * calls are answered without running.
  */
-import { ActivityFailure, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { isPatched } from '../shared/patches';
 import type { ApprovalDecision } from '../../common/approvals';
 import type { HandsActivities, ToolCallCheckpoint } from '../../common/hands';
 import { LIVE_EXCERPT_CHARS } from '../../common/live';
@@ -53,7 +54,7 @@ export async function runToolBatch(
 ): Promise<TailBlock[]> {
   if (calls.length > 1 && calls.every((call) => replayPolicyOf(call.name) === 'safe' && !needsApproval(op, call))) {
     // hooks: a hook may ask a person, and hooks run one at a time: a batch with tool hooks runs in order.
-    if (!toolHooksApply(op, calls) && patched(PARALLEL_SAFE_BATCH_PATCH)) return runSafeBatch(op, sandbox, calls);
+    if (!toolHooksApply(op, calls) && isPatched(PARALLEL_SAFE_BATCH_PATCH)) return runSafeBatch(op, sandbox, calls);
   }
   // checkpoints: the batch's last call records the turn's checkpoint in its own activity when it can.
   const last = calls.at(-1);

@@ -3,7 +3,8 @@
  * search attributes operators filter by.
  */
 import { describeEnvironment } from '../../common/environment';
-import { patched, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
+import { setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
+import { isPatched } from '../shared/patches';
 import { totalTokens } from '../../common/model-types';
 import { statusQuery, type OperationSettings, type OperationStatus } from '../../common/operation';
 import { costUsd } from '../../common/pricing';
@@ -65,7 +66,7 @@ export const COUNTERS_CADENCE_PATCH = 'counters-every-10-turns';
 
 /** Whether the turn just recorded publishes the counters. */
 export function countersDue(op: OperationRun): boolean {
-  if (!patched(COUNTERS_CADENCE_PATCH)) return true;
+  if (!isPatched(COUNTERS_CADENCE_PATCH)) return true;
   return op.carry.turn % COUNTERS_EVERY_TURNS === 0;
 }
 
@@ -153,7 +154,7 @@ export const OPS_VISIBILITY_PATCH = 'ops-visibility';
  * the workflow fails with `InvalidOperationInput`.
  */
 export function publishRejectedInput(): void {
-  if (!patched(OPS_VISIBILITY_PATCH)) return;
+  if (!isPatched(OPS_VISIBILITY_PATCH)) return;
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.status, value: 'failed' },
     { key: SEARCH_ATTRIBUTES.kind, value: 'run' },
@@ -165,7 +166,7 @@ export function publishRejectedInput(): void {
  * from a live worker only, so a closed run's would be blank once its worker is gone.
  */
 export function keepDetails(op: OperationRun): { details?: string; handsHost?: string } {
-  if (!patched(OPS_VISIBILITY_PATCH)) return {};
+  if (!isPatched(OPS_VISIBILITY_PATCH)) return {};
   const details = detailsMarkdown(op);
   upsertMemo({ details });
   return { details, ...(op.carry.handsHost ? { handsHost: op.carry.handsHost.host } : {}) };

@@ -7,7 +7,8 @@
  * Used by the operation (`../operation/budget.ts`) and the coding task (`../coding-task/budget.ts`)
  * in runs that took `DEADLINE_TIMER_PATCH`; earlier runs compare the clock as they did.
  */
-import { CancellationScope, patched, sleep } from '@temporalio/workflow';
+import { CancellationScope, sleep } from '@temporalio/workflow';
+import { isPatched } from './patches';
 
 export const DEADLINE_TIMER_PATCH = 'deadline-timer';
 
@@ -67,7 +68,7 @@ export class RunDeadlines<K extends object> {
     if (limitMs === undefined) return undefined;
     let timer = this.timers.get(run);
     if (timer === undefined) {
-      timer = patched(DEADLINE_TIMER_PATCH) ? new DeadlineTimer() : null;
+      timer = isPatched(DEADLINE_TIMER_PATCH) ? new DeadlineTimer() : null;
       this.timers.set(run, timer);
     }
     timer?.arm(startedAtMs + limitMs, String(addedMs));

@@ -9,7 +9,8 @@
  * cleared as soon as the cause goes away (a worker starts polling, the retry succeeds, the activity
  * finishes). The watched activity itself is untouched: same id, same options, never scheduled twice.
  */
-import { CancellationScope, condition, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { isPatched } from './patches';
 import type { OpsActivities, PendingActivityProbe, StuckLimits, StuckState } from '../../common/stuck';
 import { PROBE_ACTIVITY_OPTIONS } from './policies';
 
@@ -118,8 +119,8 @@ export class Watchdog {
     if (this.calmSleep) this.wakeUp = true;
     if (!this.started) {
       this.started = true;
-      this.clockFree = patched(WATCHDOG_CLOCK_FREE_PATCH);
-      this.awake = this.clockFree && patched(WATCHDOG_AWAKE_PATCH);
+      this.clockFree = isPatched(WATCHDOG_CLOCK_FREE_PATCH);
+      this.awake = this.clockFree && isPatched(WATCHDOG_AWAKE_PATCH);
       const loop = this.clockFree ? () => this.runClockFree() : () => this.run();
       // Runs for the rest of the run; the workflow may end or continue as new with its timer pending.
       void CancellationScope.nonCancellable(loop).catch(() => undefined);
