@@ -5,9 +5,9 @@
  * Each id a run asks `patched()` about for the first time writes a marker event and an upsert of
  * `TemporalChangeVersion` listing every id so far: an operation's run wrote 9 of each, 18 events and
  * about 3 KB (a tenth of a 10-step operation's history, 0.9 events per step at 20 steps). A run that
- * starts on this code writes one marker instead, `FOLDED_PATCHES.marker`, as its first command
- * (`foldPatches()`, at the start of the type's workflow function); it stands for every id in
- * `FOLDED_PATCHES.ids`, so such a run takes none of their old branches and writes none of their
+ * starts on this code writes one marker instead, the newest fold's `marker` (`PATCH_FOLDS`), as its
+ * first command (`foldPatches()`, at the start of the type's workflow function); it stands for every
+ * id in the fold's `ids`, so such a run takes none of their old branches and writes none of their
  * markers. A history recorded before has no fold marker: `patched(marker)` is false while it replays,
  * the run's answer is kept for the rest of it, and each id is read from its own marker as before —
  * after the run has caught up too, exactly as the code of its start would have.
@@ -19,7 +19,7 @@
  * worker with this code takes it.
  *
  * The list is closed: a history with the marker was recorded by code that had exactly these
- * patches. A later patch is a `patched()` of its own; a later fold takes a new marker and lists the
+ * patches. A later patch is an `isPatched(id)` with a marker of its own; a later fold takes a new marker and lists the
  * ids of this one too (`isPatched` asks the newest fold first).
  *
  * Module state is per run: the workflow bundle evaluates every module but `common/preloaded` again
