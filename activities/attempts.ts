@@ -10,7 +10,7 @@ import type { Context } from '@temporalio/activity';
 import type { Headers } from '@temporalio/common';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
 import { COMPACT_CONTEXT_ACTIVITY, type CompactContextResult } from '../common/context';
-import type { RunToolInput, ToolOutcome } from '../common/hands';
+import { toolCallIdOf, type RunToolInput, type ToolOutcome } from '../common/hands';
 import { MODEL_STEP_ACTIVITY, type ModelStepInput, type ModelStepResult } from '../common/model-step';
 import type { TokenUsage } from '../common/model-types';
 import { replayPolicyOf } from '../common/tools';
@@ -76,7 +76,7 @@ export class AttemptObserverInterceptor implements ActivityInboundCallsIntercept
       failure = err;
       throw err;
     } finally {
-      const attempt = describe(info.activityType, arg, {
+      const attempt = describe(info.activityType, info.activityId, arg, {
         failed,
         result,
         failure,
@@ -105,6 +105,7 @@ type Described = Pick<ObservedAttempt, 'outcome' | 'failure' | 'model' | 'tool'>
 
 function describe(
   activityType: string,
+  activityId: string,
   arg: unknown,
   end: { failed: boolean; result: unknown; failure: unknown; cancelled: boolean; defaultModel: string | undefined },
 ): Described {
@@ -148,6 +149,7 @@ function describe(
   }
   if (activityType === RUN_TOOL_ACTIVITY) {
     const call = isRecord(arg) ? (arg as Partial<RunToolInput>) : {};
+    const callId = call.toolCallId ?? toolCallIdOf(activityId);
     const name = typeof call.name === 'string' ? call.name : '?';
     const tool = end.failed ? undefined : (end.result as ToolOutcome);
     return {
@@ -156,7 +158,7 @@ function describe(
       tool: {
         name,
         replayPolicy: policyOf(name),
-        ...(typeof call.toolCallId === 'string' ? { callId: call.toolCallId } : {}),
+        ...(typeof callId === 'string' ? { callId } : {}),
         ...(typeof tool?.exitCode === 'number' ? { exitCode: tool.exitCode } : {}),
         ...(tool?.egress?.denied ? { egressDenied: tool.egress.denied } : {}),
       },

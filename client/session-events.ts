@@ -13,7 +13,7 @@ import { totalTokens } from '../common/model-types';
 import type { OperationInput, OperationResult } from '../common/operation';
 import { sessionIdFor } from '../common/sandbox-names';
 import { sessionWorkflowId, type PromptAccepted, type PromptInput } from '../common/session';
-import type { RunToolInput, ToolOutcome } from '../common/hands';
+import { toolCallIdOf, type RunToolInput, type ToolOutcome } from '../common/hands';
 import { hookDecisionOf, hookSummary, RUN_HOOK_ACTIVITY, type HookRunResult, type RunHookInput } from '../common/hooks';
 import { toolSummary } from '../common/tools';
 import { eventTimeMs, HistoryReader, payload, type HistoryEvent } from './histories';
@@ -231,7 +231,15 @@ function mapActivityEvent(
   const sched = event.activityTaskScheduledEventAttributes;
   if (sched) {
     const type = sched.activityType?.name ?? '';
-    const input = payload<unknown>(sched.input);
+    const recorded = payload<unknown>(sched.input);
+    // A tool call's input may leave its id to the activity id (`RunToolInput.toolCallId`).
+    const input =
+      type === 'runTool'
+        ? {
+            ...(recorded as RunToolInput),
+            toolCallId: (recorded as RunToolInput).toolCallId ?? toolCallIdOf(sched.activityId ?? ''),
+          }
+        : recorded;
     scheduled.set(String(event.eventId), { type, input });
     if (type === 'runTool') {
       const call = input as RunToolInput;

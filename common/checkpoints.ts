@@ -48,10 +48,16 @@ export const checkpointSettingsSchema = z.strictObject({
 });
 export type CheckpointSettings = z.output<typeof checkpointSettingsSchema>;
 
-/** A tool call's `checkpoint` (`common/hands.ts` `ToolCallCheckpoint`), checked again by the hands. */
+/**
+ * A tool call's `checkpoint` (`common/hands.ts` `ToolCallCheckpoint`), checked again by the hands;
+ * an absent `exclude` is the default's.
+ */
 export const toolCallCheckpointSchema = z.strictObject({
   turn: z.number().int().min(0),
-  exclude: z.array(excludePattern).max(100),
+  exclude: z
+    .array(excludePattern)
+    .max(100)
+    .default([...DEFAULT_CHECKPOINT_EXCLUDE]),
 });
 export type CheckpointSettingsInput = z.input<typeof checkpointSettingsSchema>;
 

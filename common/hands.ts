@@ -20,19 +20,32 @@ import type { HooksInput } from './hooks';
 /** A repository to copy into the workspace before the first tool call. */
 export type SeedSource = { kind: 'local'; path: string } | { kind: 'git'; url: string; ref?: string };
 
+/**
+ * A tool call, as every step's history holds it. What the history holds elsewhere, or what is the
+ * same in all of an operation's calls, may be left out: `toolCallId` (the activity id has it),
+ * `sessionId` and `operationId` when the operation is a session of its own, `timeoutMs` and
+ * `checkpoint.exclude` when they are the defaults.
+ */
 export interface RunToolInput {
-  sessionId: string;
+  /** Absent: the workflow id of the activity's caller (an operation in a session of its own). */
+  sessionId?: string;
   /**
    * The operation the call belongs to; absent, the session id (an operation in a session of its own,
-   * whose workflow id is its session id). Every step's history holds this input.
+   * whose workflow id is its session id).
    */
   operationId?: string;
-  /** The model's `tool_use` id: the key of the activity id, the journal, the run directory and the output file. */
-  toolCallId: string;
+  /**
+   * The model's `tool_use` id: the key of the activity id, the journal, the run directory and the
+   * output file. Absent: read from the activity id (`toolActivityId`).
+   */
+  toolCallId?: string;
   name: string;
   /** Already validated by the workflow; validated again by the hands. */
   input: unknown;
-  /** The call's time budget; `bash` uses min(timeout_ms, this), other tools at most 60 s. */
+  /**
+   * The call's time budget; `bash` uses min(timeout_ms, this), other tools at most 60 s. Absent: the
+   * operations' default, `DEFAULT_TOOL_TIMEOUT_MS`.
+   */
   timeoutMs?: number;
   /** What the sandbox may reach during the call (`common/egress.ts`); `none` when absent. */
   egress?: EgressPolicy;
@@ -44,12 +57,25 @@ export interface RunToolInput {
   checkpoint?: ToolCallCheckpoint;
 }
 
+/** A tool call's time budget when its operation does not set `toolTimeoutMs` (`RunToolInput.timeoutMs`). */
+export const DEFAULT_TOOL_TIMEOUT_MS = 600_000;
+
+/** The activity id of a tool call: `tool-<toolCallId>`. */
+export function toolActivityId(toolCallId: string): string {
+  return `tool-${toolCallId}`;
+}
+
+/** The tool call id in a tool call's activity id (`toolActivityId`); `undefined` for another activity's. */
+export function toolCallIdOf(activityId: string): string | undefined {
+  return activityId.startsWith('tool-') ? activityId.slice('tool-'.length) : undefined;
+}
+
 /** The checkpoint a tool call records after it runs (`RunToolInput.checkpoint`). */
 export interface ToolCallCheckpoint {
   /** The turn whose workspace it is. */
   turn: number;
-  /** gitignore patterns left out (`CheckpointSettings.exclude`). */
-  exclude: string[];
+  /** gitignore patterns left out (`CheckpointSettings.exclude`); absent: `DEFAULT_CHECKPOINT_EXCLUDE`. */
+  exclude?: string[];
 }
 
 /** Where a tool call's full output went when it was too long to return whole. */

@@ -11,21 +11,32 @@
  * once (a step's tail): it grows by a bounded amount per step. A lane's next operation continues the
  * context of the previous one (`continues`), so a lane's context spans a chain of operations.
  *
- * Deterministic: type-only imports and pure functions.
+ * Deterministic: pure functions and constants.
  */
 import type { CompactContextInput, CompactContextResult, ContextClear } from './context';
+import { DEFAULT_LANE } from './lanes';
 import type { ContextFingerprint, TailBlock } from './context-fingerprint';
 import type { McpToolDefinition } from './mcp';
 import type { AssistantMessage, ModelReply } from './model-types';
 
+/**
+ * A model step's input, as every step's history holds it. Three fields may be left out, and are then
+ * what `fullModelStepInput` fills in: a step's input is in every step's history, and these are the
+ * same in all of an operation's steps.
+ */
 export interface ModelStepInput {
-  /** Workflow id of the operation: the cache key and where the history lives. */
-  operationId: string;
-  lane: string;
+  /**
+   * Workflow id of the operation: the cache key and where the history lives. Absent: the workflow
+   * id of the activity's caller, which is the operation (the brain rebuilds from that history).
+   */
+  operationId?: string;
+  /** The operation's lane; absent: `main` (`DEFAULT_LANE`). */
+  lane?: string;
   /** 1-based model turn within the operation. */
   turn: number;
   model?: string;
-  maxTokens: number;
+  /** `max_tokens` of the request; absent: the operations' default (`DEFAULT_MAX_TOKENS_PER_TURN`). */
+  maxTokens?: number;
   /** System prompt: sent only with the first step of an operation (`base.messages === 0`). */
   system?: string;
   base: ContextFingerprint;
@@ -58,6 +69,22 @@ export interface ModelStepInput {
    * tools), so a step's input grows by the size of the servers' schemas.
    */
   mcpTools?: McpToolDefinition[];
+}
+
+/** `max_tokens` of each model request when an operation does not set `maxTokensPerTurn`. */
+export const DEFAULT_MAX_TOKENS_PER_TURN = 8192;
+
+/** A model step's input as the brain works on it: the fields a step may leave out, filled in. */
+export type FullModelStepInput = ModelStepInput & Required<Pick<ModelStepInput, 'operationId' | 'lane' | 'maxTokens'>>;
+
+/** Fills in what `input` left out (see `ModelStepInput`); `workflowId` is the caller's. */
+export function fullModelStepInput(input: ModelStepInput, workflowId: string): FullModelStepInput {
+  return {
+    ...input,
+    operationId: input.operationId ?? workflowId,
+    lane: input.lane ?? DEFAULT_LANE,
+    maxTokens: input.maxTokens ?? DEFAULT_MAX_TOKENS_PER_TURN,
+  };
 }
 
 /**

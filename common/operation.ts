@@ -17,6 +17,7 @@ import {
   approvalRulesSchema,
   type WaitingApproval,
 } from './approvals';
+import { DEFAULT_TOOL_TIMEOUT_MS } from './hands';
 import { handsHostSchema, type HandsHost } from './hands-route';
 import { hooksSchema, STOP_BLOCKS_DEFAULT } from './hooks';
 import { mcpServersSchema } from './mcp';
@@ -28,6 +29,7 @@ import {
   subagentLimitsSchema,
   type LaneContext,
 } from './lanes';
+import { DEFAULT_MAX_TOKENS_PER_TURN } from './model-step';
 import type { TokenUsage, ToolResultBlockParam } from './model-types';
 import type { TokenEconomy } from './token-ledger';
 import { SESSION_ID_PATTERN, SESSION_ID_RULE } from './sandbox-names';
@@ -134,7 +136,7 @@ export const operationInputSchema = z.strictObject({
   /** Model name; defaults to the brain worker's configured model. */
   model: z.string().min(1).max(NAME_MAX_CHARS).optional(),
   /** `max_tokens` for each model request. */
-  maxTokensPerTurn: z.int().positive().max(128_000).default(8192),
+  maxTokensPerTurn: z.int().positive().max(128_000).default(DEFAULT_MAX_TOKENS_PER_TURN),
   budget: operationBudgetSchema.default({ maxTurns: 50 }),
   /** Task queue of the hands worker that owns the Docker host. */
   handsTaskQueue: z.string().min(1).max(NAME_MAX_CHARS).optional(),
@@ -149,7 +151,7 @@ export const operationInputSchema = z.strictObject({
    */
   heartbeatTimeoutMs: z.int().min(1_000).max(600_000).optional(),
   /** Default timeout of one tool call in milliseconds. */
-  toolTimeoutMs: z.int().positive().max(3_600_000).default(600_000),
+  toolTimeoutMs: z.int().positive().max(3_600_000).default(DEFAULT_TOOL_TIMEOUT_MS),
   /**
    * What the sandbox may reach through the hands' egress proxy (`common/egress.ts`): `none`,
    * `registries` or `{"allow": ["host", …], "credentials": {…}}`. Subagents inherit it.

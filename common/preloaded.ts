@@ -30,6 +30,7 @@ import * as hooks from './hooks';
 import * as lanes from './lanes';
 import * as live from './live';
 import * as mcp from './mcp';
+import * as modelStep from './model-step';
 import * as modelTypes from './model-types';
 import * as models from './models';
 import * as operation from './operation';
@@ -72,6 +73,7 @@ export const preloaded: readonly unknown[] = [
   lanes,
   live,
   mcp,
+  modelStep,
   modelTypes,
   models,
   operation,

@@ -10,7 +10,7 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { COMPACT_CONTEXT_ACTIVITY, type CompactContextInput, type CompactContextResult } from './context';
-import type { ToolOutcome } from './hands';
+import { toolCallIdOf, type ToolOutcome } from './hands';
 import { MODEL_STEP_ACTIVITY, type ModelStepInput, type ModelStepResult } from './model-step';
 import { addUsage, usageOfFailedCall, type TokenUsage } from './model-types';
 
@@ -100,7 +100,7 @@ export function readRecordedRun(events: readonly HistoryEvent[]): RecordedRun {
         const input = decode<CompactContextInput>(scheduled.input);
         if (input) steps.push({ ...common, kind: 'compaction', input });
       } else if (type === 'runTool' && scheduled.activityId) {
-        toolInputs.set(id, scheduled.activityId.replace(/^tool-/, ''));
+        toolInputs.set(id, toolCallIdOf(scheduled.activityId) ?? scheduled.activityId);
       }
       const step = steps[steps.length - 1];
       if (step && step.scheduledEventId === Number(event.eventId)) byScheduledId.set(id, step);

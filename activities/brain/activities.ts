@@ -11,6 +11,7 @@ import type { CompactContextInput, CompactContextResult } from '../../common/con
 import {
   recordedReply,
   type BrainActivities,
+  fullModelStepInput,
   type ModelStepInput,
   type ModelStepResult,
 } from '../../common/model-step';
@@ -61,8 +62,15 @@ export function createBrainActivities(deps: BrainDependencies): BrainActivities 
 async function modelStep(
   deps: BrainDependencies,
   tools: Anthropic.Tool[],
-  input: ModelStepInput,
+  step: ModelStepInput,
 ): Promise<ModelStepResult> {
+  const caller = Context.current().info.workflowExecution?.workflowId;
+  if (step.operationId === undefined && !caller)
+    throw ApplicationFailure.nonRetryable(
+      'a model step without operationId must run as an activity of its operation',
+      'ContextMismatch',
+    );
+  const input = fullModelStepInput(step, caller ?? '');
   const { context: base, rebuilt } = await baseContext(deps, input);
   const context = withClearedResults(base, input.clear);
   const request: ModelRequest = {

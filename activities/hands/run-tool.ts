@@ -5,7 +5,14 @@
  * what the earlier attempt's traces mean (`earlier-attempt.ts`).
  */
 import type { Context } from '@temporalio/activity';
-import { HANDS_FAILURE_TYPES, type RunToolInput, type ToolCallCheckpoint, type ToolOutcome } from '../../common/hands';
+import {
+  DEFAULT_TOOL_TIMEOUT_MS,
+  HANDS_FAILURE_TYPES,
+  toolCallIdOf,
+  type RunToolInput,
+  type ToolCallCheckpoint,
+  type ToolOutcome,
+} from '../../common/hands';
 import { checkpointResult, toolCallCheckpointSchema } from '../../common/checkpoints';
 import { replayPolicyOf, toolSummary, validateToolCall, type ToolInput, type ToolName } from '../../common/tools';
 import { crashPoint } from '../crash-points';
@@ -26,7 +33,16 @@ import type { HandsTool, ToolContext, ToolResult } from './tools/types';
 
 const TOOL_CALL_ID = /^[A-Za-z0-9_.-]{1,128}$/;
 
-type ValidCall = RunToolInput & { operationId: string; name: ToolName; input: ToolInput<ToolName> };
+/** A call as it runs: what its input left out filled in (`RunToolInput`), its tool input checked. */
+type ValidCall = Omit<RunToolInput, 'toolCallId' | 'sessionId' | 'checkpoint'> & {
+  toolCallId: string;
+  sessionId: string;
+  operationId: string;
+  timeoutMs: number;
+  checkpoint?: Required<ToolCallCheckpoint>;
+  name: ToolName;
+  input: ToolInput<ToolName>;
+};
 
 /**
  * One try of a call on the current container: its result, or the reason the container was lost; and
@@ -36,13 +52,17 @@ type Attempt = { result?: ToolResult; synthetic: boolean; lost?: string; executo
 
 export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<ToolOutcome> {
   const ctx = currentActivity();
-  if (typeof raw.toolCallId !== 'string' || !TOOL_CALL_ID.test(raw.toolCallId)) {
+  const toolCallId = raw.toolCallId ?? toolCallIdOf(ctx?.info.activityId ?? '');
+  if (typeof toolCallId !== 'string' || !TOOL_CALL_ID.test(toolCallId)) {
     throw handsFailure(
       HANDS_FAILURE_TYPES.invalidInput,
-      `invalid toolCallId ${JSON.stringify(raw.toolCallId)}: use letters, digits, '_', '.', '-'`,
+      raw.toolCallId === undefined
+        ? `no toolCallId, and the activity id ${JSON.stringify(ctx?.info.activityId ?? null)} is not a tool call's (tool-<toolCallId>)`
+        : `invalid toolCallId ${JSON.stringify(raw.toolCallId)}: use letters, digits, '_', '.', '-'`,
     );
   }
-  const checkpoint = raw.checkpoint === undefined ? undefined : toolCallCheckpointSchema.safeParse(raw.checkpoint);
+  const { checkpoint: asked, ...rest } = raw;
+  const checkpoint = asked === undefined ? undefined : toolCallCheckpointSchema.safeParse(asked);
   if (checkpoint && !checkpoint.success) {
     const issue = checkpoint.error.issues[0];
     throw handsFailure(
@@ -52,11 +72,15 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
   }
   const checked = validateToolCall(raw.name, raw.input);
   if (!checked.ok) return { content: checked.error, isError: true };
-  const sessionId = sessionOf(raw);
+  // Absent, the session is the calling operation's own: its workflow id.
+  const sessionId = sessionOf(raw) || (ctx?.info.workflowExecution?.workflowId ?? '');
   const call: ValidCall = {
-    ...raw,
+    ...rest,
+    toolCallId,
     sessionId,
     operationId: raw.operationId ?? sessionId,
+    timeoutMs: raw.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+    ...(checkpoint ? { checkpoint: checkpoint.data } : {}),
     name: raw.name as ToolName,
     input: checked.input,
   };
@@ -133,7 +157,7 @@ export async function runTool(hands: HandsContext, raw: RunToolInput): Promise<T
 async function checkpointAfterCall(
   hands: HandsContext,
   call: ValidCall,
-  checkpoint: ToolCallCheckpoint,
+  checkpoint: Required<ToolCallCheckpoint>,
   full: boolean,
 ): Promise<Pick<ToolOutcome, 'checkpoint' | 'checkpointFailure'>> {
   try {
@@ -168,7 +192,7 @@ async function attemptToolCall(
     toolCallId: call.toolCallId,
     spill: hands.spill,
     outputPath: outputPathOf(call.toolCallId),
-    ...(call.timeoutMs !== undefined ? { timeoutMs: call.timeoutMs } : {}),
+    timeoutMs: call.timeoutMs,
   };
   const prepared = tool.prepare(call.input, toolCtx);
   const cancellation = attemptCancellation(ctx);

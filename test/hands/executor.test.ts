@@ -134,7 +134,7 @@ const FILL_PIDS = [
 describe('sandbox executor (real Docker)', () => {
   const fx = handsFixture();
   const hands = createHandsActivities({ sandboxes: fx.sandboxes });
-  const call = (sessionId: string, name: string, input: unknown): RunToolInput => ({
+  const call = (sessionId: string, name: string, input: unknown): RunToolInput & { toolCallId: string } => ({
     sessionId,
     toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
     name,

@@ -19,7 +19,7 @@ describe('tool-call journal and replay (real Docker)', () => {
   const fx = handsFixture();
   const hands = createHandsActivities({ sandboxes: fx.sandboxes });
   const sessionId = fx.sessionId('journal');
-  const newCall = (command: string): RunToolInput => ({
+  const newCall = (command: string): RunToolInput & { toolCallId: string } => ({
     sessionId,
     toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
     name: 'bash',
@@ -190,7 +190,7 @@ describe('tool-call journal and replay (real Docker)', () => {
 
   it('runs safe tools again on a retry', async () => {
     await fx.sh(sessionId, 'echo content > safe.txt');
-    const call: RunToolInput = {
+    const call: RunToolInput & { toolCallId: string } = {
       sessionId,
       toolCallId: `toolu_${randomUUID().slice(0, 12)}`,
       name: 'read_file',

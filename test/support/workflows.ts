@@ -14,5 +14,6 @@ export {
 } from '../../workflows';
 export { callModelOnce } from './model-workflows';
 export { handsRunToolOnce } from './hands-workflows';
+export { compactStepsOnce } from './compact-step-workflows';
 export { retriedActivityOnce, timedOutActivityOnce } from './failover-workflows';
 export { zodInWorkflow } from './bundle-workflows';

@@ -13,7 +13,7 @@
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import { isPatched } from '../shared/patches';
 import type { ApprovalDecision } from '../../common/approvals';
-import type { HandsActivities, ToolCallCheckpoint } from '../../common/hands';
+import { toolActivityId, type HandsActivities, type ToolCallCheckpoint } from '../../common/hands';
 import { LIVE_EXCERPT_CHARS } from '../../common/live';
 import type { TailBlock } from '../../common/context-fingerprint';
 import type { ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
@@ -262,7 +262,7 @@ async function executeToolCall(
   showDetails(op);
   try {
     const timeoutMs = toolRunTimeoutMs(name, prepared.input, op.settings.toolTimeoutMs);
-    const activityId = `tool-${call.id}`;
+    const activityId = toolActivityId(call.id);
     const outcome = await sandbox.use(() => {
       op.countStep();
       return sandbox.route.call((taskQueue) => {
