@@ -19,12 +19,12 @@
  */
 import { z } from 'zod';
 import type { Tool } from '@anthropic-ai/sdk/resources/messages';
+import { DEFAULT_TOOL_TIMEOUT_MS } from './hands';
 import { utf8Bytes } from './validation';
 
 export type ReplayPolicy = 'safe' | 'idempotent' | 'never';
 
-/** Default and maximum run time of a `bash` command. */
-export const BASH_DEFAULT_TIMEOUT_MS = 120_000;
+/** Longest run time a `bash` call may ask for (its default is the operation's limit, `toolTimeoutMs`). */
 export const BASH_MAX_TIMEOUT_MS = 1_800_000;
 /** Default and maximum number of lines `read_file` returns in one call. */
 export const READ_DEFAULT_LIMIT = 2_000;
@@ -119,7 +119,7 @@ const bashInput = z.strictObject({
     .max(BASH_MAX_TIMEOUT_MS)
     .optional()
     .describe(
-      `Kill the command (and everything it started) after this many milliseconds. Default ${BASH_DEFAULT_TIMEOUT_MS}, at most ${BASH_MAX_TIMEOUT_MS}.`,
+      `Kill the command (and everything it started) after this many milliseconds. Default: the operation's limit for one call (${DEFAULT_TOOL_TIMEOUT_MS} unless it sets another), at most ${BASH_MAX_TIMEOUT_MS}.`,
     ),
 });
 

@@ -1,10 +1,11 @@
-import { BASH_DEFAULT_TIMEOUT_MS, type BashInput } from '../../../common/tools';
+import { DEFAULT_TOOL_TIMEOUT_MS } from '../../../common/hands';
+import type { BashInput } from '../../../common/tools';
 import { shapeOutput } from '../output';
 import { killedNote, type HandsTool } from './types';
 
-/** The effective timeout: the call's own `timeout_ms`, capped by the activity's budget. */
-function timeoutOf(input: BashInput, budgetMs: number | undefined): number {
-  return Math.min(input.timeout_ms ?? budgetMs ?? BASH_DEFAULT_TIMEOUT_MS, budgetMs ?? Number.POSITIVE_INFINITY);
+/** The effective timeout: the call's own `timeout_ms`, capped by the activity's budget (`RunToolInput.timeoutMs`). */
+function timeoutOf(input: BashInput, budgetMs: number = DEFAULT_TOOL_TIMEOUT_MS): number {
+  return Math.min(input.timeout_ms ?? budgetMs, budgetMs);
 }
 
 export const bashTool: HandsTool<BashInput> = {
