@@ -14,6 +14,8 @@ import {
   setRampingVersion,
   type DeploymentStatus,
   type VersionStatus,
+  ROUTING_WAIT_MS,
+  type RoutingChange,
 } from '../client/deployments';
 import type { DeployCommand } from './command-types';
 import { deploySettings } from './settings';
@@ -40,14 +42,18 @@ async function run(client: Client, deployment: string, command: DeployCommand): 
       console.log(command.json ? JSON.stringify(status, null, 2) : formatStatus(status));
       return 0;
     }
-    case 'deploy-set-current':
-      await setCurrentVersion(client, deployment, command.buildId, { allowNoPollers: command.allowNoPollers });
+    case 'deploy-set-current': {
+      const change = await setCurrentVersion(client, deployment, command.buildId, {
+        allowNoPollers: command.allowNoPollers,
+      });
       console.log(
         command.buildId === null
           ? `unversioned workers are current in ${deployment}: new workflows go to them; pinned ones stay on their builds`
           : `${command.buildId} is current in ${deployment}: new workflows start on it and auto-upgrade ones move to it at their next step; pinned ones finish on their builds (agent deploy status)`,
       );
+      warnUnsettled(change, deployment);
       return 0;
+    }
     case 'deploy-ramp':
       return ramp(client, deployment, command.buildId, command.percent);
     case 'deploy-delete':
@@ -62,15 +68,27 @@ async function ramp(client: Client, deployment: string, buildId: string, percent
     const { ramping } = await deploymentStatus(client, deployment);
     if (ramping && ramping.buildId !== buildId)
       throw new Error(`${buildId} is not ramping in ${deployment} (${ramping.buildId} is, at ${ramping.percent}%)`);
-    await setRampingVersion(client, deployment, null, 0);
+    const ended = await setRampingVersion(client, deployment, null, 0);
     console.log(`no build is ramping in ${deployment} any more`);
+    warnUnsettled(ended, deployment);
     return 0;
   }
-  await setRampingVersion(client, deployment, buildId, percent);
+  const change = await setRampingVersion(client, deployment, buildId, percent);
   console.log(
     `${buildId} is ramping at ${percent}% in ${deployment}: that share of new workflows starts on it; agent deploy set-current ${buildId} when it is good`,
   );
+  warnUnsettled(change, deployment);
   return 0;
+}
+
+/** A routing change the server made but had not yet taken to every task queue: said, not failed. */
+function warnUnsettled(change: RoutingChange, deployment: string): void {
+  if (change.settled) return;
+  console.error(
+    `warning: the server has not yet confirmed that every task queue of ${deployment} has this change ` +
+      `(still propagating after ${ROUTING_WAIT_MS / 60_000} minutes); until it does, some new work may still start ` +
+      `on the previous routing. agent deploy status says "routing change propagating" while it lasts.`,
+  );
 }
 
 export function formatStatus(status: DeploymentStatus): string {
@@ -79,6 +97,7 @@ export function formatStatus(status: DeploymentStatus): string {
   const routing = [
     status.current ? `current ${status.current}` : 'no current build: new workflows go to unversioned workers',
     ...(status.ramping ? [`ramping ${status.ramping.buildId} at ${status.ramping.percent}%`] : []),
+    ...(status.routingPropagating ? ['routing change propagating'] : []),
   ];
   return [`Worker Deployment ${status.deployment} · ${routing.join(' · ')}`, ...status.versions.map(versionLine)].join(
     '\n',

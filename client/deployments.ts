@@ -43,6 +43,8 @@ export interface DeploymentStatus {
   /** The current version's build id; undefined: new work goes to unversioned workers. */
   current?: string;
   ramping?: { buildId: string; percent: number };
+  /** True while the server has not confirmed that the last routing change reached all its task queues. */
+  routingPropagating?: boolean;
   /** Newest first. */
   versions: VersionStatus[];
 }
@@ -105,6 +107,7 @@ export async function deploymentStatus(
     exists: true,
     ...(current ? { current } : {}),
     ...(rampingId ? { ramping: { buildId: rampingId, percent } } : {}),
+    ...(propagating(info.routingConfigUpdateState) ? { routingPropagating: true } : {}),
     versions,
   };
 }
@@ -222,14 +225,15 @@ const NO_POLLERS_HINT =
 /**
  * Makes a version current (`buildId`), or unversioned workers (`null`): new workflows and every
  * auto-upgrade workflow's next task go to it. Resolves once the server has passed the change to
- * every task queue of the deployment.
+ * every task queue of the deployment, or has not confirmed it within `ROUTING_WAIT_MS` (the change
+ * stands either way).
  */
 export async function setCurrentVersion(
   client: Client,
   deployment: string,
   buildId: string | null,
   options: { allowNoPollers?: boolean } = {},
-): Promise<void> {
+): Promise<RoutingChange> {
   await client.workflowService
     .setWorkerDeploymentCurrentVersion({
       namespace: client.options.namespace,
@@ -242,7 +246,7 @@ export async function setCurrentVersion(
         `cannot make ${buildId ?? 'unversioned workers'} current in ${deployment}: ${err.message}${hintFor(err)}`,
       );
     });
-  await routingSettled(client, deployment);
+  return routingSettled(client, deployment);
 }
 
 /**
@@ -254,7 +258,7 @@ export async function setRampingVersion(
   deployment: string,
   buildId: string | null,
   percent: number,
-): Promise<void> {
+): Promise<RoutingChange> {
   await client.workflowService
     .setWorkerDeploymentRampingVersion({
       namespace: client.options.namespace,
@@ -265,7 +269,7 @@ export async function setRampingVersion(
     .catch((err: Error) => {
       throw new Error(`cannot ramp ${buildId ?? '(none)'} in ${deployment}: ${err.message}${hintFor(err)}`);
     });
-  await routingSettled(client, deployment);
+  return routingSettled(client, deployment);
 }
 
 /** Deletes a version: the server refuses while it is current, ramping or draining, or while its workers poll. */
@@ -288,20 +292,35 @@ function hintFor(err: Error): string {
     : '';
 }
 
-/** Waits until the deployment's routing change has reached all its task queues (a hang ends after a minute). */
-async function routingSettled(client: Client, deployment: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
+/**
+ * How long a routing change is waited for. The server applies it at once and takes it to every task
+ * queue of the deployment afterwards (usually within a second); its check of that runs as a system
+ * activity with a one-minute timeout, retried, so on a loaded server a minute is not always enough.
+ */
+export const ROUTING_WAIT_MS = 180_000;
+
+/** What a routing change came to: applied, and confirmed on all task queues or still propagating. */
+export interface RoutingChange {
+  /** False when the server had not confirmed it on all task queues within `ROUTING_WAIT_MS`. */
+  settled: boolean;
+}
+
+/** Waits until the deployment's routing change has reached all its task queues, for `ROUTING_WAIT_MS` at most. */
+async function routingSettled(client: Client, deployment: string): Promise<RoutingChange> {
+  const deadline = Date.now() + ROUTING_WAIT_MS;
   for (;;) {
     const described = await client.workflowService.describeWorkerDeployment({
       namespace: client.options.namespace,
       deploymentName: deployment,
     });
-    const state = described.workerDeploymentInfo?.routingConfigUpdateState;
-    if (state !== temporal.api.enums.v1.RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS) return;
-    if (Date.now() > deadline)
-      throw new Error(`the routing change of ${deployment} has not reached all its task queues after a minute`);
+    if (!propagating(described.workerDeploymentInfo?.routingConfigUpdateState)) return { settled: true };
+    if (Date.now() > deadline) return { settled: false };
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+function propagating(state: temporal.api.enums.v1.RoutingConfigUpdateState | null | undefined): boolean {
+  return state === temporal.api.enums.v1.RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS;
 }
 
 function seconds(ts: { seconds?: unknown } | null | undefined): number {
