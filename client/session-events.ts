@@ -10,9 +10,9 @@ import type { ApprovalDecisionInput } from '../common/approvals';
 import { EVENT_TYPES, matchesFilter, type EventFilter, type EventType, type SessionEvent } from '../common/events';
 import type { ModelStepInput, ModelStepResult } from '../common/model-step';
 import { totalTokens } from '../common/model-types';
-import type { OperationInput, OperationResult } from '../common/operation';
+import { OPERATION_WORKFLOW_TYPE, type OperationInput, type OperationResult } from '../common/operation';
 import { sessionIdFor } from '../common/sandbox-names';
-import { sessionWorkflowId, type PromptAccepted, type PromptInput } from '../common/session';
+import { SESSION_WORKFLOW_TYPE, sessionWorkflowId, type PromptAccepted, type PromptInput } from '../common/session';
 import { toolCallIdOf, type RunToolInput, type ToolOutcome } from '../common/hands';
 import { hookDecisionOf, hookSummary, RUN_HOOK_ACTIVITY, type HookRunResult, type RunHookInput } from '../common/hooks';
 import { toolSummary } from '../common/tools';
@@ -29,11 +29,22 @@ interface Unnumbered extends Omit<SessionEvent, 'seq'> {
 
 export type EventSource = { kind: 'session'; sessionId: string } | { kind: 'operation'; operationId: string };
 
-/** Whether `id` names a session (its workflow exists) or else an operation. */
+/**
+ * Whether `id` names a session (its workflow exists) or an operation; also a session's own workflow
+ * id (`session-<id>`, what the Web UI shows). Undefined when no workflow has the id; an error naming
+ * the type when the workflow is neither.
+ */
 export async function eventSourceOf(reader: HistoryReader, id: string): Promise<EventSource | undefined> {
   if (await reader.runs(sessionWorkflowId(id))) return { kind: 'session', sessionId: id };
-  if (await reader.runs(id)) return { kind: 'operation', operationId: id };
-  return undefined;
+  const runs = await reader.runs(id);
+  if (!runs) return undefined;
+  const type = runs.runs[0]?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
+  if (type === OPERATION_WORKFLOW_TYPE) return { kind: 'operation', operationId: id };
+  if (type === SESSION_WORKFLOW_TYPE && id.startsWith(sessionWorkflowId('')))
+    return { kind: 'session', sessionId: id.slice(sessionWorkflowId('').length) };
+  throw new Error(
+    `${id} is a ${type ?? 'workflow'} workflow; agent events reads sessions and operations (temporal workflow show --workflow-id ${id} shows its history)`,
+  );
 }
 
 /** The events of a session (or of one operation and its subagents), numbered and filtered. */

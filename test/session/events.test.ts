@@ -14,7 +14,9 @@ import { decideToolCall } from '../../client/approvals';
 import { setFact } from '../../client/session';
 import type { SessionEvent } from '../../common/events';
 import { statusQuery, steerUpdate } from '../../common/operation';
+import { HEALTH_CHECK_WORKFLOW_TYPE } from '../../common/health';
 import { containerNameOf } from '../../common/sandbox-names';
+import { sessionWorkflowId } from '../../common/session';
 import { freePort, startDevServer, type DevServer } from '../../platform/dev-server';
 import { PROJECT_ROOT } from '../../platform/paths';
 import { conversations } from '../support/conversations';
@@ -149,5 +151,18 @@ describe('agent events across continue-as-new', () => {
     );
     const ofTwo = await agentEvents(two.operationId);
     expect(ofTwo.map((e) => e.type)).toEqual(['operation.started', 'model.reply', 'operation.ended']);
+
+    // The session's own workflow id (what the Web UI shows) reads the same log; a workflow of another
+    // type is refused by its type.
+    expect(await agentEvents(sessionWorkflowId(sessionId))).toEqual(events);
+    const healthId = `health-${sessionId}`;
+    await client.workflow.execute(HEALTH_CHECK_WORKFLOW_TYPE, {
+      taskQueue: s.h.brainQueue,
+      workflowId: healthId,
+      args: [{ message: 'hi' }],
+    });
+    await expect(agentEvents(healthId)).rejects.toThrow(
+      `${healthId} is a healthCheck workflow; agent events reads sessions and operations`,
+    );
   });
 });
