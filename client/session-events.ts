@@ -12,7 +12,13 @@ import type { ModelStepInput, ModelStepResult } from '../common/model-step';
 import { totalTokens } from '../common/model-types';
 import { OPERATION_WORKFLOW_TYPE, type OperationInput, type OperationResult } from '../common/operation';
 import { sessionIdFor } from '../common/sandbox-names';
-import { SESSION_WORKFLOW_TYPE, sessionWorkflowId, type PromptAccepted, type PromptInput } from '../common/session';
+import {
+  SESSION_WORKFLOW_TYPE,
+  sessionIdOfWorkflow,
+  sessionWorkflowId,
+  type PromptAccepted,
+  type PromptInput,
+} from '../common/session';
 import { toolCallIdOf, type RunToolInput, type ToolOutcome } from '../common/hands';
 import { hookDecisionOf, hookSummary, RUN_HOOK_ACTIVITY, type HookRunResult, type RunHookInput } from '../common/hooks';
 import { toolSummary } from '../common/tools';
@@ -40,8 +46,8 @@ export async function eventSourceOf(reader: HistoryReader, id: string): Promise<
   if (!runs) return undefined;
   const type = runs.runs[0]?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
   if (type === OPERATION_WORKFLOW_TYPE) return { kind: 'operation', operationId: id };
-  if (type === SESSION_WORKFLOW_TYPE && id.startsWith(sessionWorkflowId('')))
-    return { kind: 'session', sessionId: id.slice(sessionWorkflowId('').length) };
+  const sessionId = type === SESSION_WORKFLOW_TYPE ? sessionIdOfWorkflow(id) : undefined;
+  if (sessionId !== undefined) return { kind: 'session', sessionId };
   throw new Error(
     `${id} is a ${type ?? 'workflow'} workflow; agent events reads sessions and operations (temporal workflow show --workflow-id ${id} shows its history)`,
   );

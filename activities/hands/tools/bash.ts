@@ -1,10 +1,9 @@
-import { DEFAULT_TOOL_TIMEOUT_MS } from '../../../common/hands';
 import type { BashInput } from '../../../common/tools';
 import { shapeOutput } from '../output';
 import { killedNote, type HandsTool } from './types';
 
 /** The effective timeout: the call's own `timeout_ms`, capped by the activity's budget (`RunToolInput.timeoutMs`). */
-function timeoutOf(input: BashInput, budgetMs: number = DEFAULT_TOOL_TIMEOUT_MS): number {
+function timeoutOf(input: BashInput, budgetMs: number): number {
   return Math.min(input.timeout_ms ?? budgetMs, budgetMs);
 }
 

@@ -9,8 +9,8 @@ import type { RunExit } from '../scripts';
 
 export interface ToolContext {
   toolCallId: string;
-  /** The activity's time budget for the call (`RunToolInput.timeoutMs`), if any. */
-  timeoutMs?: number;
+  /** The activity's time budget for the call (`RunToolInput.timeoutMs`, its default filled in). */
+  timeoutMs: number;
   spill: SpillOptions;
   /** Where the full output is kept: `/workspace/.agent/out/<toolCallId>.txt`. */
   outputPath: string;
@@ -60,7 +60,7 @@ export function formatSeconds(ms: number): string {
 
 /** Timeout for the file and search tools, capped by the activity's budget. */
 export function helperTimeout(ctx: ToolContext): number {
-  return Math.min(HELPER_TIMEOUT_MS, ctx.timeoutMs ?? HELPER_TIMEOUT_MS);
+  return Math.min(HELPER_TIMEOUT_MS, ctx.timeoutMs);
 }
 
 /** Result of the file tools' helpers: exit 0 = result, 1 = tool error with a message, else a crash. */
