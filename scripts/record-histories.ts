@@ -109,12 +109,14 @@ runMain(async (args) => {
     let handle: WorkflowHandle;
     // Each a fixture of its own, recorded by the code of its time: the seed source check before the
     // first model call; then after its first reply, with checkpoints recorded by the tool calls; then
-    // with the patches folded into one marker (`workflows/shared/patches.ts`).
+    // with the patches folded into one marker (`workflows/shared/patches.ts`); then with the step
+    // inputs in their small shape (`ModelStepInput`, `RunToolInput`).
     for (const name of [
       'completed-with-tools',
       'completed-with-seed-check',
       'completed-seed-check-after-first-reply',
       'completed-patches-folded',
+      'completed-compact-inputs',
     ]) {
       if (!wanted(name)) continue;
       h.model.setScript(fixTheTest);

@@ -48,6 +48,14 @@ function runToolInputs(events: HistoryEvent[]): Record<string, unknown>[] {
     .map((scheduled) => defaultPayloadConverter.fromPayload<Record<string, unknown>>(scheduled!.input!.payloads![0]!));
 }
 
+/** The input of each `modelStep` activity, in the order they were scheduled. */
+function modelStepInputs(events: HistoryEvent[]): Record<string, unknown>[] {
+  return events
+    .map((event) => event.activityTaskScheduledEventAttributes)
+    .filter((scheduled) => scheduled?.activityType?.name === 'modelStep')
+    .map((scheduled) => defaultPayloadConverter.fromPayload<Record<string, unknown>>(scheduled!.input!.payloads![0]!));
+}
+
 /** The result of each completed `runTool` activity, in the order they completed. */
 function runToolResults(events: HistoryEvent[]): ToolOutcome[] {
   const runTool = new Set(
@@ -133,16 +141,21 @@ describe('the steps of an operation in history', () => {
     expect(batch.results).toEqual(batch.calls);
   });
 
-  it("records a tool call's operation id only when it is not the session id", async () => {
+  it('records in each step only what the activities cannot read elsewhere', async () => {
     const script = [{ toolCalls: [{ name: 'bash', input: { command: 'true' } }] }, { text: 'done' }];
 
-    // An operation in a session of its own: its session id is its workflow id, and its calls say so once.
+    // An operation in a session of its own: its session id is its workflow id, which the activities
+    // read from their own info, as a call's id from its activity id; the default budget, checkpoint
+    // excludes, lane and max_tokens are left out too.
     h.model.setScript(script);
     const own = await h.start({ goal: 'one call' });
     expect((await operationResult(own)).state).toBe('completed');
-    const [ownCall] = runToolInputs((await own.fetchHistory()).events ?? []);
-    expect(ownCall).toMatchObject({ sessionId: own.workflowId });
-    expect(ownCall).not.toHaveProperty('operationId');
+    const ownEvents = (await own.fetchHistory()).events ?? [];
+    const [ownCall] = runToolInputs(ownEvents);
+    expect(Object.keys(ownCall!).sort()).toEqual(['checkpoint', 'input', 'name']);
+    expect(ownCall!.checkpoint).toEqual({ turn: 1 });
+    const [firstStep] = modelStepInputs(ownEvents);
+    for (const field of ['operationId', 'lane', 'maxTokens']) expect(firstStep).not.toHaveProperty(field);
 
     // An operation in a named session: its calls name both.
     h.model.setScript(script);

@@ -4,7 +4,8 @@
  * by the operation's state (`OperationRun.recordReply`) and published to live followers here.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { BrainActivities, ModelStepResult } from '../../common/model-step';
+import { DEFAULT_LANE } from '../../common/lanes';
+import { DEFAULT_MAX_TOKENS_PER_TURN, type BrainActivities, type ModelStepResult } from '../../common/model-step';
 import { DEFAULT_SYSTEM_PROMPT } from '../../common/prompts';
 import { withinDeadline } from './budget';
 import { continuationOf, editFrontierOf, recordedFingerprint } from './context-window';
@@ -26,11 +27,12 @@ export function requestModelTurn(op: OperationRun): Promise<ModelStepResult | un
   return withinDeadline(op, () =>
     (watch?.run ?? ((run) => run()))(() =>
       modelStep({
-        operationId: op.operationId,
-        lane: settings.lane,
+        // What the brain reads absent (`ModelStepInput`): the operation's id (the activity's workflow
+        // id), the main lane, the default max_tokens. Every step's history holds this input.
+        ...(settings.lane !== DEFAULT_LANE ? { lane: settings.lane } : {}),
         turn: carry.turn + 1,
         model: settings.model,
-        maxTokens: settings.maxTokensPerTurn,
+        ...(settings.maxTokensPerTurn !== DEFAULT_MAX_TOKENS_PER_TURN ? { maxTokens: settings.maxTokensPerTurn } : {}),
         system: carry.messages === 0 ? (settings.system ?? DEFAULT_SYSTEM_PROMPT) : undefined,
         base: recordedFingerprint(op),
         ...(op.nextClear ? { clear: op.nextClear } : {}),

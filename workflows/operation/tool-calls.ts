@@ -13,7 +13,13 @@
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import { isPatched } from '../shared/patches';
 import type { ApprovalDecision } from '../../common/approvals';
-import { toolActivityId, type HandsActivities, type ToolCallCheckpoint } from '../../common/hands';
+import { DEFAULT_CHECKPOINT_EXCLUDE } from '../../common/checkpoints';
+import {
+  DEFAULT_TOOL_TIMEOUT_MS,
+  toolActivityId,
+  type HandsActivities,
+  type ToolCallCheckpoint,
+} from '../../common/hands';
 import { LIVE_EXCERPT_CHARS } from '../../common/live';
 import type { TailBlock } from '../../common/context-fingerprint';
 import type { ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
@@ -275,16 +281,16 @@ async function executeToolCall(
         });
         const run = () =>
           runTool({
-            sessionId: op.sessionId,
-            // Absent when it is the session id (an operation in a session of its own): the hands read it so.
-            ...(op.operationId !== op.sessionId ? { operationId: op.operationId } : {}),
-            toolCallId: call.id,
+            // What the hands read absent (`RunToolInput`): the session and operation of an operation
+            // that is a session of its own (the activity's workflow id), the call's id (its activity
+            // id), the default time budget and checkpoint excludes. Every step's history holds this input.
+            ...(op.operationId !== op.sessionId ? { sessionId: op.sessionId, operationId: op.operationId } : {}),
             name,
             input: prepared.input,
-            timeoutMs,
+            ...(timeoutMs !== DEFAULT_TOOL_TIMEOUT_MS ? { timeoutMs } : {}),
             // The hands read an absent policy as `none` (every step's history holds this input).
             ...(op.settings.egress !== 'none' ? { egress: op.settings.egress } : {}),
-            ...(checkpoint ? { checkpoint } : {}),
+            ...(checkpoint ? { checkpoint: withoutDefaultExclude(checkpoint) } : {}),
           });
         const host = sandbox.route.host?.host;
         return stuckDetectionOn()
@@ -314,4 +320,13 @@ async function executeToolCall(
 
 function failureMessage(err: unknown): string {
   return err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
+}
+
+function withoutDefaultExclude(checkpoint: ToolCallCheckpoint): ToolCallCheckpoint {
+  const { turn, exclude } = checkpoint;
+  const isDefault =
+    exclude !== undefined &&
+    exclude.length === DEFAULT_CHECKPOINT_EXCLUDE.length &&
+    exclude.every((pattern, i) => pattern === DEFAULT_CHECKPOINT_EXCLUDE[i]);
+  return isDefault ? { turn } : checkpoint;
 }
