@@ -906,6 +906,17 @@ function floorSection(floor: NonNullable<BenchResults['floor']>, results: BenchR
         ? `${n(results.overhead.latency0.durableMsPerStep, 1)} ms per step at model latency 0 (×${n(results.overhead.latency0.durableMsPerStep / floor.msPerStep, 2)}); added over the plain loop ${n(results.overhead.latency0.addedMsPerStep, 1)} ms (×${n(results.overhead.latency0.addedMsPerStep / floor.msPerStep, 2)})`
         : '–',
     ],
+    ...(floor.atModelLatency
+      ? [
+          [
+            `one workflow at a time, model latency ${floor.atModelLatency.latencyMs} ms (${floor.atModelLatency.samples} steps)`,
+            `**${n(floor.atModelLatency.addedMsPerStep, 1)} ms** per step beyond the latency (p95 ${n(floor.atModelLatency.p95AddedMs, 1)} ms)`,
+            results.overhead
+              ? `added over the plain loop ${n(results.overhead.latency200.addedMsPerStep, 1)} ms (×${n(results.overhead.latency200.addedMsPerStep / floor.atModelLatency.addedMsPerStep, 2)})`
+              : '–',
+          ],
+        ]
+      : []),
     [
       `${floor.workflows} × ${floor.stepsPerWorkflow} steps at once`,
       `**${n(floor.stepsPerSecond, 1)} steps/s**`,

@@ -67,7 +67,8 @@ export async function runSuite(ctx: BenchContext, options: SuiteOptions): Promis
       : null;
 
   const runners: Record<ScenarioName, () => Promise<void>> = {
-    floor: async () => void (sections.floor = await runFloor(ctx, profile.floor, profile.concurrency)),
+    floor: async () =>
+      void (sections.floor = await runFloor(ctx, profile.floor, profile.concurrency, profile.overhead.latency200)),
     overhead: async () => {
       const outDir = options.outDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
       sections.overhead = await runOverhead(ctx, profile.overhead, {

@@ -6,6 +6,7 @@
  * as JSON; the process says `{ type: 'ready' }` over IPC once both workers poll and shuts down on
  * SIGTERM.
  */
+import { setTimeout } from 'node:timers/promises';
 import { Runtime, Worker, NativeConnection, bundleWorkflowCode } from '@temporalio/worker';
 import { installRuntime } from '../../workers/runtime';
 import { brainTuningFromEnv } from '../../workers/settings';
@@ -22,7 +23,11 @@ async function main(config: WorkerProcessConfig): Promise<void> {
   });
   const tuning = brainTuningFromEnv();
   const activities: FloorActivities = {
-    floorModelStep: () => Promise.resolve(Date.now()),
+    floorModelStep: async (latencyMs) => {
+      const started = Date.now();
+      if (latencyMs > 0) await setTimeout(latencyMs);
+      return started;
+    },
     floorToolCall: () => Promise.resolve(),
   };
   const workers = [
