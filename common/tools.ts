@@ -489,3 +489,12 @@ export function toolRunTimeoutMs(name: string, input: unknown, defaultMs: number
   }
   return Math.min(HELPER_TIMEOUT_MS, defaultMs);
 }
+
+/**
+ * Whether the hands run a call alike without its budget (`RunToolInput.timeoutMs`, read absent as
+ * `DEFAULT_TOOL_TIMEOUT_MS`): the default itself, or a helper's cap, which every budget of at least
+ * `HELPER_TIMEOUT_MS` comes to.
+ */
+export function budgetGoesWithoutSaying(name: string, timeoutMs: number): boolean {
+  return timeoutMs === DEFAULT_TOOL_TIMEOUT_MS || (name !== 'bash' && timeoutMs === HELPER_TIMEOUT_MS);
+}

@@ -113,6 +113,8 @@ describe('the steps of an operation in history', () => {
     const events = (await handle.fetchHistory()).events ?? [];
     const tasks = toolSchedulingTasks(events);
     expect(tasks.size).toBe(3);
+    // A helper's budget is its 60 s cap, which the hands give it when the input leaves it out.
+    for (const call of runToolInputs(events)) expect(call).not.toHaveProperty('timeoutMs');
     expect(new Set(tasks.values()).size).toBe(1); // all three scheduled by the same workflow task
 
     const answered = h.model.requests.filter((r) => r.status === 200 && r.turnIndex === 1);
@@ -157,13 +159,13 @@ describe('the steps of an operation in history', () => {
     const [firstStep] = modelStepInputs(ownEvents);
     for (const field of ['operationId', 'lane', 'maxTokens']) expect(firstStep).not.toHaveProperty(field);
 
-    // An operation in a named session: its calls name both.
-    h.model.setScript(script);
+    // An operation in a named session: its calls name both; a budget below a helper's cap is given.
+    h.model.setScript([{ toolCalls: [{ name: 'read_file', input: { path: 'README.md' } }] }, { text: 'done' }]);
     const sessionId = `step-shape-${own.workflowId.slice(-8)}`;
-    const inSession = await h.start({ goal: 'one call', sessionId });
+    const inSession = await h.start({ goal: 'one call', sessionId, toolTimeoutMs: 30_000 });
     expect((await operationResult(inSession)).state).toBe('completed');
     const [sessionCall] = runToolInputs((await inSession.fetchHistory()).events ?? []);
-    expect(sessionCall).toMatchObject({ sessionId, operationId: inSession.workflowId });
+    expect(sessionCall).toMatchObject({ sessionId, operationId: inSession.workflowId, timeoutMs: 30_000 });
   });
 
   it("records a tool call's result without its false flags, and a checkpoint without its empty fields", async () => {

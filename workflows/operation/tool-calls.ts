@@ -14,16 +14,12 @@ import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/wo
 import { isPatched } from '../shared/patches';
 import type { ApprovalDecision } from '../../common/approvals';
 import { DEFAULT_CHECKPOINT_EXCLUDE } from '../../common/checkpoints';
-import {
-  DEFAULT_TOOL_TIMEOUT_MS,
-  toolActivityId,
-  type HandsActivities,
-  type ToolCallCheckpoint,
-} from '../../common/hands';
+import { toolActivityId, type HandsActivities, type ToolCallCheckpoint } from '../../common/hands';
 import { LIVE_EXCERPT_CHARS } from '../../common/live';
 import type { TailBlock } from '../../common/context-fingerprint';
 import type { ToolResultBlockParam, ToolUseBlock } from '../../common/model-types';
 import {
+  budgetGoesWithoutSaying,
   replayPolicyOf,
   toolMainArgument,
   toolRunTimeoutMs,
@@ -283,11 +279,12 @@ async function executeToolCall(
           runTool({
             // What the hands read absent (`RunToolInput`): the session and operation of an operation
             // that is a session of its own (the activity's workflow id), the call's id (its activity
-            // id), the default time budget and checkpoint excludes. Every step's history holds this input.
+            // id), the default time budget (or a helper's cap) and checkpoint excludes. Every step's
+            // history holds this input.
             ...(op.operationId !== op.sessionId ? { sessionId: op.sessionId, operationId: op.operationId } : {}),
             name,
             input: prepared.input,
-            ...(timeoutMs !== DEFAULT_TOOL_TIMEOUT_MS ? { timeoutMs } : {}),
+            ...(budgetGoesWithoutSaying(name, timeoutMs) ? {} : { timeoutMs }),
             // The hands read an absent policy as `none` (every step's history holds this input).
             ...(op.settings.egress !== 'none' ? { egress: op.settings.egress } : {}),
             ...(checkpoint ? { checkpoint: withoutDefaultExclude(checkpoint) } : {}),
