@@ -666,7 +666,7 @@ export function renderMarkdown(results: BenchResults, svgFile: string): string {
     if (main) {
       const wallS = c.wallMs / 1000;
       out.push(
-        `The worker's main thread (JavaScript: workflow tasks, activity code, the SDK's calls into its core) was on a core ${n(main.onCpuS, 1)} s of the run's ${n(wallS, 1)} s ` +
+        `The worker's main thread (JavaScript: activity code, the SDK's side of workflow tasks and its calls into its core; the workflow code itself runs on the SDK's workflow thread) was on a core ${n(main.onCpuS, 1)} s of the run's ${n(wallS, 1)} s ` +
           `and runnable but waiting for a core ${n(main.waitingS, 1)} s: it had work ${pct((main.onCpuS + main.waitingS) / wallS)} of the run, ` +
           `and ${pct(main.waitingS / Math.max(main.onCpuS + main.waitingS, 1e-9))} of that time it waited for a core.`,
       );

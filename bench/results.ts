@@ -613,8 +613,9 @@ export const resultsSchema = z.strictObject({
        */
       workerEventLoopDelayMs: z.strictObject({ p99: num, max: num }).optional(),
       /**
-       * The worker's main thread (JavaScript: workflow tasks, activity code, the SDK's calls into its
-       * core) over the run, in seconds: on a core, and runnable but waiting for one (Linux schedstat).
+       * The worker's main thread (JavaScript: activity code, the SDK's side of workflow tasks and its
+       * calls into its core; the workflow code itself runs on the SDK's workflow thread) over the run,
+       * in seconds: on a core, and runnable but waiting for one (Linux schedstat).
        * Their sum against the wall time is how much of the run that one thread had work.
        */
       workerMainThread: z.strictObject({ onCpuS: num, waitingS: num }).optional(),
