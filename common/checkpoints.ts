@@ -21,6 +21,14 @@ import type { HandsHost } from './hands-route';
 /** Folders a checkpoint leaves out unless the operation says otherwise (`checkpoints.exclude`). */
 export const DEFAULT_CHECKPOINT_EXCLUDE = ['node_modules/', '.venv/'] as const;
 
+/** Whether `exclude` is the default's patterns, in its order. */
+export function isDefaultExclude(exclude: readonly string[]): boolean {
+  return (
+    exclude.length === DEFAULT_CHECKPOINT_EXCLUDE.length &&
+    exclude.every((pattern, i) => pattern === DEFAULT_CHECKPOINT_EXCLUDE[i])
+  );
+}
+
 // eslint-disable-next-line no-control-regex -- the point is to find control characters
 const CONTROL = /[\u0000-\u001f\u007f]/;
 

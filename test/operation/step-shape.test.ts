@@ -40,19 +40,11 @@ function toolSchedulingTasks(events: HistoryEvent[]): Map<string, string> {
   return tasks;
 }
 
-/** The input of each `runTool` activity, in the order they were scheduled. */
-function runToolInputs(events: HistoryEvent[]): Record<string, unknown>[] {
+/** The input of each activity of this type, in the order they were scheduled. */
+function activityInputs(events: HistoryEvent[], type: 'runTool' | 'modelStep'): Record<string, unknown>[] {
   return events
     .map((event) => event.activityTaskScheduledEventAttributes)
-    .filter((scheduled) => scheduled?.activityType?.name === 'runTool')
-    .map((scheduled) => defaultPayloadConverter.fromPayload<Record<string, unknown>>(scheduled!.input!.payloads![0]!));
-}
-
-/** The input of each `modelStep` activity, in the order they were scheduled. */
-function modelStepInputs(events: HistoryEvent[]): Record<string, unknown>[] {
-  return events
-    .map((event) => event.activityTaskScheduledEventAttributes)
-    .filter((scheduled) => scheduled?.activityType?.name === 'modelStep')
+    .filter((scheduled) => scheduled?.activityType?.name === type)
     .map((scheduled) => defaultPayloadConverter.fromPayload<Record<string, unknown>>(scheduled!.input!.payloads![0]!));
 }
 
@@ -114,7 +106,7 @@ describe('the steps of an operation in history', () => {
     const tasks = toolSchedulingTasks(events);
     expect(tasks.size).toBe(3);
     // A helper's budget is its 60 s cap, which the hands give it when the input leaves it out.
-    for (const call of runToolInputs(events)) expect(call).not.toHaveProperty('timeoutMs');
+    for (const call of activityInputs(events, 'runTool')) expect(call).not.toHaveProperty('timeoutMs');
     expect(new Set(tasks.values()).size).toBe(1); // all three scheduled by the same workflow task
 
     const answered = h.model.requests.filter((r) => r.status === 200 && r.turnIndex === 1);
@@ -153,10 +145,10 @@ describe('the steps of an operation in history', () => {
     const own = await h.start({ goal: 'one call' });
     expect((await operationResult(own)).state).toBe('completed');
     const ownEvents = (await own.fetchHistory()).events ?? [];
-    const [ownCall] = runToolInputs(ownEvents);
+    const [ownCall] = activityInputs(ownEvents, 'runTool');
     expect(Object.keys(ownCall!).sort()).toEqual(['checkpoint', 'input', 'name']);
     expect(ownCall!.checkpoint).toEqual({ turn: 1 });
-    const [firstStep] = modelStepInputs(ownEvents);
+    const [firstStep] = activityInputs(ownEvents, 'modelStep');
     for (const field of ['operationId', 'lane', 'maxTokens']) expect(firstStep).not.toHaveProperty(field);
 
     // An operation in a named session: its calls name both; a budget below a helper's cap is given.
@@ -164,7 +156,7 @@ describe('the steps of an operation in history', () => {
     const sessionId = `step-shape-${own.workflowId.slice(-8)}`;
     const inSession = await h.start({ goal: 'one call', sessionId, toolTimeoutMs: 30_000 });
     expect((await operationResult(inSession)).state).toBe('completed');
-    const [sessionCall] = runToolInputs((await inSession.fetchHistory()).events ?? []);
+    const [sessionCall] = activityInputs((await inSession.fetchHistory()).events ?? [], 'runTool');
     expect(sessionCall).toMatchObject({ sessionId, operationId: inSession.workflowId, timeoutMs: 30_000 });
   });
 

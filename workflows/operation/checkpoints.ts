@@ -17,7 +17,7 @@
  */
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import { isPatched } from '../shared/patches';
-import type { CheckpointActivities, CheckpointKind } from '../../common/checkpoints';
+import { isDefaultExclude, type CheckpointActivities, type CheckpointKind } from '../../common/checkpoints';
 import type { ToolCallCheckpoint, ToolOutcome } from '../../common/hands';
 import type { ToolUseBlock } from '../../common/model-types';
 import { replayPolicyOf, validateModelToolCall, validateToolCall } from '../../common/tools';
@@ -53,7 +53,9 @@ export function checkpointWithLastCall(
   const last = calls.at(-1);
   if (!last || !validateToolCall(last.name, last.input).ok || !due(op, calls)) return undefined;
   if (!isPatched(CHECKPOINT_WITH_TOOL_CALL_PATCH)) return undefined;
-  return { turn: op.carry.turn, exclude: [...op.settings.checkpoints.exclude] };
+  const { exclude } = op.settings.checkpoints;
+  // The hands read an absent `exclude` as the default's (every step's history holds this input).
+  return isDefaultExclude(exclude) ? { turn: op.carry.turn } : { turn: op.carry.turn, exclude: [...exclude] };
 }
 
 /** What a tool call's activity says of the checkpoint it was asked to record. */

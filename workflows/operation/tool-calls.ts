@@ -13,7 +13,6 @@
 import { ActivityFailure, isCancellation, proxyActivities } from '@temporalio/workflow';
 import { isPatched } from '../shared/patches';
 import type { ApprovalDecision } from '../../common/approvals';
-import { DEFAULT_CHECKPOINT_EXCLUDE } from '../../common/checkpoints';
 import { toolActivityId, type HandsActivities, type ToolCallCheckpoint } from '../../common/hands';
 import { LIVE_EXCERPT_CHARS } from '../../common/live';
 import type { TailBlock } from '../../common/context-fingerprint';
@@ -287,7 +286,7 @@ async function executeToolCall(
             ...(budgetGoesWithoutSaying(name, timeoutMs) ? {} : { timeoutMs }),
             // The hands read an absent policy as `none` (every step's history holds this input).
             ...(op.settings.egress !== 'none' ? { egress: op.settings.egress } : {}),
-            ...(checkpoint ? { checkpoint: withoutDefaultExclude(checkpoint) } : {}),
+            ...(checkpoint ? { checkpoint } : {}),
           });
         const host = sandbox.route.host?.host;
         return stuckDetectionOn()
@@ -317,13 +316,4 @@ async function executeToolCall(
 
 function failureMessage(err: unknown): string {
   return err instanceof ActivityFailure && err.cause ? err.cause.message : (err as Error).message;
-}
-
-function withoutDefaultExclude(checkpoint: ToolCallCheckpoint): ToolCallCheckpoint {
-  const { turn, exclude } = checkpoint;
-  const isDefault =
-    exclude !== undefined &&
-    exclude.length === DEFAULT_CHECKPOINT_EXCLUDE.length &&
-    exclude.every((pattern, i) => pattern === DEFAULT_CHECKPOINT_EXCLUDE[i]);
-  return isDefault ? { turn } : checkpoint;
 }
